@@ -1,0 +1,1 @@
+"""Pure analysis over frozen records: guard-failure parsing, regimes, accounting."""

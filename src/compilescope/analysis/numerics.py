@@ -1,0 +1,76 @@
+"""Compiled vs eager outputs: max abs / rel error and pass/fail with dtype-aware tolerances.
+
+A faster wrong answer is a failure, not a win. Tolerances are named per dtype; float32 is
+looser than ``torch.testing``'s default because compilers legitimately reorder reductions
+and fuse ops (PyTorch's own dynamo benchmark harness accepts 1e-4 for float32).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import torch
+
+from ..model import NumericsCheck, Shape
+
+# (atol, rtol) per dtype; a dtype not listed compares exactly.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1e-4, 1e-4),
+    torch.bfloat16: (1e-2, 1.6e-2),
+    torch.float16: (1e-3, 1e-3),
+    torch.complex64: (1e-4, 1e-4),
+    torch.complex128: (1e-7, 1e-7),
+}
+
+
+def flatten_outputs(out: Any, path: str = "out") -> Iterator[tuple[str, Any]]:
+    """Leaves of a nested output (tensors, tuples, lists, dicts), with a path for messages."""
+    if isinstance(out, torch.Tensor):
+        yield path, out
+    elif isinstance(out, dict):
+        for k, v in out.items():
+            yield from flatten_outputs(v, f"{path}[{k!r}]")
+    elif isinstance(out, (list, tuple)):
+        for i, v in enumerate(out):
+            yield from flatten_outputs(v, f"{path}[{i}]")
+    else:
+        yield path, out
+
+
+def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
+    exp_leaves, act_leaves = list(flatten_outputs(expected)), list(flatten_outputs(actual))
+    if [p for p, _ in exp_leaves] != [p for p, _ in act_leaves]:
+        return NumericsCheck(shape, None, None, None, None, None, False, "output structure differs from eager")
+    worst_abs, worst_rel = 0.0, 0.0
+    dtype_name: str | None = None
+    atol_used: float | None = None
+    rtol_used: float | None = None
+    for (path, e), (_, a) in zip(exp_leaves, act_leaves):
+        if not isinstance(e, torch.Tensor):
+            if e != a:
+                return NumericsCheck(shape, None, None, None, None, None, False, f"{path}: {a!r} != eager {e!r}")
+            continue
+        if not isinstance(a, torch.Tensor) or a.shape != e.shape or a.dtype != e.dtype:
+            got = f"{tuple(a.shape)} {a.dtype}" if isinstance(a, torch.Tensor) else type(a).__name__
+            return NumericsCheck(
+                shape, str(e.dtype), None, None, None, None, False, f"{path}: {got} vs eager {tuple(e.shape)} {e.dtype}"
+            )
+        atol, rtol = TOLERANCES.get(e.dtype, (0.0, 0.0))
+        dtype_name, atol_used, rtol_used = str(e.dtype).removeprefix("torch."), atol, rtol
+        if e.numel() == 0:
+            continue
+        e64 = e.detach().to("cpu", torch.complex128 if e.is_complex() else torch.float64)
+        a64 = a.detach().to("cpu", e64.dtype)
+        nan_mismatch = bool((e64.isnan() != a64.isnan()).any())
+        diff = (a64 - e64).abs().nan_to_num(0.0)
+        ref = e64.abs().nan_to_num(0.0)
+        worst_abs = max(worst_abs, float(diff.max()))
+        worst_rel = max(worst_rel, float((diff / ref.clamp_min(1e-12)).max()))
+        if nan_mismatch or bool((diff > atol + rtol * ref).any()):
+            return NumericsCheck(
+                shape, dtype_name, worst_abs, worst_rel, atol, rtol, False,
+                f"{path}: NaN pattern differs from eager" if nan_mismatch else f"{path} exceeds tolerance",
+            )
+    return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol_used, rtol_used, True)

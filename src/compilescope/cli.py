@@ -1,0 +1,188 @@
+"""Command line: ``compilescope run|demo|report``. Bad input → one line on stderr, exit 2."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from .errors import CompilescopeError, ResultsError
+from .model import MeasureOptions, RunResult, TrialResult
+from .strategies import parse_mark, strategy_names
+
+EXIT_USAGE = 2
+PIPE_WIDTH = 150  # rich falls back to 80 columns off a terminal, too narrow for the tables
+
+
+def _console() -> Console:
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=PIPE_WIDTH)
+
+
+def _write(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {exc.strerror}") from None
+
+
+def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
+    from .execute.local import PlannedTrial
+
+    def on_progress(trial: PlannedTrial, result: TrialResult | None) -> None:
+        if result is None:
+            progress.update(task, description=trial.label)
+            return
+        progress.advance(task)
+        mark = "[green]✓[/]" if result.ok else f"[red]✗ {result.status}[/]"
+        took = f"{result.process_s:.1f} s" if result.process_s is not None else ""
+        console.print(f"  {mark} {trial.label} {took}")
+
+    return on_progress
+
+
+def _execute(ctx_args: dict[str, Any], console: Console) -> RunResult:
+    from .api import execute_run, prepare_run
+    from .execute.local import plan_trials
+
+    measure = ctx_args.pop("measure")
+    _, base, names = prepare_run(
+        ctx_args["workload"], ctx_args["stream"], ctx_args["strategies"],
+        backend=ctx_args["backend"], mode=ctx_args["mode"], marks=ctx_args["marks"], measure=measure,
+    )
+    total = len(plan_trials(base, names, ctx_args["cache"], Path("/nonexistent")))
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(), console=console, transient=True,
+    ) as progress:
+        task = progress.add_task("starting", total=total)
+        return execute_run(
+            base, names, ctx_args["cache"], timeout_s=ctx_args["timeout"],
+            on_progress=_progress_callback(progress, task, console), command=ctx_args["command"],
+        )
+
+
+def _report(result: RunResult, console: Console, json_path: Path | None, csv_path: Path | None) -> None:
+    from .render import console as console_render
+    from .render import csv as csv_render
+    from .render import json as json_render
+
+    for part in console_render.renderables(result):
+        console.print(part)
+    if json_path is not None:
+        _write(json_path, json_render.render(result))
+        console.print(f"results: {json_path}")
+    if csv_path is not None:
+        _write(csv_path, csv_render.render(result))
+        console.print(f"csv: {csv_path}")
+
+
+def measure_options(f: Any) -> Any:
+    options = [
+        click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+                     help="torch threads in each trial (0 = torch's default)."),
+        click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+                     help="warm-up calls per shape before steady-state samples."),
+        click.option("--samples", type=click.IntRange(min=1), default=30, show_default=True,
+                     help="steady-state samples per shape (at most)."),
+        click.option("--budget", type=click.FloatRange(min=0), default=2.0, show_default=True,
+                     help="steady-state time budget per shape, seconds (at least 5 samples)."),
+        click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
+        click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+                     help="seconds before a trial process is killed and recorded as timed out."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON."),
+        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="write results CSV."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _measure(threads: int, warmup: int, samples: int, budget: float, device: str) -> MeasureOptions:
+    return MeasureOptions(
+        warmup=warmup, samples=samples, min_samples=min(5, samples), budget_s=budget,
+        threads=threads or None, device=device,
+    )
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def cli() -> None:
+    """Measure what torch.compile costs and gains on your workload across input shapes."""
+
+
+@cli.command("run")
+@click.argument("workload")
+@click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
+@click.option("--strategies", default="eager,default,static,dynamic", show_default=True,
+              help=f"comma list of: {', '.join(strategy_names())}.")
+@click.option("--cache", type=click.Choice(["cold", "warm", "both"]), default="cold", show_default=True,
+              help="compile cache at process start: empty, populated by the same strategy, or both.")
+@click.option("--backend", default="inductor", show_default=True)
+@click.option("--mode", default=None, help="torch.compile mode (inductor), e.g. max-autotune-no-cudagraphs.")
+@click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
+              help="mark-dynamic: mark this input dim dynamic before each call (repeatable).")
+@measure_options
+def run_command(workload: str, stream: str | None, strategies: str, cache: str, backend: str, mode: str | None,
+                marks: tuple[str, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
+                timeout: float, json_path: Path | None, csv_path: Path | None) -> None:
+    """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
+    console = _console()
+    args = dict(
+        workload=workload, stream=stream, strategies=strategies, cache=cache, backend=backend, mode=mode,
+        marks=tuple(parse_mark(m) for m in marks), measure=_measure(threads, warmup, samples, budget, device),
+        timeout=timeout, command=shlex.join(["compilescope", *sys.argv[1:]]),
+    )
+    _report(_execute(args, console), console, json_path, csv_path)
+
+
+@cli.command("demo")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("compilescope-results"),
+              show_default=True, help="directory for demo.json and demo.csv.")
+@click.option("--workload", default="mlp", show_default=True, help="built-in workload to run.")
+def demo_command(out: Path, workload: str) -> None:
+    """The main job on a built-in workload: eager vs default/static/dynamic with inductor."""
+    console = _console()
+    console.print(f"[bold]compilescope demo[/]: built-in workload {workload!r}, inductor, cold cache, one process per trial")
+    args = dict(
+        workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold", backend="inductor",
+        mode=None, marks=(), measure=_measure(1, 3, 30, 1.0, "cpu"), timeout=900.0, command="compilescope demo",
+    )
+    _report(_execute(args, console), console, out / "demo.json", out / "demo.csv")
+
+
+@cli.command("report")
+@click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV.")
+def report_command(result: Path, csv_path: Path | None) -> None:
+    """Print the tables for a results JSON written by run or demo."""
+    from .schema import load
+
+    _report(load(result), _console(), None, csv_path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        return 0
+    except click.ClickException as exc:
+        click.echo(f"compilescope: error: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except CompilescopeError as exc:
+        click.echo(f"compilescope: error: {exc}", err=True)
+        return EXIT_USAGE
+    except click.exceptions.Abort:
+        click.echo("compilescope: interrupted", err=True)
+        return 130
+    return rv if isinstance(rv, int) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Collection: compile-event capture and sync-aware timers (the only hot-path code)."""

@@ -1,0 +1,164 @@
+"""Every private PyTorch API compilescope touches, in one place.
+
+Each accessor names the torch version it was checked on. When a torch release moves one
+of these, this file is the one to change; the rest of the package only calls the helpers
+below. Public APIs (``torch.compile``, ``torch.compiler.*``) are used directly elsewhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+CHECKED_ON = "2.13.0"
+
+# Fields of torch._dynamo.utils.CompilationMetrics (checked on 2.13.0) that hold compile
+# phases in microseconds. They nest: dynamo ⊇ aot_autograd ⊇ inductor ⊇ inductor code gen.
+PHASE_FIELDS_US: tuple[tuple[str, str], ...] = (
+    ("dynamo", "dynamo_cumulative_compile_time_us"),
+    ("aot_autograd", "aot_autograd_cumulative_compile_time_us"),
+    ("inductor", "inductor_cumulative_compile_time_us"),
+    ("inductor_codegen", "inductor_code_gen_cumulative_compile_time_us"),
+    ("pre_grad_passes", "pre_grad_pass_time_us"),
+    ("joint_graph_passes", "joint_graph_pass_time_us"),
+    ("post_grad_passes", "post_grad_pass_time_us"),
+    ("backward", "backward_cumulative_compile_time_us"),
+    ("autotune", "compile_time_autotune_time_us"),
+    ("gc", "gc_time_us"),
+)
+CACHE_FIELDS: tuple[str, ...] = (
+    "inductor_fx_local_cache_hit_count",
+    "inductor_fx_local_cache_miss_count",
+    "aotautograd_local_cache_hit_count",
+    "aotautograd_local_cache_miss_count",
+)
+
+
+def torch_version() -> str:
+    return str(torch.__version__)
+
+
+def enable_compilation_metrics(limit: int = 100_000) -> None:
+    """Raise the metrics deque bound (64 by default) so no compile of a trial is dropped.
+
+    ``torch._dynamo.utils.set_compilation_metrics_limit`` — checked on 2.13.0.
+    """
+    from torch._dynamo import utils
+
+    utils.set_compilation_metrics_limit(limit)
+
+
+def compilation_metrics() -> list[Any]:
+    """A copy of the process-wide list of ``CompilationMetrics``, one per frame compile.
+
+    ``torch._dynamo.utils.get_compilation_metrics`` — checked on 2.13.0.
+    """
+    from torch._dynamo import utils
+
+    return list(utils.get_compilation_metrics())
+
+
+def guard_failures() -> Mapping[Any, list[str]]:
+    """Every guard-failure reason so far, keyed by code object, one per rejecting cache entry.
+
+    ``torch._dynamo.guard_failures`` (a defaultdict(list)) — checked on 2.13.0. It is filled
+    whether or not recompile logging is on, and ``torch._dynamo.reset()`` clears it.
+    """
+    import torch._dynamo
+
+    return torch._dynamo.guard_failures  # type: ignore[attr-defined,no-any-return]
+
+
+def graph_break_reasons() -> list[Any]:
+    """Graph-break records (``GraphCompileReason``: ``reason``, ``user_stack``).
+
+    ``torch._dynamo.graph_break_reasons`` — checked on 2.13.0; cleared by reset.
+    """
+    import torch._dynamo
+
+    return torch._dynamo.graph_break_reasons  # type: ignore[attr-defined,no-any-return]
+
+
+def mark_dynamic(t: torch.Tensor, dim: int, min: int | None = None, max: int | None = None) -> None:
+    """``torch._dynamo.mark_dynamic`` with an optional range — checked on 2.13.0."""
+    import torch._dynamo
+
+    kwargs: dict[str, int] = {}
+    if min is not None:
+        kwargs["min"] = min
+    if max is not None:
+        kwargs["max"] = max
+    torch._dynamo.mark_dynamic(t, dim, **kwargs)
+
+
+def reset() -> None:
+    """``torch.compiler.reset()`` (public); also clears guard_failures and graph_break_reasons."""
+    torch.compiler.reset()
+
+
+@contextmanager
+def recompile_limit(limit: int | None) -> Iterator[None]:
+    """``torch._dynamo.config.recompile_limit`` patched for the block — checked on 2.13.0."""
+    if limit is None:
+        yield
+        return
+    import torch._dynamo
+
+    with torch._dynamo.config.patch(recompile_limit=limit):
+        yield
+
+
+@dataclass(frozen=True)
+class MetricsView:
+    """The fields of one ``CompilationMetrics`` entry compilescope reads, with safe defaults."""
+
+    compile_id: str
+    co_name: str
+    co_filename: str
+    co_firstlineno: int
+    duration_s: float | None
+    phases_s: dict[str, float]
+    cache: dict[str, int]
+    fail_type: str | None
+    fail_reason: str | None
+    recompile_reason: str | None
+    is_forward: bool
+    graph_op_count: int | None
+    guard_count: int | None
+
+
+def view_metrics(m: Any) -> MetricsView:
+    """Read one ``CompilationMetrics`` entry (a dataclass with 99 fields on 2.13.0)."""
+
+    def get(name: str) -> Any:
+        return getattr(m, name, None)
+
+    duration_us = get("duration_us")
+    if duration_us is None and get("entire_frame_compile_time_s") is not None:
+        duration_us = float(get("entire_frame_compile_time_s")) * 1e6
+    phases = {
+        label: float(get(field)) / 1e6
+        for label, field in PHASE_FIELDS_US
+        if isinstance(get(field), (int, float))
+    }
+    cache = {field: int(get(field)) for field in CACHE_FIELDS if isinstance(get(field), int)}
+    is_forward = get("is_forward")
+    return MetricsView(
+        compile_id=str(get("compile_id")),
+        co_name=str(get("co_name") or ""),
+        co_filename=str(get("co_filename") or ""),
+        co_firstlineno=int(get("co_firstlineno") or 0),
+        duration_s=None if duration_us is None else float(duration_us) / 1e6,
+        phases_s=phases,
+        cache=cache,
+        fail_type=get("fail_type"),
+        fail_reason=get("fail_reason"),
+        recompile_reason=get("recompile_reason"),
+        is_forward=True if is_forward is None else bool(is_forward),
+        graph_op_count=get("graph_op_count"),
+        guard_count=get("guard_count"),
+    )

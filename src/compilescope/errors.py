@@ -1,0 +1,23 @@
+"""Typed errors. The core raises these with a hint; the CLI prints one line and exits 2."""
+
+from __future__ import annotations
+
+
+class CompilescopeError(Exception):
+    """Base class for a user's mistake (bad input), never for a bug or a failed trial."""
+
+
+class WorkloadError(CompilescopeError):
+    """A workload reference that does not resolve, or a workload that fails to build."""
+
+
+class StreamError(CompilescopeError):
+    """A stream spec that does not parse; the message names the bad token."""
+
+
+class StrategyError(CompilescopeError):
+    """An unknown strategy or bad strategy options (such as a malformed --mark)."""
+
+
+class ResultsError(CompilescopeError):
+    """A results file that cannot be read, or one with an unknown schema version."""

@@ -1,0 +1,225 @@
+"""Frozen records: what was measured (specs) kept apart from what was observed (raw records).
+
+Everything a report shows is derived from these records by :mod:`compilescope.analysis`;
+nothing here computes statistics except trivial, lazily derived views.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+Shape = dict[str, int]
+Scalar = Union[int, float, str, bool, None]
+
+CacheMode = Literal["cold", "warm", "none"]
+TrialStatus = Literal["ok", "failed", "timeout", "unavailable"]
+
+GUARD_KINDS = (
+    "size",
+    "stride",
+    "dtype",
+    "rank",
+    "device",
+    "requires_grad",
+    "grad_mode",
+    "value",
+    "module_attribute",
+    "global",
+    "length",
+    "dict_keys",
+    "other",
+)
+
+
+def shape_label(shape: Shape) -> str:
+    """``16`` for a one-dimension shape, ``batch=4,seq=32`` otherwise."""
+    if len(shape) == 1:
+        return str(next(iter(shape.values())))
+    return ",".join(f"{k}={v}" for k, v in shape.items())
+
+
+def shape_key(shape: Shape) -> tuple[tuple[str, int], ...]:
+    return tuple(shape.items())
+
+
+@dataclass(frozen=True)
+class GuardFailure:
+    """One reason one cache entry rejected an input, parsed from PyTorch's words.
+
+    ``reason`` is PyTorch's text (first line, without the ``0/0:`` prefix or the trailing
+    source comment); ``failed_entry`` is the compile id of the entry that rejected the input.
+    """
+
+    reason: str
+    failed_entry: str | None
+    kind: str
+    source: str | None = None
+    dim: int | None = None
+    expected: Scalar = None
+    actual: Scalar = None
+
+    def describe(self) -> str:
+        """A short human form: ``L['x'] dim 0: 16 → 32``."""
+        where = self.source or "?"
+        if self.dim is not None:
+            where += f" dim {self.dim}"
+        if self.kind in ("size", "stride", "rank", "dtype", "value", "module_attribute", "global", "length"):
+            if self.actual is not None:
+                return f"{where} {self.kind}: {self.expected} → {self.actual}"
+            return f"{where}: {self.expected}"
+        return f"{where} {self.kind.replace('_', ' ')}"
+
+
+@dataclass(frozen=True)
+class CompileEvent:
+    """One frame compile reported by PyTorch's compilation metrics."""
+
+    compile_id: str
+    function: str
+    filename: str
+    line: int
+    compile_time_s: float | None
+    phases_s: dict[str, float] = field(default_factory=dict)
+    cache: dict[str, int] = field(default_factory=dict)
+    reasons: tuple[GuardFailure, ...] = ()
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    call_index: int | None = None
+    forward: bool = True
+    phase: str = "stream"
+
+    @property
+    def failed(self) -> bool:
+        return self.fail_type is not None
+
+    @property
+    def is_recompile(self) -> bool:
+        """A compile of a frame that already had a cache entry (``0/1``, ``0/2``…)."""
+        _, _, attempt = self.compile_id.partition("/")
+        return attempt not in ("", "0")
+
+
+@dataclass(frozen=True)
+class GraphBreak:
+    reason: str
+    filename: str | None
+    line: int | None
+    call_index: int | None = None
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One request of the stream, as it happened (first calls included, never averaged)."""
+
+    index: int
+    shape: Shape
+    latency_s: float | None
+    compile_ids: tuple[str, ...] = ()
+    error: str | None = None
+    unattributed_reasons: tuple[GuardFailure, ...] = ()
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.compile_ids)
+
+
+@dataclass(frozen=True)
+class SteadyState:
+    """Raw warmed samples for one shape: the compiled callable and eager, interleaved."""
+
+    shape: Shape
+    warmup: int
+    compiled_s: tuple[float, ...]
+    eager_s: tuple[float, ...]
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class NumericsCheck:
+    shape: Shape
+    dtype: str | None
+    max_abs_err: float | None
+    max_rel_err: float | None
+    atol: float | None
+    rtol: float | None
+    passed: bool
+    detail: str | None = None
+
+
+@dataclass(frozen=True)
+class MarkSpec:
+    """``--mark x:0:1:1024``: mark dim 0 of input ``x`` dynamic, optionally within a range."""
+
+    input: str
+    dim: int
+    min: int | None = None
+    max: int | None = None
+
+    def __str__(self) -> str:
+        text = f"{self.input}:{self.dim}"
+        if self.min is not None or self.max is not None:
+            text += f":{'' if self.min is None else self.min}:{'' if self.max is None else self.max}"
+        return text
+
+
+@dataclass(frozen=True)
+class StrategyOptions:
+    backend: str = "inductor"
+    mode: str | None = None
+    marks: tuple[MarkSpec, ...] = ()
+
+
+@dataclass(frozen=True)
+class MeasureOptions:
+    warmup: int = 3
+    samples: int = 30
+    min_samples: int = 5
+    budget_s: float = 2.0
+    threads: int | None = 1
+    device: str = "cpu"
+    steady: bool = True
+    numerics: bool = True
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """What one trial measures; hashable identity of a row in the results."""
+
+    workload: str
+    strategy: str
+    cache: CacheMode
+    stream: tuple[Shape, ...]
+    options: StrategyOptions = StrategyOptions()
+    measure: MeasureOptions = MeasureOptions()
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    spec: TrialSpec
+    status: TrialStatus
+    error: str | None = None
+    stderr_tail: str | None = None
+    calls: tuple[CallRecord, ...] = ()
+    compiles: tuple[CompileEvent, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
+    steady: tuple[SteadyState, ...] = ()
+    numerics: tuple[NumericsCheck, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    process_s: float | None = None
+    import_s: float | None = None
+    build_s: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+@dataclass(frozen=True)
+class RunResult:
+    workload: str
+    stream: tuple[Shape, ...]
+    trials: tuple[TrialResult, ...]
+    created: str = ""
+    command: str = ""
+    schema_version: int = 1

@@ -1,0 +1,224 @@
+"""Terminal report: per-shape table, per-strategy summary, shape changes and warnings."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..analysis.regimes import (
+    IQR_WARN_THRESHOLD,
+    ShapeRow,
+    TrialSummary,
+    shape_changes,
+    shape_rows,
+    summarize_run,
+)
+from ..model import RunResult, TrialResult, shape_label
+
+
+def fmt_ms(seconds: float | None) -> str:
+    if seconds is None:
+        return "—"
+    ms = seconds * 1e3
+    if ms >= 1000:
+        return f"{ms / 1e3:.2f} s"
+    if ms >= 100:
+        return f"{ms:.0f}"
+    if ms >= 1:
+        return f"{ms:.2f}"
+    return f"{ms:.3f}"
+
+
+def fmt_s(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds:.2f}"
+
+
+def _steady_cell(row: ShapeRow) -> Text:
+    if row.steady is None:
+        return Text(row.steady_error or "—", style="red" if row.steady_error else "")
+    text = Text(f"{fmt_ms(row.steady.median)} ±{fmt_ms(row.steady.iqr / 2)}")
+    if row.steady.noisy:
+        text.append(" ~", style="yellow")
+    return text
+
+
+def _error_cell(row: ShapeRow) -> Text:
+    n = row.numerics
+    if n is None:
+        return Text("—")
+    if not n.passed:
+        return Text(f"FAIL {n.max_abs_err:.1e}" if n.max_abs_err is not None else "FAIL", style="bold red")
+    return Text(f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok")
+
+
+def _speedup_cell(row: ShapeRow) -> Text:
+    s = row.speedup
+    if s is None:
+        return Text("—")
+    return Text(f"×{s:.2f}", style="green" if s >= 1.05 else "red" if s <= 0.95 else "")
+
+
+def shape_table(result: RunResult) -> Table:
+    table = Table(title=f"{result.workload} — per shape", title_justify="left", show_lines=False)
+    for name, justify in (
+        ("shape", "left"),
+        ("strategy", "left"),
+        ("reqs", "right"),
+        ("first call ms", "right"),
+        ("compiled? / cause", "left"),
+        ("steady p50 ms ±IQR/2", "right"),
+        ("eager p50 ms", "right"),
+        ("speedup", "right"),
+        ("max abs err", "right"),
+    ):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    rows_by_trial = [(t, shape_rows(t)) for t in result.trials if t.ok]
+    shapes: list[str] = []
+    for _, rows in rows_by_trial:
+        for r in rows:
+            if shape_label(r.shape) not in shapes:
+                shapes.append(shape_label(r.shape))
+    for label in shapes:
+        for i, (trial, rows) in enumerate(rows_by_trial):
+            row = next((r for r in rows if shape_label(r.shape) == label), None)
+            if row is None:
+                continue
+            compiled = Text(
+                f"yes: {row.cause}" if row.compiled else ("error" if row.error else "no"),
+                style="yellow" if row.compiled and row.first_call_index > 0 else ("red" if row.error else ""),
+            )
+            eager_p50 = fmt_ms(row.eager.median) if row.eager else "—"
+            table.add_row(
+                label if i == 0 else "",
+                _trial_label(trial),
+                str(row.requests),
+                fmt_ms(row.first_call_s) if not row.error else Text(row.error[:40], style="red"),
+                compiled,
+                _steady_cell(row),
+                eager_p50,
+                _speedup_cell(row),
+                _error_cell(row),
+                end_section=i == len(rows_by_trial) - 1,
+            )
+    return table
+
+
+def _trial_label(trial: TrialResult) -> str:
+    spec = trial.spec
+    return spec.strategy if spec.cache == "none" else f"{spec.strategy} [{spec.cache}]"
+
+
+def summary_table(summaries: list[TrialSummary]) -> Table:
+    table = Table(title="per strategy", title_justify="left")
+    for name in (
+        "strategy",
+        "status",
+        "first call",
+        "compiles",
+        "recompiles",
+        "compile s",
+        "graph breaks",
+        "stream s",
+        "eager stream s",
+        "break-even",
+        "numerics",
+    ):
+        table.add_column(name, justify="left" if name in ("strategy", "status", "break-even", "numerics") else "right")
+    for s in summaries:
+        t = s.trial
+        if not t.ok:
+            table.add_row(_trial_label(t), Text(t.status, style="bold red"), *([""] * 9))
+            continue
+        compiled = t.spec.cache != "none"
+        if not compiled:
+            be = ""
+        elif s.break_even_request is None:
+            be = "not within the stream"
+        else:
+            be = f"after request {s.break_even_request}"
+        numerics = "" if not t.numerics else (
+            Text(f"{s.numerics_failed} shape(s) FAIL", style="bold red") if s.numerics_failed else "all shapes pass"
+        )
+        table.add_row(
+            _trial_label(t),
+            "ok" if not s.errors else Text(f"{s.errors} call error(s)", style="red"),
+            fmt_ms(s.first_call_s) + " ms" if s.first_call_s is not None else "—",
+            str(s.compiles) if compiled else "",
+            str(s.recompiles) if compiled else "",
+            fmt_s(s.compile_s) if compiled else "",
+            str(s.graph_breaks) if compiled else "",
+            f"{s.stream_s:.3f}" if s.stream_s is not None else "—",
+            f"{s.eager_stream_s:.3f}" if s.eager_stream_s is not None and compiled else "",
+            be,
+            numerics,
+        )
+    return table
+
+
+def shape_change_lines(result: RunResult) -> list[Text]:
+    lines = []
+    for trial in result.trials:
+        if not trial.ok or trial.spec.cache == "none":
+            continue
+        for change in shape_changes(trial):
+            call = change.call
+            text = Text(f"  {_trial_label(trial)}: request {call.index} ")
+            text.append(f"{shape_label(change.previous)} → {shape_label(call.shape)}", style="bold")
+            text.append(f"  {fmt_ms(call.latency_s)} ms")
+            if change.compiles:
+                ids = ", ".join(e.compile_id for e in change.compiles)
+                text.append(f"  recompiled {ids}", style="yellow")
+                reasons = change.reasons
+                if reasons:
+                    text.append(" — " + "; ".join(r.reason for r in reasons))
+            else:
+                text.append("  reused a compiled graph", style="green")
+            lines.append(text)
+    return lines
+
+
+def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text]:
+    out = []
+    for s in summaries:
+        t = s.trial
+        if not t.ok:
+            out.append(Text(f"! {_trial_label(t)} {t.status}: {t.error}", style="red"))
+            continue
+        if s.numerics_failed:
+            out.append(Text(f"! {_trial_label(t)}: outputs differ from eager on {s.numerics_failed} shape(s)", style="bold red"))
+        if s.noisy_shapes:
+            out.append(
+                Text(
+                    f"~ {_trial_label(t)}: {s.noisy_shapes} steady-state figure(s) have IQR/median > "
+                    f"{IQR_WARN_THRESHOLD:.0%} (marked ~); treat differences there with care",
+                    style="yellow",
+                )
+            )
+        for c in t.calls:
+            if c.error:
+                out.append(Text(f"! {_trial_label(t)}: request {c.index} ({shape_label(c.shape)}) raised {c.error}", style="red"))
+    return out
+
+
+def renderables(result: RunResult) -> list[RenderableType]:
+    summaries = summarize_run(result)
+    parts: list[RenderableType] = [shape_table(result), summary_table(summaries)]
+    changes = shape_change_lines(result)
+    if changes:
+        parts.append(Group(Text("shape changes (stream order)", style="bold"), *changes))
+    warnings = warning_lines(result, summaries)
+    if warnings:
+        parts.append(Group(*warnings))
+    return parts
+
+
+def render(result: RunResult, width: int = 160) -> str:
+    """The whole terminal report as plain text."""
+    buf = io.StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
+    for part in renderables(result):
+        console.print(part)
+    return buf.getvalue()

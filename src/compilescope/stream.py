@@ -1,0 +1,183 @@
+"""Request-shape streams: the sequence of shapes a trial feeds its workload, in order.
+
+Spec forms (``--stream``):
+
+``16,16,32,32,64,16``
+    explicit values of a one-dimension workload.
+``batch=4,seq=32;batch=8,seq=57``
+    explicit shapes, ``;`` between requests.
+``product:batch=1|2|4;seq=16..64:16``
+    the cartesian product of each dimension's values (``a|b|c`` choices, ``lo..hi[:step]`` ranges).
+``random:count=200;seed=0;batch=1..8;seq=16|32|64``
+    seeded draws: uniform over a range or over choices, ``count`` requests.
+``@shapes.jsonl``
+    one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``).
+
+Every parse error names the token it could not read.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from pathlib import Path
+
+from .errors import StreamError
+from .model import Shape
+
+MAX_PRODUCT = 100_000
+
+
+def _int(token: str, context: str) -> int:
+    try:
+        value = int(token.strip())
+    except ValueError:
+        raise StreamError(f"bad stream token {context!r}: {token.strip()!r} is not an integer") from None
+    if value < 0:
+        raise StreamError(f"bad stream token {context!r}: sizes cannot be negative")
+    return value
+
+
+def _values(text: str, context: str) -> list[int]:
+    """``1|2|4`` → [1, 2, 4]; ``16..64:16`` → [16, 32, 48, 64]; ``8`` → [8]."""
+    if ".." in text:
+        lo_text, _, rest = text.partition("..")
+        hi_text, _, step_text = rest.partition(":")
+        lo, hi = _int(lo_text, context), _int(hi_text, context)
+        step = _int(step_text, context) if step_text else 1
+        if step == 0 or hi < lo:
+            raise StreamError(f"bad stream token {context!r}: empty range")
+        return list(range(lo, hi + 1, step))
+    return [_int(v, context) for v in text.split("|")]
+
+
+def _pairs(text: str, sep: str) -> list[tuple[str, str, str]]:
+    """``a=1;b=2`` → [(a, 1, 'a=1'), ...] with the original token for error messages."""
+    out = []
+    for token in (t.strip() for t in text.split(sep)):
+        if not token:
+            continue
+        key, eq, value = token.partition("=")
+        if not eq or not key.strip() or not value.strip():
+            raise StreamError(f"bad stream token {token!r}: expected NAME=VALUE")
+        out.append((key.strip(), value.strip(), token))
+    return out
+
+
+def _check_dims(shape: Shape, dims: tuple[str, ...], token: str) -> Shape:
+    unknown = [k for k in shape if k not in dims]
+    if unknown:
+        raise StreamError(
+            f"bad stream token {token!r}: unknown dimension {unknown[0]!r} (this workload has {', '.join(dims)})"
+        )
+    missing = [d for d in dims if d not in shape]
+    if missing:
+        raise StreamError(f"bad stream token {token!r}: missing dimension {missing[0]!r}")
+    return {d: shape[d] for d in dims}
+
+
+def _explicit(spec: str, dims: tuple[str, ...]) -> list[Shape]:
+    if "=" not in spec:
+        if len(dims) != 1:
+            raise StreamError(
+                f"bad stream {spec!r}: this workload varies {', '.join(dims)}; write e.g. "
+                f"{';'.join(','.join(f'{d}=8' for d in dims) for _ in range(2))}"
+            )
+        return [{dims[0]: _int(t, t)} for t in spec.split(",") if t.strip()]
+    shapes = []
+    for request in (r.strip() for r in spec.split(";")):
+        if not request:
+            continue
+        shape = {k: _int(v, tok) for k, v, tok in _pairs(request, ",")}
+        shapes.append(_check_dims(shape, dims, request))
+    return shapes
+
+
+def _product(body: str, dims: tuple[str, ...]) -> list[Shape]:
+    axes = {k: _values(v, tok) for k, v, tok in _pairs(body, ";")}
+    _check_dims({k: 0 for k in axes}, dims, body)
+    total = 1
+    for vals in axes.values():
+        total *= len(vals)
+    if total > MAX_PRODUCT:
+        raise StreamError(f"bad stream {body!r}: the product has {total} shapes (limit {MAX_PRODUCT})")
+    return [dict(zip(dims, combo)) for combo in itertools.product(*(axes[d] for d in dims))]
+
+
+def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
+    count, seed = None, 0
+    axes: dict[str, list[int]] = {}
+    for key, value, token in _pairs(body, ";"):
+        if key == "count":
+            count = _int(value, token)
+        elif key == "seed":
+            seed = _int(value, token)
+        else:
+            axes[key] = _values(value, token)
+    if count is None:
+        raise StreamError(f"bad stream {('random:' + body)!r}: give count=N")
+    _check_dims({k: 0 for k in axes}, dims, body)
+    rng = random.Random(seed)
+    return [{d: rng.choice(axes[d]) for d in dims} for _ in range(count)]
+
+
+def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
+    path = Path(path_text)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as exc:
+        raise StreamError(f"cannot read stream file {path_text!r}: {exc.strerror}") from None
+    shapes = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        token = f"{path_text}:{number}"
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise StreamError(f"bad stream token {token!r}: not JSON ({exc.msg})") from None
+        if isinstance(obj, dict) and isinstance(obj.get("shape"), dict):
+            obj = obj["shape"]
+        if not isinstance(obj, dict):
+            raise StreamError(f"bad stream token {token!r}: expected a JSON object of dimension sizes")
+        shape = {}
+        for k, v in obj.items():
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise StreamError(f"bad stream token {token!r}: {k!r} is not a non-negative integer")
+            shape[str(k)] = v
+        shapes.append(_check_dims(shape, dims, token))
+    return shapes
+
+
+def parse_stream(spec: str, dims: tuple[str, ...]) -> tuple[Shape, ...]:
+    """Parse a ``--stream`` spec for a workload whose shape dimensions are ``dims``."""
+    text = spec.strip()
+    if not text:
+        raise StreamError("empty stream spec")
+    if text.startswith("@"):
+        shapes = _jsonl(text[1:], dims)
+    elif text.startswith("product:"):
+        shapes = _product(text[len("product:") :], dims)
+    elif text.startswith("random:"):
+        shapes = _random(text[len("random:") :], dims)
+    else:
+        kind, colon, _ = text.partition(":")
+        if colon and kind.isidentifier():
+            raise StreamError(f"bad stream token {kind + ':'!r}: unknown stream kind (use product:, random: or @file)")
+        shapes = _explicit(text, dims)
+    if not shapes:
+        raise StreamError(f"stream {spec!r} has no requests")
+    return tuple(shapes)
+
+
+def distinct_shapes(stream: tuple[Shape, ...]) -> list[Shape]:
+    """Distinct shapes in order of first appearance."""
+    seen: dict[tuple[tuple[str, int], ...], Shape] = {}
+    for shape in stream:
+        seen.setdefault(tuple(shape.items()), shape)
+    return list(seen.values())
+
+
+def write_jsonl(stream: tuple[Shape, ...], path: str | Path) -> None:
+    Path(path).write_text("".join(json.dumps(s) + "\n" for s in stream))
