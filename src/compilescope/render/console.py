@@ -19,27 +19,21 @@ from ..analysis.regimes import (
 from ..model import RunResult, TrialResult, shape_label
 
 
-def fmt_ms(seconds: float | None) -> str:
+def fmt_time(seconds: float | None) -> str:
+    """A duration with its unit, three significant figures: ``98.1 µs``, ``1.23 ms``, ``20.5 s``."""
     if seconds is None:
         return "—"
-    ms = seconds * 1e3
-    if ms >= 1000:
-        return f"{ms / 1e3:.2f} s"
-    if ms >= 100:
-        return f"{ms:.0f}"
-    if ms >= 1:
-        return f"{ms:.2f}"
-    return f"{ms:.3f}"
-
-
-def fmt_s(seconds: float | None) -> str:
-    return "—" if seconds is None else f"{seconds:.2f}"
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if seconds >= scale:
+            value = seconds / scale
+            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
+    return f"{seconds * 1e9:.0f} ns"
 
 
 def _steady_cell(row: ShapeRow) -> Text:
     if row.steady is None:
         return Text(row.steady_error or "—", style="red" if row.steady_error else "")
-    text = Text(f"{fmt_ms(row.steady.median)} ±{fmt_ms(row.steady.iqr / 2)}")
+    text = Text(f"{fmt_time(row.steady.median)} ±{fmt_time(row.steady.iqr / 2)}")
     if row.steady.noisy:
         text.append(" ~", style="yellow")
     return text
@@ -67,10 +61,10 @@ def shape_table(result: RunResult) -> Table:
         ("shape", "left"),
         ("strategy", "left"),
         ("reqs", "right"),
-        ("first call ms", "right"),
+        ("first call", "right"),
         ("compiled? / cause", "left"),
-        ("steady p50 ms ±IQR/2", "right"),
-        ("eager p50 ms", "right"),
+        ("steady p50 ±IQR/2", "right"),
+        ("eager p50", "right"),
         ("speedup", "right"),
         ("max abs err", "right"),
     ):
@@ -90,12 +84,12 @@ def shape_table(result: RunResult) -> Table:
                 f"yes: {row.cause}" if row.compiled else ("error" if row.error else "no"),
                 style="yellow" if row.compiled and row.first_call_index > 0 else ("red" if row.error else ""),
             )
-            eager_p50 = fmt_ms(row.eager.median) if row.eager else "—"
+            eager_p50 = fmt_time(row.eager.median) if row.eager else "—"
             table.add_row(
                 label if i == 0 else "",
                 _trial_label(trial),
                 str(row.requests),
-                fmt_ms(row.first_call_s) if not row.error else Text(row.error[:40], style="red"),
+                fmt_time(row.first_call_s) if not row.error else Text(row.error[:40], style="red"),
                 compiled,
                 _steady_cell(row),
                 eager_p50,
@@ -119,10 +113,10 @@ def summary_table(summaries: list[TrialSummary]) -> Table:
         "first call",
         "compiles",
         "recompiles",
-        "compile s",
+        "compile time",
         "graph breaks",
-        "stream s",
-        "eager stream s",
+        "stream total",
+        "eager stream",
         "break-even",
         "numerics",
     ):
@@ -145,13 +139,13 @@ def summary_table(summaries: list[TrialSummary]) -> Table:
         table.add_row(
             _trial_label(t),
             "ok" if not s.errors else Text(f"{s.errors} call error(s)", style="red"),
-            fmt_ms(s.first_call_s) + " ms" if s.first_call_s is not None else "—",
+            fmt_time(s.first_call_s),
             str(s.compiles) if compiled else "",
             str(s.recompiles) if compiled else "",
-            fmt_s(s.compile_s) if compiled else "",
+            fmt_time(s.compile_s) if compiled else "",
             str(s.graph_breaks) if compiled else "",
-            f"{s.stream_s:.3f}" if s.stream_s is not None else "—",
-            f"{s.eager_stream_s:.3f}" if s.eager_stream_s is not None and compiled else "",
+            fmt_time(s.stream_s),
+            fmt_time(s.eager_stream_s) if compiled else "",
             be,
             numerics,
         )
@@ -159,24 +153,34 @@ def summary_table(summaries: list[TrialSummary]) -> Table:
 
 
 def shape_change_lines(result: RunResult) -> list[Text]:
+    """Shape changes that recompiled, each with its latency and every guard failure;
+    the ones that reused a compiled graph are counted."""
     lines = []
     for trial in result.trials:
         if not trial.ok or trial.spec.cache == "none":
             continue
-        for change in shape_changes(trial):
+        changes = shape_changes(trial)
+        reused = [c for c in changes if not c.compiles]
+        for change in changes:
+            if not change.compiles:
+                continue
             call = change.call
             text = Text(f"  {_trial_label(trial)}: request {call.index} ")
             text.append(f"{shape_label(change.previous)} → {shape_label(call.shape)}", style="bold")
-            text.append(f"  {fmt_ms(call.latency_s)} ms")
-            if change.compiles:
-                ids = ", ".join(e.compile_id for e in change.compiles)
-                text.append(f"  recompiled {ids}", style="yellow")
-                reasons = change.reasons
-                if reasons:
-                    text.append(" — " + "; ".join(r.reason for r in reasons))
-            else:
-                text.append("  reused a compiled graph", style="green")
+            text.append(f"  {fmt_time(call.latency_s)}")
+            text.append(f"  recompiled {', '.join(e.compile_id for e in change.compiles)}", style="yellow")
+            if change.reasons:
+                text.append(" — " + "; ".join(r.reason for r in change.reasons))
             lines.append(text)
+        if reused:
+            latencies = sorted(c.call.latency_s or 0.0 for c in reused)
+            lines.append(
+                Text(
+                    f"  {_trial_label(trial)}: {len(reused)} other shape change(s) reused a compiled graph "
+                    f"(median {fmt_time(latencies[len(latencies) // 2])})",
+                    style="green",
+                )
+            )
     return lines
 
 

@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    """Each in-process test starts with empty dynamo caches (reset is public API)."""
+    import torch
+
+    torch.compiler.reset()
+    yield
+    torch.compiler.reset()
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """Run the real ``compilescope`` CLI in a subprocess, as a user would."""
+
+    def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        env = dict(os.environ)
+        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+        return subprocess.run(
+            [sys.executable, "-m", "compilescope.cli", *args],
+            capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env,
+        )
+
+    return run

@@ -1,0 +1,135 @@
+"""Guard-failure parsing, with PyTorch as the oracle: the texts come from real recompiles."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compilescope.analysis.guards import parse_guard_failure, split_reason
+from compilescope.collect.capture import CompileCapture
+
+FLAG = True
+
+
+def _reasons(fn, calls, **compile_kwargs):
+    """Call ``torch.compile(fn)`` with each kwargs dict; return every parsed guard failure."""
+    torch.compiler.reset()
+    compiled = torch.compile(fn, backend="eager", **compile_kwargs)
+    capture = CompileCapture()
+    found = []
+    for kwargs in calls:
+        compiled(**kwargs)
+        got = capture.take(0, kwargs)
+        found.extend(r for e in got.compiles for r in e.reasons)
+        found.extend(got.unattributed)
+    return found
+
+
+def _sin(x):
+    return x.sin()
+
+
+def test_size_mismatch_structured():
+    (g,) = _reasons(_sin, [dict(x=torch.ones(16)), dict(x=torch.ones(32))])
+    assert g.reason == "tensor 'x' size mismatch at index 0. expected 16, actual 32"
+    assert (g.source, g.kind, g.dim, g.expected, g.actual, g.failed_entry) == ("L['x']", "size", 0, 16, 32, "0/0")
+
+
+def test_every_rejecting_entry_is_reported():
+    found = _reasons(_sin, [dict(x=torch.ones(16)), dict(x=torch.ones(32)), dict(x=torch.ones(64))], dynamic=False)
+    assert [(g.failed_entry, g.expected, g.actual) for g in found] == [("0/0", 16, 32), ("0/1", 32, 64), ("0/0", 16, 64)]
+
+
+def test_symbolic_size_guard_gets_actual_from_the_call():
+    found = _reasons(_sin, [dict(x=torch.ones(2)), dict(x=torch.ones(3)), dict(x=torch.ones(1))])
+    sym = [g for g in found if g.reason.startswith("2 <= x.size()[0]")]
+    assert sym and sym[0].kind == "size" and sym[0].source == "L['x']" and sym[0].dim == 0 and sym[0].actual == 1
+
+
+@pytest.mark.parametrize(
+    "first, second, kind, expected, actual",
+    [
+        (torch.ones(4), torch.ones(4, dtype=torch.float64), "dtype", "Float", "Double"),
+        (torch.ones(4), torch.ones(4, 2), "rank", 1, 2),
+        (torch.ones(4, 6), torch.ones(6, 4).t(), "stride", 6, 1),
+        (torch.ones(4), torch.ones(4, requires_grad=True), "requires_grad", False, True),
+    ],
+)
+def test_tensor_property_guards(first, second, kind, expected, actual):
+    (g,) = _reasons(_sin, [dict(x=first), dict(x=second)])
+    assert (g.kind, g.source, g.expected, g.actual) == (kind, "L['x']", expected, actual)
+
+
+def _scalars(x, a, flag, s):
+    return x * a if flag else x * len(s)
+
+
+def test_python_value_guards():
+    base = dict(x=torch.ones(2), a=0.5, flag=True, s="ab")
+    found = _reasons(_scalars, [base, {**base, "a": 1.5}])
+    assert [(g.kind, g.source, g.expected, g.actual) for g in found] == [("value", "L['a']", 0.5, 1.5)]
+    found = _reasons(_scalars, [base, {**base, "flag": False}])
+    assert [(g.kind, g.source, g.expected, g.actual) for g in found] == [("value", "L['flag']", True, False)]
+
+
+def _reads_global(x):
+    return x + 1 if FLAG else x - 1
+
+
+def test_global_guard():
+    global FLAG
+    compiled = torch.compile(_reads_global, backend="eager")
+    capture = CompileCapture()
+    compiled(torch.ones(2))
+    FLAG = False
+    try:
+        compiled(torch.ones(2))
+    finally:
+        FLAG = True
+    (g,) = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+    assert (g.kind, g.source, g.expected) == ("global", "G['FLAG']", True)
+
+
+def test_grad_mode_and_module_attribute_guards():
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.scale = 2
+
+        def forward(self, x):
+            return x * self.scale if self.training else x
+
+    m = M()
+    compiled = torch.compile(m, backend="eager")
+    capture = CompileCapture()
+    compiled(torch.ones(2))
+    m.eval()
+    compiled(torch.ones(2))
+    found = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+    assert [(g.kind, g.source, g.expected) for g in found] == [("module_attribute", "L['self'].training", True)]
+
+    torch.compiler.reset()
+    compiled = torch.compile(_sin, backend="eager")
+    capture = CompileCapture()
+    compiled(torch.ones(2))
+    with torch.no_grad():
+        compiled(torch.ones(2))
+    (g,) = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+    assert g.kind == "grad_mode" and g.reason.startswith("GLOBAL_STATE changed: grad_mode")
+
+
+def test_list_length_and_dict_keys():
+    found = _reasons(lambda xs: sum(xs), [dict(xs=[torch.ones(2)] * 2), dict(xs=[torch.ones(2)] * 3)])
+    assert [(g.kind, g.source, g.expected, g.actual) for g in found] == [("length", "L['xs']", 2, 3)]
+    found = _reasons(lambda d: sum(d.values()), [dict(d={"a": torch.ones(2)}), dict(d={"b": torch.ones(2)})])
+    assert [(g.kind, g.source, g.expected) for g in found] == [("dict_keys", "L['d']", "a")]
+
+
+def test_unknown_text_is_kept_as_other():
+    g = parse_guard_failure("0/3: ___check_obj_id(L['fn'], 1234)")
+    assert g.kind == "other" and g.failed_entry == "0/3" and g.reason == "___check_obj_id(L['fn'], 1234)"
+
+
+def test_split_reason_cuts_comment_and_stack():
+    text = "0/0: a == 0.5     # def f(a): ...  # f.py:3 in f\nUser stack trace:\n  File ..."
+    assert split_reason(text) == ("0/0", "a == 0.5")

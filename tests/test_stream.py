@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compilescope.errors import StreamError
+from compilescope.stream import distinct_shapes, parse_stream, write_jsonl
+
+
+def test_explicit_one_dimension():
+    assert parse_stream("16,16,32", ("n",)) == ({"n": 16}, {"n": 16}, {"n": 32})
+
+
+def test_explicit_several_dimensions_keeps_workload_order():
+    got = parse_stream("seq=32,batch=4;batch=8,seq=57", ("batch", "seq"))
+    assert got == ({"batch": 4, "seq": 32}, {"batch": 8, "seq": 57})
+    assert list(got[0]) == ["batch", "seq"]
+
+
+def test_product_with_choices_and_ranges():
+    got = parse_stream("product:batch=1|2;seq=16..48:16", ("batch", "seq"))
+    assert len(got) == 6 and got[0] == {"batch": 1, "seq": 16} and got[-1] == {"batch": 2, "seq": 48}
+
+
+def test_random_is_seeded_and_within_ranges():
+    a = parse_stream("random:count=50;seed=3;batch=1..8;seq=16|32|64", ("batch", "seq"))
+    b = parse_stream("random:count=50;seed=3;batch=1..8;seq=16|32|64", ("batch", "seq"))
+    c = parse_stream("random:count=50;seed=4;batch=1..8;seq=16|32|64", ("batch", "seq"))
+    assert a == b and a != c and len(a) == 50
+    assert all(1 <= s["batch"] <= 8 and s["seq"] in (16, 32, 64) for s in a)
+
+
+def test_jsonl_roundtrip_and_probe_form(tmp_path):
+    path = tmp_path / "s.jsonl"
+    write_jsonl(({"n": 4}, {"n": 8}), path)
+    assert parse_stream(f"@{path}", ("n",)) == ({"n": 4}, {"n": 8})
+    path.write_text(json.dumps({"shape": {"n": 5}}) + "\n\n")
+    assert parse_stream(f"@{path}", ("n",)) == ({"n": 5},)
+
+
+@pytest.mark.parametrize(
+    "spec, dims, token",
+    [
+        ("16,abc,32", ("n",), "'abc'"),
+        ("batch=4,sq=32", ("batch", "seq"), "'sq'"),
+        ("batch=4", ("batch", "seq"), "'seq'"),
+        ("16,32", ("batch", "seq"), "batch=8"),
+        ("product:batch=1|x", ("batch",), "'x'"),
+        ("random:batch=1..4", ("batch",), "count=N"),
+        ("random:count=3;batch=9..4", ("batch",), "empty range"),
+        ("bogus:1,2", ("n",), "'bogus:'"),
+        ("16,-1", ("n",), "negative"),
+        ("batch", ("batch",), "'batch'"),
+    ],
+)
+def test_parse_errors_name_the_bad_token(spec, dims, token):
+    with pytest.raises(StreamError) as err:
+        parse_stream(spec, dims)
+    assert token in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_jsonl_errors_name_the_line(tmp_path):
+    path = tmp_path / "bad.jsonl"
+    path.write_text('{"n": 4}\n{"n": "x"}\n')
+    with pytest.raises(StreamError, match=r"bad.jsonl:2"):
+        parse_stream(f"@{path}", ("n",))
+    with pytest.raises(StreamError, match="cannot read"):
+        parse_stream(f"@{tmp_path / 'missing.jsonl'}", ("n",))
+
+
+def test_distinct_shapes_in_first_seen_order():
+    stream = parse_stream("16,32,16,64,32", ("n",))
+    assert distinct_shapes(stream) == [{"n": 16}, {"n": 32}, {"n": 64}]
