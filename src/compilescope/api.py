@@ -8,15 +8,15 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import StrategyError, WorkloadError
-from .execute.local import ProgressFn, plan_trials, run_planned
+from .execute.local import ProgressFn, parse_cache_modes, plan_trials, run_planned
 from .model import MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialSpec
-from .strategies import apply_marks, get_strategy, parse_strategies
+from .strategies import apply_marks, parse_strategies
 from .stream import parse_stream
 from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
 DEFAULT_STRATEGIES = ("eager", "default", "static", "dynamic")
-CACHE_MODES = ("cold", "warm", "both")
 DEFAULT_TIMEOUT_S = 900.0
+MARK_STRATEGIES = ("mark-dynamic", "shapes-spec")
 
 
 def _check_marks(workload: Workload, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
@@ -37,9 +37,7 @@ def prepare_run(
     stream: str | Sequence[Shape] | None = None,
     strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
     *,
-    backend: str = "inductor",
-    mode: str | None = None,
-    marks: Sequence[MarkSpec] = (),
+    options: StrategyOptions = StrategyOptions(),
     measure: MeasureOptions = MeasureOptions(),
 ) -> tuple[Workload, TrialSpec, tuple[str, ...]]:
     """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
@@ -59,12 +57,13 @@ def prepare_run(
         shapes = parse_stream(stream, loaded.dims)
     else:
         shapes = tuple(dict(s) for s in stream)
-    options = StrategyOptions(backend=backend, mode=mode, marks=tuple(marks))
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
-    if any(get_strategy(n).name == "mark-dynamic" for n in names):
+    if any(n in MARK_STRATEGIES for n in names):
         _check_marks(loaded, options.marks, shapes[0])
     elif options.marks:
-        raise StrategyError("--mark only applies to the mark-dynamic strategy")
+        raise StrategyError(f"--mark only applies to the {' and '.join(MARK_STRATEGIES)} strategies")
+    if options.dynamic_sources and "dynamic-sources" not in names:
+        raise StrategyError("--dynamic-sources only applies to the dynamic-sources strategy")
     if "eager" not in names:
         names = ("eager", *names)  # the baseline every comparison needs
     assert loaded.ref is not None
@@ -81,10 +80,15 @@ def run(
     backend: str = "inductor",
     mode: str | None = None,
     marks: Sequence[MarkSpec] = (),
+    recompile_limit: int | None = None,
+    dynamic_sources: str | None = None,
+    block: str | None = None,
+    buckets: Sequence[int] = (),
     measure: MeasureOptions = MeasureOptions(),
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_progress: ProgressFn | None = None,
     command: str = "",
+    lifetime: int | None = None,
 ) -> RunResult:
     """Run ``workload`` over ``stream`` under each strategy, one fresh process per trial.
 
@@ -93,10 +97,15 @@ def run(
     :mod:`compilescope.stream`), a sequence of shape dicts, or ``None`` for the workload's
     default. The eager baseline is always included.
     """
-    if cache not in CACHE_MODES:
-        raise StrategyError(f"unknown cache mode {cache!r} (use {', '.join(CACHE_MODES)})")
-    _, base, names = prepare_run(workload, stream, strategies, backend=backend, mode=mode, marks=marks, measure=measure)
-    return execute_run(base, names, cache, timeout_s=timeout_s, on_progress=on_progress, command=command)
+    parse_cache_modes(cache)
+    options = StrategyOptions(
+        backend=backend, mode=mode, marks=tuple(marks), recompile_limit=recompile_limit,
+        dynamic_sources=dynamic_sources, block=block, buckets=tuple(buckets),
+    )
+    _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
+    return execute_run(
+        base, names, cache, timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime
+    )
 
 
 def execute_run(
@@ -107,6 +116,7 @@ def execute_run(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_progress: ProgressFn | None = None,
     command: str = "",
+    lifetime: int | None = None,
 ) -> RunResult:
     """Run a validated plan (see :func:`prepare_run`): one fresh process per trial."""
     with tempfile.TemporaryDirectory(prefix="compilescope-cache-") as cache_root:
@@ -118,4 +128,5 @@ def execute_run(
         trials=tuple(trials),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         command=command,
+        lifetime=lifetime,
     )

@@ -12,8 +12,9 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from .errors import CompilescopeError, ResultsError
-from .model import MeasureOptions, RunResult, TrialResult
-from .strategies import parse_mark, strategy_names
+from .analysis.verdict import parse_lifetime
+from .model import MeasureOptions, RunResult, StrategyOptions, TrialResult
+from .strategies import parse_buckets, parse_mark, strategy_names
 
 EXIT_USAGE = 2
 PIPE_WIDTH = 150  # rich falls back to 80 columns off a terminal, too narrow for the tables
@@ -53,8 +54,7 @@ def _execute(ctx_args: dict[str, Any], console: Console) -> RunResult:
 
     measure = ctx_args.pop("measure")
     _, base, names = prepare_run(
-        ctx_args["workload"], ctx_args["stream"], ctx_args["strategies"],
-        backend=ctx_args["backend"], mode=ctx_args["mode"], marks=ctx_args["marks"], measure=measure,
+        ctx_args["workload"], ctx_args["stream"], ctx_args["strategies"], options=ctx_args["options"], measure=measure,
     )
     total = len(plan_trials(base, names, ctx_args["cache"], Path("/nonexistent")))
     with Progress(
@@ -65,6 +65,7 @@ def _execute(ctx_args: dict[str, Any], console: Console) -> RunResult:
         return execute_run(
             base, names, ctx_args["cache"], timeout_s=ctx_args["timeout"],
             on_progress=_progress_callback(progress, task, console), command=ctx_args["command"],
+            lifetime=ctx_args.get("lifetime"),
         )
 
 
@@ -104,6 +105,13 @@ def measure_options(f: Any) -> Any:
     return f
 
 
+def lifetime_options(f: Any) -> Any:
+    f = click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="requests per second, to turn a --lifetime duration into a request count.")(f)
+    return click.option("--lifetime", default=None, metavar="N|DURATION",
+                        help="process lifetime for the verdict: 10000 requests, or 8h with --qps.")(f)
+
+
 def _measure(threads: int, warmup: int, samples: int, budget: float, device: str) -> MeasureOptions:
     return MeasureOptions(
         warmup=warmup, samples=samples, min_samples=min(5, samples), budget_s=budget,
@@ -121,22 +129,37 @@ def cli() -> None:
 @click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
 @click.option("--strategies", default="eager,default,static,dynamic", show_default=True,
               help=f"comma list of: {', '.join(strategy_names())}.")
-@click.option("--cache", type=click.Choice(["cold", "warm", "both"]), default="cold", show_default=True,
-              help="compile cache at process start: empty, populated by the same strategy, or both.")
+@click.option("--cache", default="cold", show_default=True, metavar="MODES",
+              help="start modes, comma list: cold (empty cache dir), warm (dir populated by the same strategy), "
+                   "mega (empty dir + torch.compiler.load_cache_artifacts); both = cold,warm; all.")
 @click.option("--backend", default="inductor", show_default=True)
 @click.option("--mode", default=None, help="torch.compile mode (inductor), e.g. max-autotune-no-cudagraphs.")
 @click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
-              help="mark-dynamic: mark this input dim dynamic before each call (repeatable).")
+              help="mark-dynamic / shapes-spec: this input dim is dynamic (repeatable).")
+@click.option("--dynamic-sources", default=None, metavar="SOURCES",
+              help="dynamic-sources: e.g. \"L['x'],L['y']:0\" (exact names or regexes, optional :dim).")
+@click.option("--block", default=None, metavar="CLASS",
+              help="regional / nested: the repeated submodule class (default: the most repeated one).")
+@click.option("--buckets", default="pow2", show_default=True, help="bucket: pow2 or ascending sizes 16,32,64.")
+@click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
+              help="recompile limit for every compiled strategy (torch's default is 8).")
+@lifetime_options
 @measure_options
 def run_command(workload: str, stream: str | None, strategies: str, cache: str, backend: str, mode: str | None,
-                marks: tuple[str, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
-                timeout: float, json_path: Path | None, csv_path: Path | None) -> None:
+                marks: tuple[str, ...], dynamic_sources: str | None, block: str | None, buckets: str,
+                recompile_limit: int | None, lifetime: str | None, qps: float | None, threads: int, warmup: int,
+                samples: int, budget: float, device: str, timeout: float, json_path: Path | None,
+                csv_path: Path | None) -> None:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
     console = _console()
+    options = StrategyOptions(
+        backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
+        dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
+    )
     args = dict(
-        workload=workload, stream=stream, strategies=strategies, cache=cache, backend=backend, mode=mode,
-        marks=tuple(parse_mark(m) for m in marks), measure=_measure(threads, warmup, samples, budget, device),
-        timeout=timeout, command=shlex.join(["compilescope", *sys.argv[1:]]),
+        workload=workload, stream=stream, strategies=strategies, cache=cache, options=options,
+        measure=_measure(threads, warmup, samples, budget, device), timeout=timeout,
+        command=shlex.join(["compilescope", *sys.argv[1:]]), lifetime=parse_lifetime(lifetime, qps),
     )
     _report(_execute(args, console), console, json_path, csv_path)
 
@@ -150,8 +173,9 @@ def demo_command(out: Path, workload: str) -> None:
     console = _console()
     console.print(f"[bold]compilescope demo[/]: built-in workload {workload!r}, inductor, cold cache, one process per trial")
     args = dict(
-        workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold", backend="inductor",
-        mode=None, marks=(), measure=_measure(1, 3, 30, 1.0, "cpu"), timeout=900.0, command="compilescope demo",
+        workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold",
+        options=StrategyOptions(backend="inductor"), measure=_measure(1, 3, 100, 1.0, "cpu"), timeout=900.0,
+        command="compilescope demo",
     )
     _report(_execute(args, console), console, out / "demo.json", out / "demo.csv")
 
@@ -159,11 +183,17 @@ def demo_command(out: Path, workload: str) -> None:
 @cli.command("report")
 @click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV.")
-def report_command(result: Path, csv_path: Path | None) -> None:
+@lifetime_options
+def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qps: float | None) -> None:
     """Print the tables for a results JSON written by run or demo."""
+    import dataclasses
+
     from .schema import load
 
-    _report(load(result), _console(), None, csv_path)
+    loaded = load(result)
+    if lifetime is not None:
+        loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
+    _report(loaded, _console(), None, csv_path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -162,3 +162,55 @@ def view_metrics(m: Any) -> MetricsView:
         graph_op_count=get("graph_op_count"),
         guard_count=get("guard_count"),
     )
+
+
+def compile_accepts(argument: str) -> bool:
+    """Whether ``torch.compile`` takes ``argument`` (``recompile_limit`` and ``shapes_spec``
+    appeared in 2.13)."""
+    import inspect
+
+    return argument in inspect.signature(torch.compile).parameters
+
+
+def is_recompile_limit_failure(fail_type: str | None, fail_reason: str | None) -> bool:
+    """On 2.13 a limit hit is a metrics entry with fail_type 'Unsupported' and a fail_reason
+    starting 'Dynamo recompile limit exceeded'."""
+    return bool(fail_reason) and "recompile limit" in str(fail_reason).lower()
+
+
+def recompile_limit_value() -> int:
+    """``torch._dynamo.config.recompile_limit`` (default 8) — checked on 2.13.0."""
+    import torch._dynamo
+
+    return int(torch._dynamo.config.recompile_limit)
+
+
+def cache_entries_accept(code: Any, f_locals: Mapping[str, Any]) -> bool | None:
+    """Whether any compiled cache entry of ``code`` accepts a frame with these locals.
+
+    After the recompile limit is hit, dynamo runs non-matching calls eagerly and records
+    nothing; evaluating the entries' guards tells the two apart. Uses
+    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` and each entry's
+    ``guard_manager.check`` — checked on 2.13.0. ``None`` when it cannot be told.
+    """
+    try:
+        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
+
+        entries = _debug_get_cache_entry_list(code)
+        return any(bool(entry.guard_manager.check(dict(f_locals))) for entry in entries)
+    except Exception:
+        return None
+
+
+def save_cache_artifacts() -> bytes | None:
+    """``torch.compiler.save_cache_artifacts()`` (public, 2.7+): the mega-cache bytes."""
+    saver = getattr(torch.compiler, "save_cache_artifacts", None)
+    if saver is None:
+        return None
+    got = saver()
+    return None if got is None else bytes(got[0])
+
+
+def load_cache_artifacts(data: bytes) -> None:
+    """``torch.compiler.load_cache_artifacts(bytes)`` (public, 2.7+)."""
+    torch.compiler.load_cache_artifacts(data)

@@ -12,7 +12,7 @@ from typing import Literal, Union
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
 
-CacheMode = Literal["cold", "warm", "none"]
+CacheMode = Literal["cold", "warm", "mega", "none"]
 TrialStatus = Literal["ok", "failed", "timeout", "unavailable"]
 
 GUARD_KINDS = (
@@ -118,6 +118,8 @@ class CallRecord:
     compile_ids: tuple[str, ...] = ()
     error: str | None = None
     unattributed_reasons: tuple[GuardFailure, ...] = ()
+    ran_eagerly: bool | None = None  # True: fell back to eager (recompile limit / failed compile)
+    padded_shape: Shape | None = None  # the bucket the request was padded to
 
     @property
     def compiled(self) -> bool:
@@ -168,6 +170,10 @@ class StrategyOptions:
     backend: str = "inductor"
     mode: str | None = None
     marks: tuple[MarkSpec, ...] = ()
+    recompile_limit: int | None = None
+    dynamic_sources: str | None = None
+    block: str | None = None
+    buckets: tuple[int, ...] = ()  # empty: powers of two
 
 
 @dataclass(frozen=True)
@@ -209,6 +215,9 @@ class TrialResult:
     process_s: float | None = None
     import_s: float | None = None
     build_s: float | None = None
+    cache_load_s: float | None = None  # mega-cache: load_cache_artifacts() before the first call
+    artifacts_bytes: int | None = None
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -222,4 +231,5 @@ class RunResult:
     trials: tuple[TrialResult, ...]
     created: str = ""
     command: str = ""
+    lifetime: int | None = None  # requests over which the verdict projects the accounting
     schema_version: int = 1

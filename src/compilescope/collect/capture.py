@@ -25,6 +25,7 @@ class Captured:
     compiles: tuple[CompileEvent, ...]
     graph_breaks: tuple[GraphBreak, ...]
     unattributed: tuple[GuardFailure, ...]
+    limit_hit_codes: tuple[Any, ...] = ()  # code objects that hit the recompile limit on this call
 
 
 def _code_key(code: Any) -> tuple[str, str, int]:
@@ -52,12 +53,12 @@ class CompileCapture:
         self._failures_seen = {code: len(v) for code, v in compat.guard_failures().items()}
         self._breaks_seen = len(compat.graph_break_reasons())
 
-    def _new_failures(self) -> dict[tuple[str, str, int], list[str]]:
-        out: dict[tuple[str, str, int], list[str]] = {}
+    def _new_failures(self) -> dict[tuple[str, str, int], tuple[Any, list[str]]]:
+        out: dict[tuple[str, str, int], tuple[Any, list[str]]] = {}
         for code, reasons in list(compat.guard_failures().items()):
             seen = self._failures_seen.get(code, 0)
             if len(reasons) > seen:
-                out.setdefault(_code_key(code), []).extend(reasons[seen:])
+                out.setdefault(_code_key(code), (code, []))[1].extend(reasons[seen:])
             self._failures_seen[code] = len(reasons)
         return out
 
@@ -66,22 +67,31 @@ class CompileCapture:
         new_metrics = metrics[self._metrics_seen :]
         self._metrics_seen = len(metrics)
 
+        new_failures = self._new_failures()
+        codes = {key: code for key, (code, _) in new_failures.items()}
         failures = {
             key: [enrich_actual(parse_guard_failure(text), arguments) for text in texts]
-            for key, texts in self._new_failures().items()
+            for key, (_, texts) in new_failures.items()
         }
 
         events = []
+        limit_hit = []
         for raw in new_metrics:
             m = compat.view_metrics(raw)
             key = (m.co_name, m.co_filename, m.co_firstlineno)
+            if not m.co_name and m.fail_type and len(failures) == 1:
+                # A compile that failed early (e.g. the recompile limit) carries no code
+                # location in its metrics; the guard failures of this call name the frame.
+                key = next(iter(failures))
+            if compat.is_recompile_limit_failure(m.fail_type, m.fail_reason) and key in codes:
+                limit_hit.append(codes[key])
             reasons = tuple(failures.pop(key, ())) if m.is_forward else ()
             events.append(
                 CompileEvent(
                     compile_id=m.compile_id,
-                    function=m.co_name,
-                    filename=m.co_filename,
-                    line=m.co_firstlineno,
+                    function=key[0],
+                    filename=key[1],
+                    line=key[2],
                     compile_time_s=m.duration_s,
                     phases_s=m.phases_s,
                     cache=m.cache,
@@ -109,4 +119,4 @@ class CompileCapture:
                 )
             )
         leftover = tuple(f for fs in failures.values() for f in fs)
-        return Captured(tuple(events), tuple(graph_breaks), leftover)
+        return Captured(tuple(events), tuple(graph_breaks), leftover, tuple(limit_hit))

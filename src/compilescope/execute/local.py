@@ -25,13 +25,36 @@ from ..schema import ResultsError, from_data, to_data
 STDERR_TAIL_CHARS = 4000
 
 
+START_MODES = ("cold", "warm", "mega")
+
+
+def parse_cache_modes(text: str) -> tuple[str, ...]:
+    """``cold``, ``warm``, ``mega``, a comma list of them, ``both`` (cold,warm) or ``all``."""
+    from ..errors import StrategyError
+
+    aliases = {"both": ("cold", "warm"), "all": START_MODES}
+    modes: list[str] = []
+    for token in (t.strip() for t in text.split(",") if t.strip()):
+        for mode in aliases.get(token, (token,)):
+            if mode not in START_MODES:
+                raise StrategyError(f"unknown cache mode {token!r} (use cold, warm, mega, both or all)")
+            if mode not in modes:
+                modes.append(mode)
+    if not modes:
+        raise StrategyError("no cache mode given")
+    return tuple(m for m in START_MODES if m in modes)
+
+
 @dataclass(frozen=True)
 class PlannedTrial:
-    """A trial to run; ``report`` is False for a pass that only populates a cache."""
+    """A trial to run; ``report`` is False for a pass that only populates a cache.
+    ``save_artifacts``/``load_artifacts`` carry the mega-cache between processes."""
 
     spec: TrialSpec
     cache_dir: str
     report: bool = True
+    save_artifacts: str | None = None
+    load_artifacts: str | None = None
 
     @property
     def label(self) -> str:
@@ -42,9 +65,14 @@ class PlannedTrial:
 
 
 def plan_trials(base: TrialSpec, strategies: Iterable[str], cache: str, cache_root: Path) -> list[PlannedTrial]:
-    """Eager once (cache does not apply), then each compiled strategy in the asked modes."""
+    """Eager once (cache does not apply), then each compiled strategy in the asked start modes.
+
+    Warm and mega-cache starts need a cold run of the same strategy first: it is reported
+    when cold was asked for, and otherwise runs stream-only to populate the cache.
+    """
     from ..strategies import get_strategy
 
+    modes = parse_cache_modes(cache)
     plan: list[PlannedTrial] = []
     for name in strategies:
         strategy = get_strategy(name)
@@ -53,15 +81,18 @@ def plan_trials(base: TrialSpec, strategies: Iterable[str], cache: str, cache_ro
         if not strategy.compiles:
             plan.append(PlannedTrial(dataclasses.replace(spec, cache="none"), cache_dir))
             continue
-        if cache in ("cold", "both"):
-            plan.append(PlannedTrial(dataclasses.replace(spec, cache="cold"), cache_dir))
-        if cache == "warm":
-            populate = dataclasses.replace(
-                spec, cache="cold", measure=dataclasses.replace(spec.measure, steady=False, numerics=False)
-            )
-            plan.append(PlannedTrial(populate, cache_dir, report=False))
-        if cache in ("warm", "both"):
+        artifacts = str(cache_root / f"{name}.artifacts") if "mega" in modes else None
+        cold = dataclasses.replace(spec, cache="cold")
+        if "cold" in modes:
+            plan.append(PlannedTrial(cold, cache_dir, save_artifacts=artifacts))
+        else:
+            populate = dataclasses.replace(cold, measure=dataclasses.replace(spec.measure, steady=False, numerics=False))
+            plan.append(PlannedTrial(populate, cache_dir, report=False, save_artifacts=artifacts))
+        if "warm" in modes:
             plan.append(PlannedTrial(dataclasses.replace(spec, cache="warm"), cache_dir))
+        if "mega" in modes:
+            mega_dir = str(cache_root / f"{name}-mega")
+            plan.append(PlannedTrial(dataclasses.replace(spec, cache="mega"), mega_dir, load_artifacts=artifacts))
     return plan
 
 
@@ -80,6 +111,14 @@ def run_in_subprocess(trial: PlannedTrial, timeout_s: float, workdir: Path) -> T
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = trial.cache_dir
     env["COMPILESCOPE_LAUNCHED_AT"] = repr(time.time())
+    env.pop("COMPILESCOPE_SAVE_ARTIFACTS", None)
+    env.pop("COMPILESCOPE_LOAD_ARTIFACTS", None)
+    if trial.save_artifacts:
+        env["COMPILESCOPE_SAVE_ARTIFACTS"] = trial.save_artifacts
+    if trial.load_artifacts:
+        if not Path(trial.load_artifacts).exists():
+            return TrialResult(spec, "unavailable", error="no cache artifacts: the cold run that saves them failed")
+        env["COMPILESCOPE_LOAD_ARTIFACTS"] = trial.load_artifacts
     if spec.measure.threads is not None:
         env["OMP_NUM_THREADS"] = str(spec.measure.threads)
     cmd = [sys.executable, "-m", "compilescope.execute.worker", str(spec_path), str(result_path)]

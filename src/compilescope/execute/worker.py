@@ -10,6 +10,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
@@ -26,7 +27,11 @@ def main(argv: list[str]) -> int:
 
     with open(spec_path) as fh:
         spec = from_data(TrialSpec, json.load(fh))
-    result = run_trial(spec)
+    save = os.environ.get("COMPILESCOPE_SAVE_ARTIFACTS")
+    load = os.environ.get("COMPILESCOPE_LOAD_ARTIFACTS")
+    result = run_trial(
+        spec, save_artifacts=Path(save) if save else None, load_artifacts=Path(load) if load else None
+    )
     result = dataclasses.replace(result, import_s=imported - launched, process_s=time.time() - launched)
     tmp = result_path + ".tmp"
     with open(tmp, "w") as fh:

@@ -12,10 +12,12 @@ from ..analysis.regimes import (
     IQR_WARN_THRESHOLD,
     ShapeRow,
     TrialSummary,
+    eager_trial,
     shape_changes,
     shape_rows,
     summarize_run,
 )
+from ..analysis.verdict import gather_evidence, verdict_text
 from ..model import RunResult, TrialResult, shape_label
 
 
@@ -105,48 +107,54 @@ def _trial_label(trial: TrialResult) -> str:
     return spec.strategy if spec.cache == "none" else f"{spec.strategy} [{spec.cache}]"
 
 
-def summary_table(summaries: list[TrialSummary]) -> Table:
+def summary_table(result: RunResult, summaries: list[TrialSummary]) -> Table:
+    eager = eager_trial(result)
     table = Table(title="per strategy", title_justify="left")
-    for name in (
-        "strategy",
-        "status",
-        "first call",
-        "compiles",
-        "recompiles",
-        "compile time",
-        "graph breaks",
-        "stream total",
-        "eager stream",
-        "break-even",
-        "numerics",
+    for name, justify in (
+        ("strategy", "left"),
+        ("first call", "right"),
+        ("compiles (re)", "right"),
+        ("compile time", "right"),
+        ("graph breaks", "right"),
+        ("eager fallbacks", "right"),
+        ("stream total (eager)", "right"),
+        ("break-even", "left"),
+        ("projected N*", "right"),
+        ("numerics", "left"),
     ):
-        table.add_column(name, justify="left" if name in ("strategy", "status", "break-even", "numerics") else "right")
+        table.add_column(name, justify=justify, no_wrap=name in ("strategy", "break-even", "stream total (eager)", "numerics"))  # type: ignore[arg-type]
     for s in summaries:
         t = s.trial
         if not t.ok:
-            table.add_row(_trial_label(t), Text(t.status, style="bold red"), *([""] * 9))
+            style = "dim" if t.status == "unavailable" else "bold red"
+            table.add_row(_trial_label(t), Text(t.status, style=style), *([""] * 8))
             continue
         compiled = t.spec.cache != "none"
         if not compiled:
-            be = ""
-        elif s.break_even_request is None:
-            be = "not within the stream"
+            table.add_row(_trial_label(t), fmt_time(s.first_call_s), *([""] * 4), fmt_time(s.stream_s), *([""] * 3))
+            continue
+        be = "not within the stream" if s.break_even_request is None else f"after request {s.break_even_request}"
+        evidence = gather_evidence(t, eager, result.lifetime)
+        if evidence.n_star is not None:
+            n_star = f"{evidence.n_star:,}"
         else:
-            be = f"after request {s.break_even_request}"
-        numerics = "" if not t.numerics else (
-            Text(f"{s.numerics_failed} shape(s) FAIL", style="bold red") if s.numerics_failed else "all shapes pass"
-        )
+            n_star = "never" if evidence.saving_per_request_s is not None else "—"
+        fallbacks = sum(1 for c in t.calls if c.ran_eagerly)
+        if s.numerics_failed:
+            numerics: str | Text = Text(f"{s.numerics_failed} shape(s) FAIL", style="bold red")
+        else:
+            numerics = "all pass" if t.numerics else ""
+        first = fmt_time(s.first_call_s)
         table.add_row(
             _trial_label(t),
-            "ok" if not s.errors else Text(f"{s.errors} call error(s)", style="red"),
-            fmt_time(s.first_call_s),
-            str(s.compiles) if compiled else "",
-            str(s.recompiles) if compiled else "",
-            fmt_time(s.compile_s) if compiled else "",
-            str(s.graph_breaks) if compiled else "",
-            fmt_time(s.stream_s),
-            fmt_time(s.eager_stream_s) if compiled else "",
+            first if not s.errors else Text(f"{first}, {s.errors} error(s)", style="red"),
+            f"{s.compiles} ({s.recompiles})",
+            fmt_time(s.compile_s),
+            str(s.graph_breaks),
+            Text(str(fallbacks), style="bold red") if fallbacks else "0",
+            f"{fmt_time(s.stream_s)} ({fmt_time(s.eager_stream_s)})",
             be,
+            n_star,
             numerics,
         )
     return table
@@ -184,12 +192,53 @@ def shape_change_lines(result: RunResult) -> list[Text]:
     return lines
 
 
+def start_table(result: RunResult) -> Table | None:
+    """First-call latency per start mode, when more than one mode ran."""
+    modes = [m for m in ("cold", "warm", "mega") if any(t.spec.cache == m for t in result.trials)]
+    if len(modes) < 2:
+        return None
+    table = Table(title="start modes: first call (compiles)", title_justify="left")
+    table.add_column("strategy")
+    for mode in modes:
+        table.add_column({"cold": "cold cache", "warm": "warm on-disk cache", "mega": "mega-cache"}[mode], justify="right")
+    strategies = list(dict.fromkeys(t.spec.strategy for t in result.trials if t.spec.cache != "none"))
+    for name in strategies:
+        cells: list[str | Text] = [name]
+        for mode in modes:
+            t = next((x for x in result.trials if x.spec.strategy == name and x.spec.cache == mode), None)
+            if t is None:
+                cells.append("")
+            elif not t.ok:
+                cells.append(Text(t.status, style="red" if t.status != "unavailable" else "dim"))
+            else:
+                n = sum(1 for e in t.compiles if e.forward)
+                cell = f"{fmt_time(t.calls[0].latency_s if t.calls else None)} ({n})"
+                if t.cache_load_s is not None:
+                    cell += f" +{fmt_time(t.cache_load_s)} load"
+                cells.append(cell)
+        table.add_row(*cells)
+    return table
+
+
+def verdict_lines(result: RunResult) -> list[Text]:
+    eager = eager_trial(result)
+    lines = []
+    for t in result.trials:
+        if not t.ok or t.spec.cache == "none":
+            continue
+        text = verdict_text(gather_evidence(t, eager, result.lifetime, t.spec.options.recompile_limit))
+        if text:
+            lines.append(Text.assemble(("  " + _trial_label(t) + ": ", "bold"), text))
+    return lines
+
+
 def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text]:
     out = []
     for s in summaries:
         t = s.trial
         if not t.ok:
-            out.append(Text(f"! {_trial_label(t)} {t.status}: {t.error}", style="red"))
+            style = "dim" if t.status == "unavailable" else "red"
+            out.append(Text(f"! {_trial_label(t)} {t.status}: {t.error}", style=style))
             continue
         if s.numerics_failed:
             out.append(Text(f"! {_trial_label(t)}: outputs differ from eager on {s.numerics_failed} shape(s)", style="bold red"))
@@ -209,10 +258,17 @@ def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text
 
 def renderables(result: RunResult) -> list[RenderableType]:
     summaries = summarize_run(result)
-    parts: list[RenderableType] = [shape_table(result), summary_table(summaries)]
+    parts: list[RenderableType] = [shape_table(result), summary_table(result, summaries)]
+    starts = start_table(result)
+    if starts is not None:
+        parts.append(starts)
     changes = shape_change_lines(result)
     if changes:
         parts.append(Group(Text("shape changes (stream order)", style="bold"), *changes))
+    verdicts = verdict_lines(result)
+    if verdicts:
+        parts.append(Group(Text("verdict" + (f" (lifetime {result.lifetime:,} requests)" if result.lifetime else ""),
+                                style="bold"), *verdicts))
     warnings = warning_lines(result, summaries)
     if warnings:
         parts.append(Group(*warnings))
