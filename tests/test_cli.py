@@ -171,3 +171,23 @@ def test_stream_from_jsonl_file(cli, tmp_path):
     static = load(out).trials[1]
     assert [c.shape["n"] for c in static.calls] == [8, 8, 12]
     assert [c.compiled for c in static.calls] == [True, False, True]
+
+
+def test_unavailable_strategy_is_recorded_not_fatal(cli, tmp_path):
+    out = tmp_path / "u.json"
+    proc = cli("run", "sincos", "--stream", "8,8", "--strategies", "default,regional", "--backend", "eager",
+               "--json", str(out), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    statuses = {t.spec.strategy: (t.status, t.error) for t in load(out).trials}
+    assert statuses["default"][0] == "ok"
+    assert statuses["regional"][0] == "unavailable" and "is a function" in statuses["regional"][1]
+    assert "verdict" in proc.stdout
+
+
+def test_lifetime_verdict_and_bad_lifetime(cli, acceptance_run):
+    _, out, _ = acceptance_run
+    proc = cli("report", str(out), "--lifetime", "8h", "--qps", "20")
+    assert proc.returncode == 0
+    assert "lifetime of 576,000 requests" in proc.stdout
+    proc = cli("report", str(out), "--lifetime", "8h")
+    assert proc.returncode == 2 and "--qps" in proc.stderr

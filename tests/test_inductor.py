@@ -8,16 +8,22 @@ from compilescope.schema import load
 
 
 @pytest.mark.inductor
-def test_inductor_default_strategy_end_to_end(cli, tmp_path):
+def test_inductor_default_strategy_in_three_start_modes(cli, tmp_path):
     out = tmp_path / "ind.json"
-    proc = cli("run", "sincos", "--stream", "64,64,128", "--strategies", "default", "--samples", "5",
-               "--budget", "0.05", "--json", str(out))
+    proc = cli("run", "sincos", "--stream", "64,64,128", "--strategies", "default", "--cache", "all",
+               "--samples", "5", "--budget", "0.05", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
-    result = load(out)
-    eager, default = result.trials
-    assert eager.ok and default.ok
-    assert [c.compiled for c in default.calls] == [True, False, True]
-    first = default.compiles[0]
+    assert "start modes" in proc.stdout and "mega-cache" in proc.stdout
+    eager, cold, warm, mega = load(out).trials
+    assert [t.spec.cache for t in (eager, cold, warm, mega)] == ["none", "cold", "warm", "mega"]
+    assert all(t.ok for t in (eager, cold, warm, mega))
+    assert [c.compiled for c in cold.calls] == [True, False, True]
+    first = cold.compiles[0]
     assert first.phases_s.get("inductor", 0) > 0  # inductor really ran
     assert first.cache.get("inductor_fx_local_cache_miss_count") == 1  # empty cache: a true cold compile
-    assert all(n.passed for n in default.numerics)
+    assert cold.artifacts_bytes and cold.artifacts_bytes > 0  # the mega-cache was saved
+    assert warm.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # populated dir
+    assert warm.env["cache_dir"] == cold.env["cache_dir"] != mega.env["cache_dir"]
+    assert mega.cache_load_s is not None  # load_cache_artifacts ran before the first call...
+    assert mega.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # ...and an empty dir then hit
+    assert all(n.passed for t in (cold, warm, mega) for n in t.numerics)

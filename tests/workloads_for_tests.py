@@ -71,3 +71,35 @@ def two_inputs() -> Workload:
         ("batch", "seq"),
         ({"batch": 2, "seq": 4}, {"batch": 4, "seq": 4}, {"batch": 4, "seq": 8}),
     )
+
+
+class Block(torch.nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(width, width)
+
+    def forward(self, x):
+        return x + torch.tanh(self.fc(x))
+
+
+class Stack(torch.nn.Module):
+    def __init__(self, width: int = 16, depth: int = 3) -> None:
+        super().__init__()
+        self.blocks = torch.nn.ModuleList(Block(width) for _ in range(depth))
+        self.head = torch.nn.Linear(width, 4)
+
+    def forward(self, x):
+        for block in self.blocks:
+            x = block(x)
+        return self.head(x)
+
+
+def stack() -> Workload:
+    def build():
+        torch.manual_seed(0)
+        return Stack().eval()
+
+    return Workload(
+        "stack", build, lambda s: (torch.randn(s["batch"], s["seq"], 16),), ("batch", "seq"),
+        ({"batch": 2, "seq": 5}, {"batch": 2, "seq": 9}),
+    )

@@ -268,12 +268,16 @@ def _prepare_regional(target: Callable[..., Any], options: StrategyOptions, ctx:
     cls, n = found
     eager = copy.deepcopy(target)  # the reference keeps plain blocks; same weights
     kwargs = compile_kwargs(options)
-    for m in target.modules():
-        if type(m) is cls:
-            m.compile(**kwargs)  # in place: the block's __call__ runs its compiled forward
+    # Swap each block for torch.compile(block). Not block.compile(): that compiles the block's
+    # _call_impl as the top frame, which Dynamo skips for torch.nn built-ins such as
+    # TransformerEncoderLayer (their files are in its skipfiles) — a silent no-op.
+    for parent in list(target.modules()):
+        for name, child in list(parent.named_children()):
+            if type(child) is cls:
+                parent._modules[name] = torch.compile(child, **kwargs)
     return Prepared(
         target, close=_closing(_limit_scope(options)), eager=eager,
-        notes=(f"compiled {n} instances of {cls.__name__} in place",),
+        notes=(f"compiled {n} instances of {cls.__name__} (torch.compile per instance, the rest eager)",),
     )
 
 

@@ -208,6 +208,7 @@ def run_trial(
     ``load_artifacts`` (mega-cache start) loads ``torch.compiler`` cache artifacts before the
     first call and times it; ``save_artifacts`` writes them after the trial."""
     measure = spec.measure
+    compat.reset()  # a trial never sees another's compiled code (free in a fresh process)
     if measure.threads is not None:
         torch.set_num_threads(measure.threads)
     started = time.perf_counter()

@@ -240,6 +240,14 @@ def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text
             style = "dim" if t.status == "unavailable" else "red"
             out.append(Text(f"! {_trial_label(t)} {t.status}: {t.error}", style=style))
             continue
+        if t.spec.cache != "none" and not any(e.forward for e in t.compiles):
+            out.append(
+                Text(
+                    f"! {_trial_label(t)}: no frame was compiled — torch.compile never captured this code "
+                    "(all of it in Dynamo's skipfiles?); its figures are eager's",
+                    style="bold red",
+                )
+            )
         if s.numerics_failed:
             out.append(Text(f"! {_trial_label(t)}: outputs differ from eager on {s.numerics_failed} shape(s)", style="bold red"))
         if s.noisy_shapes:
