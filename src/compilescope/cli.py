@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shlex
 import sys
 from pathlib import Path
@@ -194,6 +195,54 @@ def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qp
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
     _report(loaded, _console(), None, csv_path)
+
+
+@cli.command("probe", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="write the probe JSON.")
+@click.option("--stream-out", type=click.Path(dir_okay=False, path_type=Path),
+              help="write the input shapes seen as a stream for `run --stream @FILE`.")
+@click.option("--trace", "trace_dir", type=click.Path(path_type=Path), help="read a TORCH_TRACE directory instead.")
+@click.option("--strict", is_flag=True, help="with --trace: fail when any event was unknown or malformed.")
+@click.argument("script", required=False)
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Path | None, strict: bool,
+                  script: str | None, args: tuple[str, ...]) -> int:
+    """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
+    graph break; or read an existing TORCH_TRACE directory with --trace. The report goes to
+    stderr; the exit status is the script's."""
+    from .probe.capture import probe_script
+    from .probe.trace import read_trace
+    from .render import probe as probe_render
+
+    rest = list(args)
+    # The documented form `probe SCRIPT [args…] [--json OUT] [--stream-out OUT]`: trailing
+    # probe options after the script's own arguments are taken as the probe's.
+    while len(rest) >= 2 and rest[-2] in ("--json", "--stream-out"):
+        value = Path(rest.pop())
+        if rest.pop() == "--json":
+            json_path = value
+        else:
+            stream_out = value
+    args = tuple(rest)
+    if (script is None) == (trace_dir is None):
+        raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    if trace_dir is not None:
+        result = read_trace(trace_dir, strict=strict)
+    else:
+        assert script is not None
+        if not Path(script).is_file():
+            raise CompilescopeError(f"script {script!r} does not exist")
+        result = probe_script(script, list(args))
+    console = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=PIPE_WIDTH)
+    for part in probe_render.renderables(result):
+        console.print(part)
+    if json_path is not None:
+        _write(json_path, probe_render.render_json(result))
+        console.print(f"probe JSON: {json_path}")
+    if stream_out is not None:
+        _write(stream_out, "".join(json.dumps(row) + "\n" for row in probe_render.stream_lines(result)))
+        console.print(f"shape stream: {stream_out}")
+    return result.exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

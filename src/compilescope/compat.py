@@ -7,7 +7,7 @@ below. Public APIs (``torch.compile``, ``torch.compiler.*``) are used directly e
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -214,3 +214,82 @@ def save_cache_artifacts() -> bytes | None:
 def load_cache_artifacts(data: bytes) -> None:
     """``torch.compiler.load_cache_artifacts(bytes)`` (public, 2.7+)."""
     torch.compiler.load_cache_artifacts(data)
+
+
+# ----------------------------------------------------------------------------- probe hooks
+
+
+def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[], None]:
+    """Call ``on_failure(code, reason)`` as each guard-failure reason is recorded.
+
+    ``torch._dynamo.utils.guard_failures`` is a ``defaultdict(list)`` appended to once per
+    rejecting cache entry (``guards.get_guard_fail_reason``) — checked on 2.13.0. Swapping
+    its ``default_factory`` for an observing list sees every append, whether or not any
+    logging is on, and survives ``reset()`` (which only clears the dict). Returns the undo.
+    """
+    from torch._dynamo.utils import guard_failures as failures
+
+    class _ObservingList(list):  # type: ignore[type-arg]
+        def append(self, item: Any) -> None:
+            super().append(item)
+            code = next((c for c, lst in failures.items() if lst is self), None)
+            on_failure(code, str(item))
+
+    previous = failures.default_factory
+    failures.default_factory = _ObservingList
+
+    def undo() -> None:
+        failures.default_factory = previous
+
+    return undo
+
+
+def force_verbose_guard_reasons() -> Callable[[], None]:
+    """Make Dynamo compute every failing guard of each rejecting entry, as
+    ``TORCH_LOGS=recompiles_verbose`` does, without touching the user's logging.
+
+    ``guards.get_guard_fail_reason_helper`` stops at the first failing guard unless
+    ``guards.is_recompiles_verbose_enabled()``; the same function also picks which logger
+    gets the recompile message, so the patch answers True only to the reason helper —
+    checked on 2.13.0. Returns the undo.
+    """
+    import sys
+
+    from torch._dynamo import guards
+
+    original = guards.is_recompiles_verbose_enabled
+
+    def patched() -> bool:
+        caller = sys._getframe(1).f_code.co_name
+        return caller == "get_guard_fail_reason_helper" or original()
+
+    guards.is_recompiles_verbose_enabled = patched  # type: ignore[assignment]
+
+    def undo() -> None:
+        guards.is_recompiles_verbose_enabled = original  # type: ignore[assignment]
+
+    return undo
+
+
+def before_reset(hook: Callable[[], None]) -> Callable[[], None]:
+    """Run ``hook`` before every ``torch._dynamo.reset()`` (``torch.compiler.reset()`` calls
+    it through the module attribute), so records it clears can be read first. Returns the undo."""
+    import torch._dynamo
+
+    original = torch._dynamo.reset
+
+    def reset() -> None:
+        hook()
+        original()
+
+    torch._dynamo.reset = reset  # type: ignore[assignment]
+
+    def undo() -> None:
+        torch._dynamo.reset = original  # type: ignore[assignment]
+
+    return undo
+
+
+def metrics_start_us(m: Any) -> int | None:
+    value = getattr(m, "start_time_us", None)
+    return int(value) if isinstance(value, (int, float)) else None

@@ -233,3 +233,61 @@ class RunResult:
     command: str = ""
     lifetime: int | None = None  # requests over which the verdict projects the accounting
     schema_version: int = 1
+
+
+# ----------------------------------------------------------------------------- probe records
+
+
+@dataclass(frozen=True)
+class ProbeCompile:
+    """One Dynamo frame compile seen while probing a program (or read from a trace)."""
+
+    compile_id: str
+    function: str
+    filename: str
+    line: int
+    reasons: tuple[str, ...] = ()  # PyTorch's text, one per cache entry that rejected the input
+    guard_failures: tuple[GuardFailure, ...] = ()  # the same, parsed (one per failing guard)
+    compile_time_s: float | None = None
+    phases_s: dict[str, float] = field(default_factory=dict)
+    fail_type: str | None = None
+    fail_reason: str | None = None
+    recompile_limit_hit: bool = False
+    start_time_us: int | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.fail_type is not None
+
+
+@dataclass(frozen=True)
+class ProbeGraphBreak:
+    """One occurrence of a graph break (the summary deduplicates; the JSON keeps each)."""
+
+    reason: str
+    filename: str | None
+    line: int | None
+    compile_id: str | None = None
+
+
+@dataclass(frozen=True)
+class ProbeCall:
+    """The input shapes of one call of a compiled function (``x.0`` = dim 0 of input ``x``)."""
+
+    function: str
+    inputs: dict[str, list[int]]
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    source: str  # the script (with its arguments) or the trace directory
+    compiles: tuple[ProbeCompile, ...] = ()
+    graph_breaks: tuple[ProbeGraphBreak, ...] = ()
+    calls: tuple[ProbeCall, ...] = ()
+    exit_code: int = 0
+    error: str | None = None
+    recompile_limit: int | None = None
+    counters: dict[str, int] = field(default_factory=dict)  # trace reader: unknown/malformed events
+    torch_version: str = ""
+    kind: str = "probe"
+    schema_version: int = 1

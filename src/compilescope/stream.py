@@ -11,7 +11,9 @@ Spec forms (``--stream``):
 ``random:count=200;seed=0;batch=1..8;seq=16|32|64``
     seeded draws: uniform over a range or over choices, ``count`` requests.
 ``@shapes.jsonl``
-    one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``).
+    one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``); a file
+    whose names are none of the workload's (``{"x.0": 16}`` from ``probe --stream-out``)
+    is matched to the workload's dims in order.
 
 Every parse error names the token it could not read.
 """
@@ -146,6 +148,10 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise StreamError(f"bad stream token {token!r}: {k!r} is not a non-negative integer")
             shape[str(k)] = v
+        if not set(shape) & set(dims) and len(shape) == len(dims):
+            # a recorded stream (``compilescope probe --stream-out``) names dims by input
+            # (``x.0``); with none of the workload's names, take them in order.
+            shape = dict(zip(dims, shape.values()))
         shapes.append(_check_dims(shape, dims, token))
     return shapes
 

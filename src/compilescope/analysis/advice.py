@@ -1,0 +1,158 @@
+"""Group recompile causes per compiled function, and say what to do about each.
+
+A cause is one guard (source, kind, dim). It is *shape-reducible* when a dynamic-shape
+setting can remove the recompiles (a varying size); otherwise the guard tracks something a
+symbolic size cannot express (rank, dtype, a Python value, module state…) and the next step
+is a change to the program, stated plainly.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+from ..model import GuardFailure, ProbeCompile, ProbeGraphBreak, ProbeResult, Scalar
+
+
+@dataclass(frozen=True)
+class Cause:
+    source: str | None
+    kind: str
+    dim: int | None
+    values: tuple[Scalar, ...]  # expected and actual values seen, in order of first appearance
+    compiles: tuple[str, ...]  # compile ids this cause triggered
+    shape_reducible: bool
+    next_step: str
+
+    def describe(self) -> str:
+        where = self.source or "?"
+        if self.dim is not None:
+            where += f" dim {self.dim}"
+        seen = ", ".join(str(v) for v in self.values[:8]) + (" …" if len(self.values) > 8 else "")
+        what = {"size": "varied over", "stride": "stride varied over", "dtype": "dtype varied over",
+                "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
+                "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
+                "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(self.kind)
+        head = f"{where} {what} {seen}" if what and seen else f"{where}: {self.kind.replace('_', ' ')}"
+        return f"{head} → {len(self.compiles)} compile(s)"
+
+
+@dataclass(frozen=True)
+class FunctionReport:
+    function: str
+    filename: str
+    line: int
+    compiles: tuple[ProbeCompile, ...]
+    causes: tuple[Cause, ...]
+    compile_s: float
+    limit_hits: int
+    failures: int
+
+
+@dataclass(frozen=True)
+class BreakGroup:
+    reason: str  # first line of PyTorch's text
+    filename: str | None
+    line: int | None
+    count: int
+
+
+def _next_step(kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...]) -> tuple[bool, str]:
+    src = source or "the input"
+    if kind == "size":
+        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+        lo, hi = (min(ints), max(ints)) if ints else (None, None)
+        rng = f", min={lo}, max={hi}" if lo is not None else ""
+        step = (
+            f"mark it dynamic before the first call: torch._dynamo.mark_dynamic({_local(src)}, {dim}{rng}); or "
+            f"torch.compiler.config.patch(dynamic_sources=\"{src}:{dim}\"); or pad it to a few bucket sizes"
+        )
+        if any(v in (0, 1) for v in ints):
+            step += "; sizes 0 and 1 are always specialised — use torch._dynamo.decorators.mark_unbacked for them"
+        return True, step
+    steps = {
+        "stride": "a differently laid-out input (e.g. a transpose): call .contiguous() before the compiled call",
+        "dtype": "not shape-reducible: each dtype needs its own graph — cast inputs to one dtype before the call",
+        "rank": "not shape-reducible: dynamic shapes do not cover a change of rank — reshape to one rank, "
+                "or compile one function per rank",
+        "device": "not shape-reducible: keep the inputs on one device",
+        "requires_grad": "not shape-reducible: requires_grad is part of the guard — call with a consistent "
+                         "requires_grad (e.g. inside torch.no_grad() for inference)",
+        "grad_mode": "not shape-reducible: grad mode changed between calls — run every call inside the same "
+                     "torch.no_grad()/enable_grad() state",
+        "value": f"not shape-reducible: Python value {src} is specialised — pass it as a tensor, or keep the set "
+                 "of values small (ints and floats become dynamic after one change unless dynamic=False)",
+        "module_attribute": (
+            "not shape-reducible: train/eval switch — compile the model once in the mode it serves, or keep "
+            "one compiled instance per mode" if source and source.endswith(".training") else
+            f"not shape-reducible: module attribute {src} is static to Dynamo — store it as a tensor or set "
+            "torch._dynamo.config.allow_unspec_int_on_nn_module = True for ints"
+        ),
+        "global": f"not shape-reducible: global {src} is read inside the compiled code — pass it as an argument",
+        "length": f"not shape-reducible: the length of {src} is part of the graph — stack it into one tensor "
+                  "or pad the list to a fixed length",
+        "dict_keys": f"not shape-reducible: the keys of {src} are part of the graph — use a fixed key set",
+    }
+    return False, steps.get(kind, "not recognised as a shape guard: read the guard text above")
+
+
+def _local(source: str) -> str:
+    if source.startswith("L['") and source.endswith("']"):
+        return source[3:-2]
+    return source
+
+
+def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
+    """One cause per (source, kind, dim), in order of first appearance."""
+    values: dict[tuple[str | None, str, int | None], list[Scalar]] = defaultdict(list)
+    ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
+    for c in compiles:
+        seen_here = set()
+        for g in c.guard_failures:
+            key = (g.source, g.kind, g.dim)
+            for v in (g.expected, g.actual):
+                if v is not None and v not in values[key] and not (isinstance(v, str) and "<=" in v):
+                    values[key].append(v)
+            if key not in seen_here:
+                ids[key].append(c.compile_id)
+                seen_here.add(key)
+    causes = []
+    for key, compile_ids in ids.items():
+        source, kind, dim = key
+        reducible, step = _next_step(kind, source, dim, tuple(values[key]))
+        causes.append(Cause(source, kind, dim, tuple(values[key]), tuple(compile_ids), reducible, step))
+    return tuple(causes)
+
+
+def function_reports(result: ProbeResult) -> list[FunctionReport]:
+    groups: dict[tuple[str, str, int], list[ProbeCompile]] = {}
+    for c in result.compiles:
+        groups.setdefault((c.function, c.filename, c.line), []).append(c)
+    reports = []
+    for (function, filename, line), compiles in groups.items():
+        ordered = tuple(compiles)
+        reports.append(
+            FunctionReport(
+                function=function,
+                filename=filename,
+                line=line,
+                compiles=ordered,
+                causes=group_causes(ordered),
+                compile_s=sum(c.compile_time_s or 0.0 for c in ordered),
+                limit_hits=sum(c.recompile_limit_hit for c in ordered),
+                failures=sum(1 for c in ordered if c.failed and not c.recompile_limit_hit),
+            )
+        )
+    return reports
+
+
+def group_breaks(breaks: tuple[ProbeGraphBreak, ...]) -> list[BreakGroup]:
+    counts: dict[tuple[str, str | None, int | None], int] = {}
+    for b in breaks:
+        key = (b.reason.strip().split("\n", 1)[0], b.filename, b.line)
+        counts[key] = counts.get(key, 0) + 1
+    return [BreakGroup(r, f, ln, n) for (r, f, ln), n in counts.items()]
+
+
+def guard_texts(failures: tuple[GuardFailure, ...]) -> list[str]:
+    return [g.reason for g in failures]

@@ -1,0 +1,1 @@
+"""probe: explain every compile, recompile and graph break of an unmodified program."""
