@@ -293,3 +293,25 @@ def before_reset(hook: Callable[[], None]) -> Callable[[], None]:
 def metrics_start_us(m: Any) -> int | None:
     value = getattr(m, "start_time_us", None)
     return int(value) if isinstance(value, (int, float)) else None
+
+
+def current_compile_id() -> str | None:
+    """The compile id Dynamo is working on right now (``"0/1"``), if any.
+
+    ``torch._guards.CompileContext.current_compile_id()`` — checked on 2.13.0: while a
+    recompile's guard-failure reasons are computed it is already the *new* compile's id
+    (the same id ``TORCH_LOGS=recompiles`` prints in brackets).
+    """
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+    except Exception:
+        return None
+    if cid is None:
+        return None
+    frame_id = getattr(cid, "frame_id", None)
+    attempt = getattr(cid, "frame_compile_id", None)
+    if frame_id is None or attempt is None:
+        return None
+    return f"{frame_id}/{attempt}"

@@ -19,7 +19,6 @@ import inspect
 import os
 import runpy
 import sys
-import time
 import traceback
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +67,7 @@ class ProbeSession:
     """Install with :meth:`install`, run the program, then :meth:`uninstall` and :meth:`result`."""
 
     def __init__(self) -> None:
-        self.failures: list[tuple[int, CodeKey, str]] = []
+        self.failures: list[tuple[str | None, CodeKey, str]] = []  # (compile id, code, text)
         self.breaks: list[ProbeGraphBreak] = []
         self.calls: list[ProbeCall] = []
         self._undo: list[Callable[[], None]] = []
@@ -92,7 +91,7 @@ class ProbeSession:
             self._undo.pop()()
 
     def _on_failure(self, code: Any, text: str) -> None:
-        self.failures.append((time.time_ns() // 1000, _code_key(code), text))
+        self.failures.append((compat.current_compile_id(), _code_key(code), text))
 
     def _read_breaks(self) -> None:
         records = compat.graph_break_reasons()
@@ -161,24 +160,24 @@ class ProbeSession:
     # -- results --------------------------------------------------------------------------
 
     def compiles(self) -> list[ProbeCompile]:
-        metrics = [compat.view_metrics(m) for m in compat.compilation_metrics()[self._metrics_start :]]
-        starts = [compat.metrics_start_us(m) for m in compat.compilation_metrics()[self._metrics_start :]]
+        raw = compat.compilation_metrics()[self._metrics_start :]
+        metrics = [compat.view_metrics(m) for m in raw]
+        starts = [compat.metrics_start_us(m) for m in raw]
+        # A recompile's reasons are computed inside its compile, under its compile id; ids
+        # restart after reset(), so each failure goes to the next unclaimed compile with that id.
         assigned: list[list[str]] = [[] for _ in metrics]
-        for t_us, key, text in self.failures:
-            best = None
-            for i, (m, start) in enumerate(zip(metrics, starts)):
-                same = (m.co_name, m.co_filename, m.co_firstlineno) == key
-                nameless = not m.co_name and m.fail_type is not None
-                if (same or nameless) and (start is None or start + 1000 >= t_us):
-                    best = i
+        keys: list[CodeKey | None] = [None for _ in metrics]
+        cursor = 0
+        for cid, key, text in self.failures:
+            for i in range(cursor, len(metrics)):
+                if metrics[i].compile_id == cid:
+                    assigned[i].append(text)
+                    keys[i] = key
+                    cursor = i
                     break
-            if best is not None:
-                assigned[best].append(text)
         out = []
-        for m, start, reasons, in zip(metrics, starts, assigned):
-            key = (m.co_name, m.co_filename, m.co_firstlineno)
-            if not m.co_name and reasons:
-                key = next((k for t, k, r in self.failures if r == reasons[0]), key)
+        for i, (m, start, reasons) in enumerate(zip(metrics, starts, assigned)):
+            key = (m.co_name, m.co_filename, m.co_firstlineno) if m.co_name else (keys[i] or ("", "", 0))
             parsed = tuple(parse_guard_failure(part) for r in reasons for part in split_entry_reasons(r))
             out.append(
                 ProbeCompile(

@@ -1,0 +1,111 @@
+"""probe against PyTorch as the oracle.
+
+Each scenario script runs twice: once plainly under
+``TORCH_LOGS=recompiles_verbose,graph_breaks`` and ``TORCH_TRACE`` (PyTorch's own account),
+once under ``compilescope probe``. The probe must report the same recompiles with the same
+reasons for every rejecting cache entry, and the same graph-break locations; ``probe --trace``
+on the plain run's trace must agree with the probe.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compilescope.analysis.guards import split_reason
+
+SCENARIOS = Path(__file__).parent / "probe_scenarios"
+SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
+_LOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ \S+\] \[(?P<cid>[^\]]+)\] \[__(?P<art>\w+)\] ?(?P<msg>.*)$")
+
+
+def parse_torch_logs(stderr: str) -> tuple[dict[str, tuple[str, list[tuple[str | None, str]]]], set[tuple[str, int]]]:
+    """recompiles_verbose → {compile id: (function, [(rejecting entry, reason)…])}; graph_breaks → locations."""
+    recompiles: dict[str, tuple[str, list[tuple[str | None, str]]]] = {}
+    breaks: set[tuple[str, int]] = set()
+    expect_entry = False
+    for line in stderr.splitlines():
+        m = _LOG.match(line)
+        if not m:
+            continue
+        cid, art, msg = m["cid"].split("_")[0], m["art"], m["msg"].strip()
+        if art == "recompiles_verbose":
+            if msg.startswith("Recompiling function"):
+                function = msg.split()[2]
+                recompiles[cid] = (function, [])
+            elif re.match(r"guard \d+ failures:", msg):
+                expect_entry = True
+            elif expect_entry and msg.startswith("- "):
+                recompiles[cid][1].append(split_reason(msg[2:]))
+                expect_entry = False
+        elif art == "graph_breaks":
+            at = re.match(r"Graph break in user code at (.+):(\d+)$", msg)
+            if at:
+                breaks.add((at[1], int(at[2])))
+    return recompiles, breaks
+
+
+def probe_view(data: dict) -> tuple[dict[str, tuple[str, list[tuple[str | None, str]]]], set[tuple[str, int]]]:
+    recompiles = {}
+    for c in data["compiles"]:
+        if c["rejected_by"]:
+            recompiles[c["compile_id"]] = (
+                c["function"], [split_reason(f"{e}: {r}") for e, r in zip(c["rejected_by"], c["reasons"])]
+            )
+    breaks = {(b["filename"], b["line"]) for b in data["graph_breaks"]}
+    return recompiles, breaks
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every scenario, once plain (logs + trace) and once under probe; run in parallel pairs."""
+    out = {}
+    tmp = tmp_path_factory.mktemp("probe")
+    for name in SCRIPTS:
+        script = SCENARIOS / name
+        trace = tmp / f"{name}.trace"
+        env = dict(os.environ, TORCH_LOGS="recompiles_verbose,graph_breaks", TORCH_TRACE=str(trace))
+        plain = subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.PIPE, text=True, cwd=tmp)
+        json_path = tmp / f"{name}.json"
+        probed = subprocess.Popen([sys.executable, "-m", "compilescope.cli", "probe", "--json", str(json_path),
+                                   str(script)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp)
+        plain_err = plain.communicate(timeout=300)[1]
+        probe_err = probed.communicate(timeout=300)[1]
+        out[name] = dict(plain_rc=plain.returncode, plain_err=plain_err, probe_rc=probed.returncode,
+                         probe_err=probe_err, data=json.loads(json_path.read_text()), trace=trace, tmp=tmp)
+    return out
+
+
+def test_corpus_is_large_enough():
+    assert len(SCRIPTS) >= 20
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_matches_torch_logs(runs, name):
+    run = runs[name]
+    assert run["probe_rc"] == run["plain_rc"] == 0, run["probe_err"][-2000:]
+    log_recompiles, log_breaks = parse_torch_logs(run["plain_err"])
+    probe_recompiles, probe_breaks = probe_view(run["data"])
+    assert probe_recompiles == log_recompiles
+    assert probe_breaks == log_breaks
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_trace_matches_probe(runs, name):
+    from compilescope.probe.trace import read_trace
+    from compilescope.render.probe import probe_data
+
+    run = runs[name]
+    traced = json.loads(json.dumps(probe_data(read_trace(run["trace"], strict=False))))
+    live = run["data"]
+    assert [(c["compile_id"], c["function"]) for c in traced["compiles"]] == [
+        (c["compile_id"], c["function"]) for c in live["compiles"]]
+    assert probe_view(traced)[0] == probe_view(live)[0]
+    assert {(b["filename"], b["line"]) for b in traced["graph_breaks"]} == probe_view(live)[1]
