@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model import GuardFailure, ProbeCompile, ProbeGraphBreak, ProbeResult, Scalar
+from ..model import ProbeCompile, ProbeGraphBreak, ProbeResult, Scalar
 
 
 @dataclass(frozen=True)
@@ -153,6 +153,3 @@ def group_breaks(breaks: tuple[ProbeGraphBreak, ...]) -> list[BreakGroup]:
         counts[key] = counts.get(key, 0) + 1
     return [BreakGroup(r, f, ln, n) for (r, f, ln), n in counts.items()]
 
-
-def guard_texts(failures: tuple[GuardFailure, ...]) -> list[str]:
-    return [g.reason for g in failures]

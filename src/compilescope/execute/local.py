@@ -117,7 +117,11 @@ def run_in_subprocess(trial: PlannedTrial, timeout_s: float, workdir: Path) -> T
         env["COMPILESCOPE_SAVE_ARTIFACTS"] = trial.save_artifacts
     if trial.load_artifacts:
         if not Path(trial.load_artifacts).exists():
-            return TrialResult(spec, "unavailable", error="no cache artifacts: the cold run that saves them failed")
+            return TrialResult(
+                spec, "unavailable",
+                error="no cache artifacts to load: the cold run failed or torch.compiler.save_cache_artifacts() "
+                      "returned none",
+            )
         env["COMPILESCOPE_LOAD_ARTIFACTS"] = trial.load_artifacts
     if spec.measure.threads is not None:
         env["OMP_NUM_THREADS"] = str(spec.measure.threads)

@@ -104,7 +104,7 @@ def shape_table(result: RunResult) -> Table:
 
 def _trial_label(trial: TrialResult) -> str:
     spec = trial.spec
-    return spec.strategy if spec.cache == "none" else f"{spec.strategy} [{spec.cache}]"
+    return spec.strategy if spec.cache == "none" else f"{spec.strategy} ({spec.cache})"
 
 
 def summary_table(result: RunResult, summaries: list[TrialSummary]) -> Table:
