@@ -3,7 +3,8 @@
     python benchmarks/probe_overhead.py [--repeat 5] [--backend aot_eager]
 
 Each command runs --repeat times in fresh processes, alternating, on the same script
-(benchmarks/probe_target.py); the table gives the median and the ratio to the plain run.
+(benchmarks/probe_target.py), each run on its own empty inductor cache directory (cold); the
+table gives the median and the ratio to the plain run.
 tlparse comes from the `bench` extra (`pip install -e '.[bench]'`); without it that row is skipped.
 """
 
@@ -40,11 +41,16 @@ def main() -> None:
     samples: dict[str, list[float]] = {"plain": [], "probe": [], "TORCH_TRACE": [], "TORCH_TRACE + tlparse": []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
-            env = dict(base_env, TORCHINDUCTOR_CACHE_DIR=f"{tmp}/cache-{i}")
-            samples["plain"].append(timed([sys.executable, str(TARGET), args.backend], env))
+
+            def env_for(name: str, i: int = i) -> dict[str, str]:
+                # every run compiles cold: its own empty inductor cache directory
+                return dict(base_env, TORCHINDUCTOR_CACHE_DIR=f"{tmp}/cache-{name}-{i}")
+
+            samples["plain"].append(timed([sys.executable, str(TARGET), args.backend], env_for("plain")))
             samples["probe"].append(timed([sys.executable, "-m", "compilescope.cli", "probe", "--json",
-                                           f"{tmp}/probe-{i}.json", str(TARGET), args.backend], env))
+                                           f"{tmp}/probe-{i}.json", str(TARGET), args.backend], env_for("probe")))
             trace = f"{tmp}/trace-{i}"
+            env = env_for("trace")
             t = timed([sys.executable, str(TARGET), args.backend], dict(env, TORCH_TRACE=trace))
             samples["TORCH_TRACE"].append(t)
             if tlparse:

@@ -19,15 +19,14 @@ DEFAULT_TIMEOUT_S = 900.0
 MARK_STRATEGIES = ("mark-dynamic", "shapes-spec")
 
 
-def _check_marks(workload: Workload, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
+def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
     """Validate ``--mark`` against real inputs now, so a typo is a one-line error, not N failed trials."""
     if not marks:
         return
     import torch
 
-    target = build_target(workload)
     args, kwargs = as_call_args(seeded_inputs(workload, shape))
-    named = bind_arguments(target, args, kwargs)
+    named = bind_arguments(target, args, kwargs)  # type: ignore[arg-type]
     probe = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}
     apply_marks(marks, probe)
 
@@ -50,7 +49,7 @@ def prepare_run(
         loaded = workload
     else:
         loaded = load_workload(workload)
-    build_target(loaded)  # a workload that raises while building is the user's error, caught here
+    target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
     if stream is None:
         shapes = loaded.default_stream
     elif isinstance(stream, str):
@@ -59,7 +58,7 @@ def prepare_run(
         shapes = tuple(dict(s) for s in stream)
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
     if any(n in MARK_STRATEGIES for n in names):
-        _check_marks(loaded, options.marks, shapes[0])
+        _check_marks(loaded, target, options.marks, shapes[0])
     elif options.marks:
         raise StrategyError(f"--mark only applies to the {' and '.join(MARK_STRATEGIES)} strategies")
     if options.dynamic_sources and "dynamic-sources" not in names:

@@ -21,9 +21,15 @@ EXIT_USAGE = 2
 PIPE_WIDTH = 150  # rich falls back to 80 columns off a terminal, too narrow for the tables
 
 
-def _console() -> Console:
-    probe = Console()
-    return probe if probe.is_terminal else Console(width=PIPE_WIDTH)
+def _console(stderr: bool = False) -> Console:
+    probe = Console(stderr=stderr)
+    return probe if probe.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
+
+
+def _emit(console: Console, path: Path | None, text: str, what: str) -> None:
+    if path is not None:
+        _write(path, text)
+        console.print(f"{what}: {path}")
 
 
 def _write(path: Path, text: str) -> None:
@@ -77,12 +83,8 @@ def _report(result: RunResult, console: Console, json_path: Path | None, csv_pat
 
     for part in console_render.renderables(result):
         console.print(part)
-    if json_path is not None:
-        _write(json_path, json_render.render(result))
-        console.print(f"results: {json_path}")
-    if csv_path is not None:
-        _write(csv_path, csv_render.render(result))
-        console.print(f"csv: {csv_path}")
+    _emit(console, json_path, json_render.render(result) if json_path else "", "results")
+    _emit(console, csv_path, csv_render.render(result) if csv_path else "", "csv")
 
 
 def measure_options(f: Any) -> Any:
@@ -233,15 +235,12 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
         if not Path(script).is_file():
             raise CompilescopeError(f"script {script!r} does not exist")
         result = probe_script(script, list(args))
-    console = Console(stderr=True) if Console(stderr=True).is_terminal else Console(stderr=True, width=PIPE_WIDTH)
+    console = _console(stderr=True)
     for part in probe_render.renderables(result):
         console.print(part)
-    if json_path is not None:
-        _write(json_path, probe_render.render_json(result))
-        console.print(f"probe JSON: {json_path}")
-    if stream_out is not None:
-        _write(stream_out, "".join(json.dumps(row) + "\n" for row in probe_render.stream_lines(result)))
-        console.print(f"shape stream: {stream_out}")
+    _emit(console, json_path, probe_render.render_json(result) if json_path else "", "probe JSON")
+    stream = "".join(json.dumps(row) + "\n" for row in probe_render.stream_lines(result)) if stream_out else ""
+    _emit(console, stream_out, stream, "shape stream")
     return result.exit_code
 
 

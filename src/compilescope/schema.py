@@ -89,6 +89,8 @@ def loads(text: str, *, origin: str = "<string>") -> RunResult:
         raise ResultsError(f"{origin} is not JSON: {exc.msg} at line {exc.lineno}") from None
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsError(f"{origin} is not a compilescope results file (no schema_version)")
+    if data.get("kind") == "probe":
+        raise ResultsError(f"{origin} is a probe result; `compilescope report` reads the results of run and demo")
     version = data["schema_version"]
     if version not in KNOWN_VERSIONS:
         known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))

@@ -283,10 +283,15 @@ def renderables(result: RunResult) -> list[RenderableType]:
     return parts
 
 
-def render(result: RunResult, width: int = 160) -> str:
-    """The whole terminal report as plain text."""
+def to_text(parts: list[RenderableType], width: int = 160) -> str:
+    """Rich renderables as plain text (no colour), for files and tests."""
     buf = io.StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False)
-    for part in renderables(result):
+    for part in parts:
         console.print(part)
     return buf.getvalue()
+
+
+def render(result: RunResult, width: int = 160) -> str:
+    """The whole terminal report as plain text."""
+    return to_text(renderables(result), width)

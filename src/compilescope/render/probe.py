@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import io
 import json
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis.advice import function_reports, group_breaks
 from ..model import ProbeResult
 from ..schema import to_data
-from .console import fmt_time
+from .console import fmt_time, to_text
 
 
 def probe_data(result: ProbeResult) -> dict[str, Any]:
@@ -129,8 +128,4 @@ def renderables(result: ProbeResult) -> list[RenderableType]:
 
 
 def render(result: ProbeResult, width: int = 160) -> str:
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
-    for part in renderables(result):
-        console.print(part)
-    return buf.getvalue()
+    return to_text(renderables(result), width)
