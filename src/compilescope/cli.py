@@ -170,15 +170,20 @@ def run_command(workload: str, stream: str | None, strategies: str, cache: str, 
 @cli.command("demo")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("compilescope-results"),
               show_default=True, help="directory for demo.json and demo.csv.")
-@click.option("--workload", default="mlp", show_default=True, help="built-in workload to run.")
-def demo_command(out: Path, workload: str) -> None:
+@click.option("--workload", default="transformer", show_default=True, help="built-in workload to run.")
+@click.option("--lifetime", default="100000", show_default=True, metavar="N|DURATION",
+              help="process lifetime for the verdict (requests, or a duration with --qps).")
+@click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None)
+def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> None:
     """The main job on a built-in workload: eager vs default/static/dynamic with inductor."""
     console = _console()
-    console.print(f"[bold]compilescope demo[/]: built-in workload {workload!r}, inductor, cold cache, one process per trial")
+    requests = parse_lifetime(lifetime, qps)
+    console.print(f"[bold]compilescope demo[/]: built-in workload {workload!r}, inductor, cold cache, one fresh "
+                  f"process per trial, verdict over {requests:,} requests")
     args = dict(
         workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold",
         options=StrategyOptions(backend="inductor"), measure=_measure(1, 3, 100, 1.0, "cpu"), timeout=900.0,
-        command="compilescope demo",
+        command="compilescope demo", lifetime=requests,
     )
     _report(_execute(args, console), console, out / "demo.json", out / "demo.csv")
 
