@@ -133,3 +133,19 @@ def test_unknown_text_is_kept_as_other():
 def test_split_reason_cuts_comment_and_stack():
     text = "0/0: a == 0.5     # def f(a): ...  # f.py:3 in f\nUser stack trace:\n  File ..."
     assert split_reason(text) == ("0/0", "a == 0.5")
+
+
+def test_nested_module_attribute_source():
+    g = parse_guard_failure("0/0: fn._modules['1'].training == True      # return F.dropout(...)  # dropout.py:73 in forward")
+    assert (g.kind, g.source, g.expected) == ("module_attribute", "L['fn']._modules['1'].training", True)
+
+
+def test_verbose_entry_split_keeps_comment_semicolons():
+    from compilescope.probe.capture import split_entry_reasons
+
+    text = ("0/1: 2 <= x.size()[0]  # def f(x): ...  # f.py:3 in f (user code shown is first use of this value--the "
+            "guard itself is not due user code but due to 0/1 specialization in the framework; to avoid "
+            "specialization try torch._dynamo.decorators.mark_unbacked(tensor, dim)); n == 2  # f.py:4 in f")
+    parts = split_entry_reasons(text)
+    assert len(parts) == 2 and parts[1] == "0/1: n == 2  # f.py:4 in f"
+    assert [parse_guard_failure(p).kind for p in parts] == ["size", "value"]

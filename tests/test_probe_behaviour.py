@@ -137,3 +137,18 @@ def test_stream_out_feeds_run(tmp_path):
     default = load(out).trials[1]
     assert [c.shape["n"] for c in default.calls] == [16, 16, 32, 32, 64, 16]
     assert sum(1 for e in default.compiles if e.forward) == 2
+
+
+def test_non_shape_and_range_causes_get_their_own_advice():
+    from compilescope.analysis.advice import function_reports
+    from compilescope.probe.capture import probe_script
+
+    (report,) = function_reports(probe_script(str(SCENARIOS / "train_eval.py"), []))
+    (cause,) = report.causes
+    assert cause.kind == "module_attribute" and cause.source.endswith(".training")
+    assert not cause.shape_reducible and "train/eval" in cause.next_step
+
+    (report,) = function_reports(probe_script(str(SCENARIOS / "mark_dynamic_range.py"), []))
+    (cause,) = report.causes
+    assert cause.shape_reducible and "outside the range given to mark_dynamic" in cause.next_step
+    assert "4 <= x.size()[0] <= 64" in cause.describe()

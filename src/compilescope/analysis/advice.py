@@ -23,6 +23,7 @@ class Cause:
     compiles: tuple[str, ...]  # compile ids this cause triggered
     shape_reducible: bool
     next_step: str
+    example: str = ""  # one of PyTorch's texts for it
 
     def describe(self) -> str:
         where = self.source or "?"
@@ -33,7 +34,12 @@ class Cause:
                 "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
                 "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
                 "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(self.kind)
-        head = f"{where} {what} {seen}" if what and seen else f"{where}: {self.kind.replace('_', ' ')}"
+        if what and seen:
+            head = f"{where} {what} {seen}"
+        elif self.kind == "other" or self.source is None or (self.kind == "size" and "<=" in self.example):
+            head = f"{self.source + ': ' if self.source and self.kind != 'other' else ''}{self.example}"
+        else:
+            head = f"{where}: {self.kind.replace('_', ' ')}"
         return f"{head} → {len(self.compiles)} compile(s)"
 
 
@@ -57,8 +63,21 @@ class BreakGroup:
     count: int
 
 
-def _next_step(kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...]) -> tuple[bool, str]:
+def _next_step(
+    kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = ()
+) -> tuple[bool, str]:
     src = source or "the input"
+    bounded = [e for e in exprs if e.count("<=") == 2]
+    if kind == "size" and bounded:
+        return True, (
+            f"an input fell outside the range given to mark_dynamic ({bounded[0]}): widen min/max to cover "
+            "every size the program sees"
+        )
+    if kind == "size" and exprs and not values:
+        return True, (
+            f"sizes 0 and 1 are specialised ({exprs[0]}): use torch._dynamo.decorators.mark_unbacked({_local(src)}, "
+            f"{dim}) if those sizes occur"
+        )
     if kind == "size":
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
         lo, hi = (min(ints), max(ints)) if ints else (None, None)
@@ -93,7 +112,7 @@ def _next_step(kind: str, source: str | None, dim: int | None, values: tuple[Sca
                   "or pad the list to a fixed length",
         "dict_keys": f"not shape-reducible: the keys of {src} are part of the graph — use a fixed key set",
     }
-    return False, steps.get(kind, "not recognised as a shape guard: read the guard text above")
+    return False, steps.get(kind, "not a guard compilescope recognises: read PyTorch's text (left)")
 
 
 def _local(source: str) -> str:
@@ -106,10 +125,15 @@ def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
     """One cause per (source, kind, dim), in order of first appearance."""
     values: dict[tuple[str | None, str, int | None], list[Scalar]] = defaultdict(list)
     ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
+    examples: dict[tuple[str | None, str, int | None], str] = {}
+    exprs: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
     for c in compiles:
         seen_here = set()
         for g in c.guard_failures:
-            key = (g.source, g.kind, g.dim)
+            key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+            examples.setdefault(key, g.reason)
+            if isinstance(g.expected, str) and "<=" in g.expected and g.expected not in exprs[key]:
+                exprs[key].append(g.expected)
             for v in (g.expected, g.actual):
                 if v is not None and v not in values[key] and not (isinstance(v, str) and "<=" in v):
                     values[key].append(v)
@@ -119,8 +143,9 @@ def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
     causes = []
     for key, compile_ids in ids.items():
         source, kind, dim = key
-        reducible, step = _next_step(kind, source, dim, tuple(values[key]))
-        causes.append(Cause(source, kind, dim, tuple(values[key]), tuple(compile_ids), reducible, step))
+        reducible, step = _next_step(kind, source, dim, tuple(values[key]), tuple(exprs[key]))
+        causes.append(Cause(source, kind, dim if kind != "other" else None, tuple(values[key]), tuple(compile_ids),
+                            reducible, step, examples[key]))
     return tuple(causes)
 
 

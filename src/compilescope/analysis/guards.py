@@ -35,7 +35,7 @@ _SYM_SIZE = re.compile(r"(?P<name>[A-Za-z_][\w\[\]'\".]*)\.(?P<kind>size|stride)
 _LEN = re.compile(r"^len\((?P<src>[^)]+)\)\s*==\s*(?P<exp>\d+)$")
 _DICT_KEYS = re.compile(r"^list\(dict\.keys\((?P<src>[^)]+)\)\)\[(?P<idx>\d+)\]\s*==\s*(?P<exp>.+)$")
 _GLOBAL = re.compile(r"^G\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<attr>\S*)\s*==\s*(?P<exp>.+)$")
-_VALUE = re.compile(r"^(?P<src>[A-Za-z_][\w]*(?:\[[^\]]+\])*(?P<attr>(?:\.[A-Za-z_]\w*)*))\s*==\s*(?P<exp>.+)$")
+_VALUE = re.compile(r"^(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]+\])*)\s*==\s*(?P<exp>.+)$")
 
 
 def split_reason(text: str) -> tuple[str | None, str]:
@@ -116,7 +116,7 @@ def parse_guard_failure(text: str) -> GuardFailure:
         source = f"G['{m['name']}']{m['attr']}"
         return make("global", source=source, expected=_literal(m["exp"]))
     if m := _VALUE.match(reason):
-        kind = "module_attribute" if m["attr"] else "value"
+        kind = "module_attribute" if "." in m["src"] else "value"
         return make(kind, source=local_source(m["src"]), expected=_literal(m["exp"]))
     return make("other")
 

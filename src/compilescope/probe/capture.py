@@ -44,7 +44,15 @@ def split_entry_reasons(text: str) -> list[str]:
     entry, sep, rest = first.partition(": ")
     if not sep or "/" not in entry:
         return [first]
-    return [f"{entry}: {part.strip()}" for part in rest.split("; ") if part.strip()]
+    # "; " also occurs inside a guard's trailing "(…)" comment: keep pieces whose
+    # parentheses are still open joined to the guard they belong to.
+    guards: list[str] = []
+    for piece in rest.split("; "):
+        if guards and guards[-1].count("(") > guards[-1].count(")"):
+            guards[-1] += "; " + piece
+        else:
+            guards.append(piece)
+    return [f"{entry}: {g.strip()}" for g in guards if g.strip()]
 
 
 def _shapes(names: dict[str, Any]) -> dict[str, list[int]]:
