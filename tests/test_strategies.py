@@ -140,3 +140,17 @@ def test_plan_populates_caches_for_warm_and_mega(tmp_path):
     ]
     assert not plan[1].spec.measure.steady
     assert plan[2].cache_dir == plan[1].cache_dir != plan[3].cache_dir
+
+
+def test_recompile_limit_falls_back_to_the_config_where_compile_lacks_the_argument(monkeypatch):
+    import torch
+
+    from compilescope import compat
+
+    real = compat.compile_accepts
+    monkeypatch.setattr(compat, "compile_accepts", lambda arg: False if arg == "recompile_limit" else real(arg))
+    before = torch._dynamo.config.recompile_limit
+    stream = tuple({"n": n} for n in (2, 3, 4, 2))
+    result = trial("static", stream=stream, backend="eager", recompile_limit=2)
+    assert [c.ran_eagerly for c in result.calls] == [False, False, True, False]
+    assert torch._dynamo.config.recompile_limit == before  # restored after the trial

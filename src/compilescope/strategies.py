@@ -149,8 +149,8 @@ def compile_kwargs(options: StrategyOptions) -> dict[str, Any]:
     return kwargs
 
 
-def _limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[None]:
-    """Where ``torch.compile`` lacks ``recompile_limit=``, patch the config for the trial."""
+def limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[None]:
+    """Where ``torch.compile`` lacks ``recompile_limit=``, the runner patches the config for the trial."""
     if options.recompile_limit is not None and not compat.compile_accepts("recompile_limit"):
         return compat.recompile_limit(options.recompile_limit)
     return contextlib.nullcontext()
@@ -168,9 +168,7 @@ def _closing(scope: contextlib.AbstractContextManager[Any]) -> Callable[[], None
 
 def _compiled(dynamic: bool | None) -> Prepare:
     def prepare(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-        return Prepared(
-            torch.compile(target, dynamic=dynamic, **compile_kwargs(options)), close=_closing(_limit_scope(options))
-        )
+        return Prepared(torch.compile(target, dynamic=dynamic, **compile_kwargs(options)))
 
     return prepare
 
@@ -190,7 +188,6 @@ def _prepare_mark_dynamic(target: Callable[..., Any], options: StrategyOptions, 
     return Prepared(
         torch.compile(target, **compile_kwargs(options)),
         before_call=lambda arguments: apply_marks(marks, arguments),
-        close=_closing(_limit_scope(options)),
     )
 
 
@@ -215,10 +212,8 @@ def _validate_dynamic_sources(options: StrategyOptions) -> None:
 def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
-    scope = contextlib.ExitStack()
-    scope.enter_context(torch.compiler.config.patch(dynamic_sources=options.dynamic_sources))
-    scope.enter_context(_limit_scope(options))
-    return Prepared(torch.compile(target, **compile_kwargs(options)), close=scope.close)
+    close = _closing(torch.compiler.config.patch(dynamic_sources=options.dynamic_sources))
+    return Prepared(torch.compile(target, **compile_kwargs(options)), close=close)
 
 
 def _dynamic_sources_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
@@ -276,7 +271,7 @@ def _prepare_regional(target: Callable[..., Any], options: StrategyOptions, ctx:
             if type(child) is cls:
                 parent._modules[name] = torch.compile(child, **kwargs)
     return Prepared(
-        target, close=_closing(_limit_scope(options)), eager=eager,
+        target, eager=eager,
         notes=(f"compiled {n} instances of {cls.__name__} (torch.compile per instance, the rest eager)",),
     )
 
@@ -288,10 +283,8 @@ def _prepare_nested(target: Callable[..., Any], options: StrategyOptions, ctx: P
     original = cls.forward
     # A no-op outside torch.compile, so the eager reference runs the same code.
     cls.forward = torch.compiler.nested_compile_region(original)  # type: ignore[method-assign]
-    close_limit = _closing(_limit_scope(options))
 
     def close() -> None:
-        close_limit()
         cls.forward = original  # type: ignore[method-assign]
 
     return Prepared(
@@ -400,7 +393,6 @@ def _prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: P
     return Prepared(
         run,
         pad_shape=pad_shape,
-        close=_closing(_limit_scope(options)),
         notes=(
             "buckets: " + ("powers of two" if not buckets else ",".join(map(str, buckets))),
             "padded with zeros along " + ", ".join(
@@ -460,7 +452,6 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
     spec = ParamsSpec(params)
     return Prepared(
         torch.compile(target, shapes_spec=spec, **compile_kwargs(options)),
-        close=_closing(_limit_scope(options)),
         notes=(f"shapes_spec: {', '.join(f'{k}={v!r}' for k, v in params.items())}",),
     )
 

@@ -32,7 +32,7 @@ from ..model import (
     TrialResult,
     TrialSpec,
 )
-from ..strategies import PrepareContext, Prepared, get_strategy
+from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
 from ..stream import distinct_shapes
 from ..workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
@@ -237,7 +237,7 @@ def run_trial(
     call_clock, sample_clock = clocks or clocks_for_device(measure.device)
     runner = _Runner(workload, target, prepared, strategy.compiles, measure, call_clock, sample_clock)
     try:
-        with torch.set_grad_enabled(workload.grad):
+        with torch.set_grad_enabled(workload.grad), limit_scope(spec.options):
             calls = runner.stream(spec.stream)
             failed_shapes = {tuple(c.shape.items()) for c in calls if c.error is not None}
             shapes = [s for s in distinct_shapes(spec.stream) if tuple(s.items()) not in failed_shapes]
