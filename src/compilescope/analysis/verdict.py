@@ -71,9 +71,7 @@ def _volume(shape: dict[str, int]) -> int:
     return math.prod(shape.values()) if shape else 0
 
 
-def gather_evidence(
-    trial: TrialResult, eager: TrialResult | None, lifetime: int | None = None, recompile_limit: int | None = None
-) -> Evidence:
+def gather_evidence(trial: TrialResult, eager: TrialResult | None, lifetime: int | None = None) -> Evidence:
     """Derive the evidence for one compiled trial from its raw records."""
     summary = summarize_trial(trial, eager)
     rows = shape_rows(trial)
@@ -121,11 +119,19 @@ def gather_evidence(
         numerics_failed=summary.numerics_failed,
         max_abs_err=max(errs) if errs else None,
         fallbacks=sum(1 for c in trial.calls if c.ran_eagerly),
-        recompile_limit=recompile_limit,
+        recompile_limit=_recompile_limit(trial),
         graph_breaks=summary.graph_breaks,
         call_errors=summary.errors,
         padding_waste=waste,
     )
+
+
+def _recompile_limit(trial: TrialResult) -> int | None:
+    """The limit the trial ran under: --recompile-limit, else torch's default it recorded."""
+    if trial.spec.options.recompile_limit is not None:
+        return trial.spec.options.recompile_limit
+    default = trial.env.get("recompile_limit_default")
+    return int(default) if default and default.isdigit() else None
 
 
 def _t(seconds: float) -> str:

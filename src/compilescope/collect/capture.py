@@ -28,15 +28,18 @@ class Captured:
     limit_hit_codes: tuple[Any, ...] = ()  # code objects that hit the recompile limit on this call
 
 
-def _code_key(code: Any) -> tuple[str, str, int]:
+def code_key(code: Any) -> tuple[str, str, int]:
+    """(name, file, first line) of a code object — how compilation metrics name a frame."""
+    if code is None:
+        return ("", "", 0)
     return (
         str(getattr(code, "co_name", code)),
         str(getattr(code, "co_filename", "")),
-        int(getattr(code, "co_firstlineno", 0)),
+        int(getattr(code, "co_firstlineno", 0) or 0),
     )
 
 
-def _break_location(record: Any) -> tuple[str | None, int | None]:
+def break_location(record: Any) -> tuple[str | None, int | None]:
     stack = getattr(record, "user_stack", None) or []
     if not stack:
         return None, None
@@ -58,7 +61,7 @@ class CompileCapture:
         for code, reasons in list(compat.guard_failures().items()):
             seen = self._failures_seen.get(code, 0)
             if len(reasons) > seen:
-                out.setdefault(_code_key(code), (code, []))[1].extend(reasons[seen:])
+                out.setdefault(code_key(code), (code, []))[1].extend(reasons[seen:])
             self._failures_seen[code] = len(reasons)
         return out
 
@@ -109,7 +112,7 @@ class CompileCapture:
         self._breaks_seen = len(breaks_all)
         graph_breaks = []
         for record in new_breaks:
-            filename, line = _break_location(record)
+            filename, line = break_location(record)
             graph_breaks.append(
                 GraphBreak(
                     reason=str(getattr(record, "reason", record)),

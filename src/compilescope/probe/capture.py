@@ -27,14 +27,10 @@ import torch
 
 from .. import compat
 from ..analysis.guards import parse_guard_failure
+from ..collect.capture import break_location, code_key
 from ..model import ProbeCall, ProbeCompile, ProbeGraphBreak, ProbeResult
 
 CodeKey = tuple[str, str, int]
-
-
-def _code_key(code: Any) -> CodeKey:
-    return (str(getattr(code, "co_name", "")), str(getattr(code, "co_filename", "")),
-            int(getattr(code, "co_firstlineno", 0) or 0))
 
 
 def split_entry_reasons(text: str) -> list[str]:
@@ -99,20 +95,13 @@ class ProbeSession:
             self._undo.pop()()
 
     def _on_failure(self, code: Any, text: str) -> None:
-        self.failures.append((compat.current_compile_id(), _code_key(code), text))
+        self.failures.append((compat.current_compile_id(), code_key(code), text))
 
     def _read_breaks(self) -> None:
         records = compat.graph_break_reasons()
         for record in records[self._breaks_seen :]:
-            stack = getattr(record, "user_stack", None) or []
-            frame = stack[-1] if stack else None
-            self.breaks.append(
-                ProbeGraphBreak(
-                    reason=str(getattr(record, "reason", record)),
-                    filename=getattr(frame, "filename", None),
-                    line=getattr(frame, "lineno", None),
-                )
-            )
+            filename, line = break_location(record)
+            self.breaks.append(ProbeGraphBreak(str(getattr(record, "reason", record)), filename, line))
         self._breaks_seen = len(records)
 
     def _read_breaks_before_reset(self) -> None:

@@ -16,7 +16,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +227,7 @@ def read_trace(directory: str | Path, *, strict: bool = False) -> ProbeResult:
     if strict and state.counters:
         worst = ", ".join(f"{k}={v}" for k, v in sorted(state.counters.items()))
         raise TraceError(f"--strict: the trace had events this reader could not use: {worst}")
-    result = ProbeResult(
+    return ProbeResult(
         source=str(directory),
         compiles=tuple(_to_compiles(state)),
         graph_breaks=tuple(state.breaks),
@@ -235,4 +235,3 @@ def read_trace(directory: str | Path, *, strict: bool = False) -> ProbeResult:
         counters=dict(state.counters),
         torch_version="",
     )
-    return replace(result)

@@ -17,7 +17,7 @@ from ..analysis.regimes import (
     shape_rows,
     summarize_run,
 )
-from ..analysis.verdict import gather_evidence, verdict_text
+from ..analysis.verdict import Evidence, gather_evidence, verdict_text
 from ..model import RunResult, TrialResult, shape_label
 
 
@@ -107,8 +107,14 @@ def _trial_label(trial: TrialResult) -> str:
     return spec.strategy if spec.cache == "none" else f"{spec.strategy} ({spec.cache})"
 
 
-def summary_table(result: RunResult, summaries: list[TrialSummary]) -> Table:
+def run_evidence(result: RunResult) -> list[Evidence | None]:
+    """The verdict evidence of each trial (None for eager and failed trials), derived once."""
     eager = eager_trial(result)
+    return [gather_evidence(t, eager, result.lifetime) if t.ok and t.spec.cache != "none" else None
+            for t in result.trials]
+
+
+def summary_table(summaries: list[TrialSummary], evidence: list[Evidence | None]) -> Table:
     table = Table(title="per strategy", title_justify="left")
     for name, justify in (
         ("strategy", "left"),
@@ -123,23 +129,20 @@ def summary_table(result: RunResult, summaries: list[TrialSummary]) -> Table:
         ("numerics", "left"),
     ):
         table.add_column(name, justify=justify, no_wrap=name in ("strategy", "break-even", "stream total (eager)", "numerics"))  # type: ignore[arg-type]
-    for s in summaries:
+    for s, e in zip(summaries, evidence):
         t = s.trial
         if not t.ok:
             style = "dim" if t.status == "unavailable" else "bold red"
             table.add_row(_trial_label(t), Text(t.status, style=style), *([""] * 8))
             continue
-        compiled = t.spec.cache != "none"
-        if not compiled:
+        if e is None:
             table.add_row(_trial_label(t), fmt_time(s.first_call_s), *([""] * 4), fmt_time(s.stream_s), *([""] * 3))
             continue
         be = "not within the stream" if s.break_even_request is None else f"after request {s.break_even_request}"
-        evidence = gather_evidence(t, eager, result.lifetime)
-        if evidence.n_star is not None:
-            n_star = f"{evidence.n_star:,}"
+        if e.n_star is not None:
+            n_star = f"{e.n_star:,}"
         else:
-            n_star = "never" if evidence.saving_per_request_s is not None else "—"
-        fallbacks = sum(1 for c in t.calls if c.ran_eagerly)
+            n_star = "never" if e.saving_per_request_s is not None else "—"
         if s.numerics_failed:
             numerics: str | Text = Text(f"{s.numerics_failed} shape(s) FAIL", style="bold red")
         else:
@@ -151,7 +154,7 @@ def summary_table(result: RunResult, summaries: list[TrialSummary]) -> Table:
             f"{s.compiles} ({s.recompiles})",
             fmt_time(s.compile_s),
             str(s.graph_breaks),
-            Text(str(fallbacks), style="bold red") if fallbacks else "0",
+            Text(str(e.fallbacks), style="bold red") if e.fallbacks else "0",
             f"{fmt_time(s.stream_s)} ({fmt_time(s.eager_stream_s)})",
             be,
             n_star,
@@ -220,13 +223,12 @@ def start_table(result: RunResult) -> Table | None:
     return table
 
 
-def verdict_lines(result: RunResult) -> list[Text]:
-    eager = eager_trial(result)
+def verdict_lines(result: RunResult, evidence: list[Evidence | None]) -> list[Text]:
     lines = []
-    for t in result.trials:
-        if not t.ok or t.spec.cache == "none":
+    for t, e in zip(result.trials, evidence):
+        if e is None:
             continue
-        text = verdict_text(gather_evidence(t, eager, result.lifetime, t.spec.options.recompile_limit))
+        text = verdict_text(e)
         if text:
             lines.append(Text.assemble(("  " + _trial_label(t) + ": ", "bold"), text))
     return lines
@@ -266,14 +268,15 @@ def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text
 
 def renderables(result: RunResult) -> list[RenderableType]:
     summaries = summarize_run(result)
-    parts: list[RenderableType] = [shape_table(result), summary_table(result, summaries)]
+    evidence = run_evidence(result)
+    parts: list[RenderableType] = [shape_table(result), summary_table(summaries, evidence)]
     starts = start_table(result)
     if starts is not None:
         parts.append(starts)
     changes = shape_change_lines(result)
     if changes:
         parts.append(Group(Text("shape changes (stream order)", style="bold"), *changes))
-    verdicts = verdict_lines(result)
+    verdicts = verdict_lines(result, evidence)
     if verdicts:
         parts.append(Group(Text("verdict" + (f" (lifetime {result.lifetime:,} requests)" if result.lifetime else ""),
                                 style="bold"), *verdicts))
