@@ -2,28 +2,59 @@
 
 from __future__ import annotations
 
-from .api import run
-from .errors import CompilescopeError, ResultsError, StrategyError, StreamError, WorkloadError
-from .model import GuardFailure, MarkSpec, MeasureOptions, RunResult, TrialResult
+from .api import RunInterrupted, execute_run, prepare_run, resume_run, run, variant
+from .errors import (
+    CompilescopeError,
+    OptionError,
+    ResultsError,
+    StrategyError,
+    StreamError,
+    WorkloadError,
+)
+from .model import (
+    CompileId,
+    CompileRecord,
+    GraphBreak,
+    GuardFailure,
+    MarkSpec,
+    MeasureOptions,
+    ProbeResult,
+    RunResult,
+    StrategyOptions,
+    TrialResult,
+    TrialSpec,
+)
 from .schema import SCHEMA_VERSION, load
 from .workload import Workload, load_workload
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "SCHEMA_VERSION",
+    "CompileId",
+    "CompileRecord",
     "CompilescopeError",
+    "GraphBreak",
     "GuardFailure",
     "MarkSpec",
     "MeasureOptions",
+    "OptionError",
+    "ProbeResult",
     "ResultsError",
+    "RunInterrupted",
     "RunResult",
     "StrategyError",
+    "StrategyOptions",
     "StreamError",
     "TrialResult",
+    "TrialSpec",
     "Workload",
     "WorkloadError",
+    "execute_run",
     "load",
     "load_workload",
+    "prepare_run",
+    "resume_run",
     "run",
+    "variant",
 ]

@@ -1,22 +1,39 @@
-"""The Python entry point: :func:`run` a workload over a stream under strategies."""
+"""The Python entry point: :func:`run` a workload over a stream under strategies.
+
+Everything a run needs is checked before the first trial (workload, stream, strategies,
+marks, backend, device, dynamic sources, output path). Each finished trial is appended to
+the results journal at once; the results file is written before anything is rendered.
+"""
 
 from __future__ import annotations
 
 import datetime as _dt
-import tempfile
+import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from .errors import StrategyError, WorkloadError
-from .execute.local import ProgressFn, parse_cache_modes, plan_trials, run_planned
-from .model import MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialSpec
-from .strategies import apply_marks, parse_strategies
+from .errors import OptionError, ResultsError, StrategyError, WorkloadError
+from .execute.journal import Journal, JournalState, journal_path, read_journal, write_atomic
+from .execute.local import Interrupted, PlannedTrial, ProgressFn, plan_trials, run_planned
+from .model import MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec
+from .options import check_backend, check_device, check_writable, parse_cache_modes, parse_dynamic_sources
+from .schema import from_data, to_data
+from .strategies import apply_marks, get_strategy, parse_strategies
 from .stream import parse_stream
 from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
 DEFAULT_STRATEGIES = ("eager", "default", "static", "dynamic")
 DEFAULT_TIMEOUT_S = 900.0
 MARK_STRATEGIES = ("mark-dynamic", "shapes-spec")
+
+
+class RunInterrupted(Exception):
+    """A run stopped by SIGINT/SIGTERM/SIGHUP; the finished trials were saved."""
+
+    def __init__(self, result: RunResult, path: Path | None, signum: int) -> None:
+        super().__init__(f"interrupted by signal {signum}")
+        self.result, self.path, self.signum = result, path, signum
 
 
 def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
@@ -49,6 +66,9 @@ def prepare_run(
         loaded = workload
     else:
         loaded = load_workload(workload)
+    check_backend(options.backend)
+    check_device(measure.device)
+    parse_dynamic_sources(options.dynamic_sources)
     target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
     if stream is None:
         shapes = loaded.default_stream
@@ -56,6 +76,8 @@ def prepare_run(
         shapes = parse_stream(stream, loaded.dims)
     else:
         shapes = tuple(dict(s) for s in stream)
+    if not shapes:
+        raise OptionError("the stream is empty")
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
     if any(n in MARK_STRATEGIES for n in names):
         _check_marks(loaded, target, options.marks, shapes[0])
@@ -68,6 +90,13 @@ def prepare_run(
     assert loaded.ref is not None
     spec = TrialSpec(loaded.ref, "eager", "none", tuple(shapes), options, measure)
     return loaded, spec, names
+
+
+def default_results_path(workload: str) -> Path:
+    """``compilescope-results/<workload>-<UTC time>.json`` when no ``--json`` is given."""
+    stem = re.sub(r"[^A-Za-z0-9_.-]+", "_", workload.rsplit(":", 1)[-1].rsplit("/", 1)[-1])[:60] or "run"
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%d-%H%M%S")
+    return Path("compilescope-results") / f"{stem}-{stamp}.json"
 
 
 def run(
@@ -88,13 +117,15 @@ def run(
     on_progress: ProgressFn | None = None,
     command: str = "",
     lifetime: int | None = None,
+    results_path: str | Path | None = None,
 ) -> RunResult:
     """Run ``workload`` over ``stream`` under each strategy, one fresh process per trial.
 
     ``workload`` is a reference (``file.py:name``, ``package.module:name``, a built-in name)
     or a :class:`Workload` loaded from one. ``stream`` is a spec string (see
     :mod:`compilescope.stream`), a sequence of shape dicts, or ``None`` for the workload's
-    default. The eager baseline is always included.
+    default. The eager baseline is always included. With ``results_path`` each trial is
+    journaled as it finishes and the results file is written at the end.
     """
     parse_cache_modes(cache)
     options = StrategyOptions(
@@ -103,29 +134,139 @@ def run(
     )
     _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
     return execute_run(
-        base, names, cache, timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime
+        base, names, cache, timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime,
+        results_path=None if results_path is None else Path(results_path),
     )
+
+
+def _header(base: TrialSpec, names: Sequence[Any], cache: str, timeout_s: float, command: str,
+            lifetime: int | None, created: str) -> dict[str, Any]:
+    return {"base": to_data(base), "strategies": [n if isinstance(n, str) else list(n[:2]) + [to_data(n[2])] for n in names],
+            "cache": cache, "timeout_s": timeout_s, "command": command, "lifetime": lifetime, "created": created}
+
+
+def _names_from_header(header: dict[str, Any]) -> list[Any]:
+    out: list[Any] = []
+    for item in header["strategies"]:
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            name, variant, options = item
+            out.append((name, variant, from_data(StrategyOptions, options)))
+    return out
+
+
+def _assemble(base: TrialSpec, plan: list[PlannedTrial], got: dict[TrialSpec, TrialResult], command: str,
+              lifetime: int | None, created: str) -> RunResult:
+    reported = [p for p in plan if p.report]
+    return RunResult(
+        workload=base.workload,
+        stream=base.stream,
+        trials=tuple(got[p.spec] for p in reported if p.spec in got),
+        created=created,
+        command=command,
+        lifetime=lifetime,
+        missing=tuple(p.spec.label for p in reported if p.spec not in got or got[p.spec].status == "interrupted"),
+    )
+
+
+def write_results(result: RunResult, path: Path) -> None:
+    """The results file, atomically, with the derived summary beside the records."""
+    from .analysis.build import build_run_report
+    from .render import json as json_render
+
+    try:
+        text = json_render.render(result, build_run_report(result))
+    except Exception:  # never lose records to a fault in analysis: write them bare
+        text = json_render.render(result)
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise ResultsError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def execute_run(
     base: TrialSpec,
-    names: Sequence[str],
+    names: Sequence[Any],
     cache: str,
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_progress: ProgressFn | None = None,
     command: str = "",
     lifetime: int | None = None,
+    results_path: Path | None = None,
+    resume: JournalState | None = None,
 ) -> RunResult:
-    """Run a validated plan (see :func:`prepare_run`): one fresh process per trial."""
-    with tempfile.TemporaryDirectory(prefix="compilescope-cache-") as cache_root:
-        plan = plan_trials(base, names, cache, Path(cache_root))
-        trials = run_planned(plan, timeout_s, on_progress)
-    return RunResult(
-        workload=base.workload,
-        stream=base.stream,
-        trials=tuple(trials),
-        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        command=command,
-        lifetime=lifetime,
+    """Run a validated plan (see :func:`prepare_run`): one fresh process per trial.
+
+    With ``results_path``, each finished trial is appended to the journal beside it, and
+    the results file is written when the run ends — or is interrupted, in which case
+    :class:`RunInterrupted` is raised after saving (the journal stays for ``resume``)."""
+    created = resume.header.get("created", "") if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    if results_path is not None:
+        check_writable(results_path, "results")
+        check_writable(journal_path(results_path), "journal")
+    plan = plan_trials(base, names, cache)
+    got: dict[TrialSpec, TrialResult] = {}
+    if resume is not None:
+        for t in resume.trials:
+            if t.status != "interrupted":
+                got[t.spec] = t
+    journal = Journal(results_path) if results_path is not None else None
+    if journal is not None and resume is None:
+        journal.start(_header(base, names, cache, timeout_s, command, lifetime, created))
+
+    def on_result(trial: PlannedTrial, result: TrialResult) -> None:
+        got[trial.spec] = result
+        if journal is not None:
+            journal.append(result)
+
+    try:
+        run_planned(plan, timeout_s, on_progress=on_progress, on_result=on_result, done=tuple(got))
+    except (KeyboardInterrupt, Interrupted) as exc:
+        import signal
+
+        signum = exc.signum if isinstance(exc, Interrupted) else int(signal.SIGINT)
+        result = _assemble(base, plan, got, command, lifetime, created)
+        if results_path is not None:
+            write_results(result, results_path)
+        raise RunInterrupted(result, results_path, signum) from None
+    result = _assemble(base, plan, got, command, lifetime, created)
+    if results_path is not None:
+        write_results(result, results_path)
+        if journal is not None:
+            journal.remove()
+    return result
+
+
+def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None) -> RunResult:
+    """Finish an interrupted run: re-run only the trials its journal does not hold."""
+    jpath = journal_path(results_path)
+    if not jpath.exists():
+        if results_path.exists():
+            raise OptionError(f"nothing to resume: {results_path} is complete (no journal beside it)")
+        raise OptionError(f"nothing to resume: neither {results_path} nor its journal exists")
+    state = read_journal(jpath)
+    try:
+        base = from_data(TrialSpec, state.header["base"])
+        names = _names_from_header(state.header)
+        for n in names:
+            get_strategy(n if isinstance(n, str) else n[0])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ResultsError(f"{jpath} has an unreadable run description: {exc}") from None
+    return execute_run(
+        base, names, str(state.header.get("cache", "cold")), timeout_s=float(state.header.get("timeout_s", DEFAULT_TIMEOUT_S)),
+        on_progress=on_progress, command=str(state.header.get("command", "")), lifetime=state.header.get("lifetime"),
+        results_path=results_path, resume=state,
     )
+
+
+def variant(strategy: str, name: str, options: StrategyOptions) -> tuple[str, str, StrategyOptions]:
+    """A strategy run with its own options under a variant name, e.g. ``variant("mark-dynamic",
+    "x:0", StrategyOptions(marks=(MarkSpec("x", 0),)))``; pass it among ``names`` to
+    :func:`execute_run` to run two variants of one strategy side by side."""
+    get_strategy(strategy)
+    return (strategy, name, options)
+
+
+__all__ = ["RunInterrupted", "execute_run", "prepare_run", "resume_run", "run", "variant"]

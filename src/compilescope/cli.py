@@ -10,14 +10,18 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from .errors import CompilescopeError, ResultsError
-from .analysis.verdict import parse_lifetime
-from .model import MeasureOptions, RunResult, StrategyOptions, TrialResult
-from .strategies import parse_buckets, parse_mark, strategy_names
+from rich.text import Text
+
+from .errors import CompilescopeError, OptionError
+from .model import MeasureOptions, ProbeResult, RunResult, StrategyOptions, TrialResult
+from .options import parse_buckets, parse_fail_on, parse_lifetime, parse_mark
+from .strategies import strategy_names
 
 EXIT_USAGE = 2
+EXIT_FAILED = 1
 PIPE_WIDTH = 150  # rich falls back to 80 columns off a terminal, too narrow for the tables
 
 
@@ -26,18 +30,19 @@ def _console(stderr: bool = False) -> Console:
     return probe if probe.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
 
 
-def _emit(console: Console, path: Path | None, text: str, what: str) -> None:
-    if path is not None:
-        _write(path, text)
-        console.print(f"{what}: {path}")
+def _say(console: Console, text: str, style: str = "") -> None:
+    """Print text literally (paths, labels and reasons are data, never markup)."""
+    console.print(Text(text, style=style))
 
 
-def _write(path: Path, text: str) -> None:
+def _write_text(path: Path, text: str) -> None:
+    from .execute.journal import write_atomic
+
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_atomic(path, text)
     except OSError as exc:
-        raise ResultsError(f"cannot write {path}: {exc.strerror}") from None
+        raise OptionError(f"cannot write {path}: {exc.strerror}") from None
 
 
 def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
@@ -45,46 +50,71 @@ def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
 
     def on_progress(trial: PlannedTrial, result: TrialResult | None) -> None:
         if result is None:
-            progress.update(task, description=trial.label)
+            progress.update(task, description=escape(trial.label))
             return
         progress.advance(task)
-        mark = "[green]✓[/]" if result.ok else f"[red]✗ {result.status}[/]"
-        took = f"{result.process_s:.1f} s" if result.process_s is not None else ""
-        console.print(f"  {mark} {trial.label} {took}")
+        took = f" {result.process_s:.1f} s" if result.process_s is not None else ""
+        line = Text("  ")
+        line.append("✓" if result.ok else f"✗ {result.status}", style="green" if result.ok else "red")
+        line.append(f" {trial.label}{took}")
+        if not result.ok and result.error:
+            line.append(f" — {result.error}", style="red")
+        console.print(line)
 
     return on_progress
 
 
-def _execute(ctx_args: dict[str, Any], console: Console) -> RunResult:
-    from .api import execute_run, prepare_run
-    from .execute.local import plan_trials
-
-    measure = ctx_args.pop("measure")
-    _, base, names = prepare_run(
-        ctx_args["workload"], ctx_args["stream"], ctx_args["strategies"], options=ctx_args["options"], measure=measure,
-    )
-    total = len(plan_trials(base, names, ctx_args["cache"], Path("/nonexistent")))
+def _with_progress(console: Console, total: int, work: Any) -> Any:
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(), console=console, transient=True,
     ) as progress:
         task = progress.add_task("starting", total=total)
-        return execute_run(
-            base, names, ctx_args["cache"], timeout_s=ctx_args["timeout"],
-            on_progress=_progress_callback(progress, task, console), command=ctx_args["command"],
-            lifetime=ctx_args.get("lifetime"),
-        )
+        return work(_progress_callback(progress, task, console))
 
 
-def _report(result: RunResult, console: Console, json_path: Path | None, csv_path: Path | None) -> None:
+def _execute(args: dict[str, Any], console: Console) -> RunResult:
+    from .api import execute_run, prepare_run
+    from .execute.local import plan_trials
+
+    _, base, names = prepare_run(
+        args["workload"], args["stream"], args["strategies"], options=args["options"], measure=args["measure"],
+    )
+    total = len(plan_trials(base, names, args["cache"]))
+    _say(console, f"results: {args['results']} (each trial is saved as it finishes)", "dim")
+    return _with_progress(console, total, lambda cb: execute_run(
+        base, names, args["cache"], timeout_s=args["timeout"], on_progress=cb, command=args["command"],
+        lifetime=args.get("lifetime"), results_path=args["results"],
+    ))
+
+
+def _report_run(result: RunResult, console: Console, csv_path: Path | None) -> Any:
+    """Render a run whose records are already on disk; returns the report model."""
+    from .analysis.build import build_run_report
     from .render import console as console_render
     from .render import csv as csv_render
-    from .render import json as json_render
 
-    for part in console_render.renderables(result):
+    report = build_run_report(result)
+    if csv_path is not None:
+        _write_text(csv_path, csv_render.render(report))
+    for part in console_render.renderables(report):
         console.print(part)
-    _emit(console, json_path, json_render.render(result) if json_path else "", "results")
-    _emit(console, csv_path, csv_render.render(result) if csv_path else "", "csv")
+    if csv_path is not None:
+        _say(console, f"csv: {csv_path}")
+    return report
+
+
+def _exit_status(report: Any, fail_on: frozenset[str]) -> int:
+    compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
+    if compiled and all(t.status != "ok" for t in compiled):
+        return EXIT_FAILED
+    if "crash" in fail_on and any(t.status in ("failed", "timeout") for t in report.trials):
+        return EXIT_FAILED
+    if "numerics" in fail_on and any(t.numerics_failed for t in report.trials):
+        return EXIT_FAILED
+    if "fallback" in fail_on and any(t.fallbacks for t in report.trials):
+        return EXIT_FAILED
+    return 0
 
 
 def measure_options(f: Any) -> Any:
@@ -100,7 +130,9 @@ def measure_options(f: Any) -> Any:
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
         click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
                      help="seconds before a trial process is killed and recorded as timed out."),
-        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="write results JSON."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="results JSON (default: compilescope-results/<workload>-<time>.json); "
+                          "written as each trial finishes."),
         click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="write results CSV."),
     ]
     for option in reversed(options):
@@ -128,7 +160,7 @@ def cli() -> None:
 
 
 @cli.command("run")
-@click.argument("workload")
+@click.argument("workload", required=False)
 @click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
 @click.option("--strategies", default="eager,default,static,dynamic", show_default=True,
               help=f"comma list of: {', '.join(strategy_names())}.")
@@ -146,25 +178,50 @@ def cli() -> None:
 @click.option("--buckets", default="pow2", show_default=True, help="bucket: pow2 or ascending sizes 16,32,64.")
 @click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
               help="recompile limit for every compiled strategy (torch's default is 8).")
+@click.option("--resume", "resume_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="finish an interrupted run: re-run only the trials missing from RESULT.json's journal.")
+@click.option("--fail-on", default=None, metavar="WHAT",
+              help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
+                   "Exit 1 always when every compiled trial failed.")
 @lifetime_options
 @measure_options
-def run_command(workload: str, stream: str | None, strategies: str, cache: str, backend: str, mode: str | None,
-                marks: tuple[str, ...], dynamic_sources: str | None, block: str | None, buckets: str,
-                recompile_limit: int | None, lifetime: str | None, qps: float | None, threads: int, warmup: int,
-                samples: int, budget: float, device: str, timeout: float, json_path: Path | None,
-                csv_path: Path | None) -> None:
+def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
+                mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
+                buckets: str, recompile_limit: int | None, resume_path: Path | None, fail_on: str | None,
+                lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
+                device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
+    from .api import default_results_path, resume_run
+    from .options import check_writable
+
     console = _console()
+    failing = parse_fail_on(fail_on)
+    if csv_path is not None:
+        check_writable(csv_path, "csv")
+    if resume_path is not None:
+        if workload is not None:
+            raise click.UsageError("--resume takes the results file; give no WORKLOAD")
+        _say(console, f"resuming {resume_path}", "dim")
+        result = _with_progress(console, 0, lambda cb: resume_run(resume_path, on_progress=cb))
+        _say(console, f"results: {resume_path}")
+        return _exit_status(_report_run(result, console, csv_path), failing)
+    if workload is None:
+        raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
     options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
     )
+    results = json_path or default_results_path(workload)
+    check_writable(results, "results")
     args = dict(
         workload=workload, stream=stream, strategies=strategies, cache=cache, options=options,
         measure=_measure(threads, warmup, samples, budget, device), timeout=timeout,
         command=shlex.join(["compilescope", *sys.argv[1:]]), lifetime=parse_lifetime(lifetime, qps),
+        results=results,
     )
-    _report(_execute(args, console), console, json_path, csv_path)
+    result = _execute(args, console)
+    _say(console, f"results: {results}")
+    return _exit_status(_report_run(result, console, csv_path), failing)
 
 
 @cli.command("demo")
@@ -174,34 +231,51 @@ def run_command(workload: str, stream: str | None, strategies: str, cache: str, 
 @click.option("--lifetime", default="100000", show_default=True, metavar="N|DURATION",
               help="process lifetime for the verdict (requests, or a duration with --qps).")
 @click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None)
-def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> None:
+def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> int:
     """The main job on a built-in workload: eager vs default/static/dynamic with inductor."""
+    from .options import check_writable
+
     console = _console()
     requests = parse_lifetime(lifetime, qps)
-    console.print(f"[bold]compilescope demo[/]: built-in workload {workload!r}, inductor, cold cache, one fresh "
-                  f"process per trial, verdict over {requests:,} requests")
+    check_writable(out / "demo.json", "results")
+    check_writable(out / "demo.csv", "csv")
+    intro = Text("compilescope demo", style="bold")
+    intro.append(f": built-in workload {workload!r}, inductor, cold cache, one fresh process per trial, "
+                 f"verdict over {requests:,} requests")
+    console.print(intro)
     args = dict(
         workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold",
         options=StrategyOptions(backend="inductor"), measure=_measure(1, 3, 100, 1.0, "cpu"), timeout=900.0,
-        command="compilescope demo", lifetime=requests,
+        command="compilescope demo", lifetime=requests, results=out / "demo.json",
     )
-    _report(_execute(args, console), console, out / "demo.json", out / "demo.csv")
+    result = _execute(args, console)
+    _say(console, f"results: {out / 'demo.json'}")
+    return _exit_status(_report_run(result, console, out / "demo.csv"), frozenset())
 
 
 @cli.command("report")
 @click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV.")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV (runs).")
 @lifetime_options
 def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qps: float | None) -> None:
-    """Print the tables for a results JSON written by run or demo."""
+    """Print the report of a results JSON written by run, demo or probe."""
     import dataclasses
 
+    from .analysis.build import build_probe_report
+    from .render import probe as probe_render
     from .schema import load
 
     loaded = load(result)
+    if isinstance(loaded, ProbeResult):
+        if csv_path is not None or lifetime is not None:
+            raise OptionError("--csv and --lifetime apply to run results, not a probe's")
+        console = _console()
+        for part in probe_render.renderables(build_probe_report(loaded)):
+            console.print(part)
+        return
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
-    _report(loaded, _console(), None, csv_path)
+    _report_run(loaded, _console(), csv_path)
 
 
 @cli.command("probe", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -217,8 +291,11 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
     graph break; or read an existing TORCH_TRACE directory with --trace. The report goes to
     stderr; the exit status is the script's."""
+    from .analysis.build import build_probe_report, probe_stream
+    from .options import check_writable
     from .probe.capture import probe_script
     from .probe.trace import read_trace
+    from .render import json as json_render
     from .render import probe as probe_render
 
     rest = list(args)
@@ -233,6 +310,9 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
     args = tuple(rest)
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    for path, what in ((json_path, "probe JSON"), (stream_out, "shape stream")):
+        if path is not None:
+            check_writable(path, what)
     if trace_dir is not None:
         result = read_trace(trace_dir, strict=strict)
     else:
@@ -240,16 +320,43 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
         if not Path(script).is_file():
             raise CompilescopeError(f"script {script!r} does not exist")
         result = probe_script(script, list(args))
+    report = build_probe_report(result)
     console = _console(stderr=True)
-    for part in probe_render.renderables(result):
+    if json_path is not None:  # the records first: a rendering fault never loses them
+        _write_text(json_path, json_render.render_probe(result, report))
+    if stream_out is not None:
+        _write_text(stream_out, "".join(json.dumps(row) + "\n" for row in probe_stream(result)))
+    for part in probe_render.renderables(report):
         console.print(part)
-    _emit(console, json_path, probe_render.render_json(result) if json_path else "", "probe JSON")
-    stream = "".join(json.dumps(row) + "\n" for row in probe_render.stream_lines(result)) if stream_out else ""
-    _emit(console, stream_out, stream, "shape stream")
+    if json_path is not None:
+        _say(console, f"probe JSON: {json_path}")
+    if stream_out is not None:
+        _say(console, f"shape stream: {stream_out}")
     return result.exit_code
 
 
+def _install_signal_handlers() -> None:
+    """SIGTERM and SIGHUP end a run like Ctrl-C: the running trial is killed, finished
+    trials are saved, and the way to resume is printed."""
+    import signal
+
+    from .execute.local import Interrupted
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread, or not supported
+            pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    from .api import RunInterrupted
+    from .execute.local import Interrupted
+
+    _install_signal_handlers()
     try:
         rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:
@@ -261,9 +368,20 @@ def main(argv: list[str] | None = None) -> int:
     except CompilescopeError as exc:
         click.echo(f"compilescope: error: {exc}", err=True)
         return EXIT_USAGE
-    except click.exceptions.Abort:
+    except RunInterrupted as exc:
+        done = sum(1 for t in exc.result.trials if t.status != "interrupted")
+        total = done + len(exc.result.missing)
+        where = f"; saved in {exc.path}" if exc.path else ""
+        click.echo(f"compilescope: interrupted: {done} of {total} trial(s) finished{where}", err=True)
+        if exc.path:
+            click.echo(f"compilescope: resume with: compilescope run --resume {shlex.quote(str(exc.path))}", err=True)
+        return 128 + exc.signum
+    except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("compilescope: interrupted", err=True)
         return 130
+    except Interrupted as exc:
+        click.echo("compilescope: interrupted", err=True)
+        return 128 + exc.signum
     return rv if isinstance(rv, int) else 0
 
 

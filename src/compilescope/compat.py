@@ -42,6 +42,47 @@ def torch_version() -> str:
     return str(torch.__version__)
 
 
+def backend_names() -> set[str]:
+    """Every backend name ``torch.compile`` accepts, debug ones (eager, aot_eager) included.
+
+    ``torch._dynamo.list_backends(exclude_tags=())`` — checked on 2.13.0."""
+    import torch._dynamo
+
+    return set(torch._dynamo.list_backends(exclude_tags=())) | {"inductor"}
+
+
+def backend_callable(name: str, mode: str | None, dynamic: bool | None = None) -> Callable[..., Any]:
+    """The compiler function ``torch.compile(backend=name, mode=mode)`` would use, so it can
+    be wrapped (to record which compiled graph each call runs) without changing what is
+    compiled: ``torch._TorchCompileInductorWrapper(mode, None, dynamic)`` for inductor
+    (it applies the mode's config), ``torch._dynamo.lookup_backend`` otherwise — checked
+    on 2.13.0."""
+    import torch._dynamo
+
+    if name == "inductor":
+        return torch._TorchCompileInductorWrapper(mode, None, dynamic)  # type: ignore[attr-defined,no-any-return]
+    return torch._dynamo.lookup_backend(name)  # type: ignore[no-any-return]
+
+
+def is_torch_internal(filename: str) -> bool:
+    """A frame PyTorch itself wraps around the user's code when it compiles a module
+    (``inner`` in ``torch/_dynamo/external_utils.py``, ``Module._call_impl``) — 2.13.0."""
+    norm = filename.replace("\\", "/")
+    return "/torch/_dynamo/" in norm or norm.endswith("/torch/nn/modules/module.py")
+
+
+def inductor_cache_dir() -> str | None:
+    """The on-disk compile cache directory (``TORCHINDUCTOR_CACHE_DIR`` or its default).
+
+    ``torch._inductor.runtime.cache_dir_utils.cache_dir`` — checked on 2.13.0."""
+    try:
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        return str(cache_dir())
+    except Exception:
+        return None
+
+
 def enable_compilation_metrics(limit: int = 100_000) -> None:
     """Raise the metrics deque bound (64 by default) so no compile of a trial is dropped.
 
@@ -60,6 +101,24 @@ def compilation_metrics() -> list[Any]:
     from torch._dynamo import utils
 
     return list(utils.get_compilation_metrics())
+
+
+def compilation_metrics_count() -> int:
+    """How many entries the metrics deque holds, without copying it (a steady call's cost).
+
+    ``torch._dynamo.utils._compilation_metrics`` — checked on 2.13.0."""
+    from torch._dynamo import utils
+
+    return len(utils._compilation_metrics)
+
+
+def compilation_metrics_since(start: int) -> list[Any]:
+    """The entries from index ``start`` on (``get_compilation_metrics()[start:]``)."""
+    import itertools
+
+    from torch._dynamo import utils
+
+    return list(itertools.islice(utils._compilation_metrics, start, None))
 
 
 def guard_failures() -> Mapping[Any, list[str]]:
@@ -114,7 +173,8 @@ def recompile_limit(limit: int | None) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class MetricsView:
-    """The fields of one ``CompilationMetrics`` entry compilescope reads, with safe defaults."""
+    """The fields of one ``CompilationMetrics`` entry compilescope reads, with safe defaults.
+    ``bad_fields`` names fields whose value had the wrong type (a hand-edited trace)."""
 
     compile_id: str
     co_name: str
@@ -129,38 +189,53 @@ class MetricsView:
     is_forward: bool
     graph_op_count: int | None
     guard_count: int | None
+    start_time_us: int | None
+    bad_fields: tuple[str, ...] = ()
 
 
 def view_metrics(m: Any) -> MetricsView:
-    """Read one ``CompilationMetrics`` entry (a dataclass with 99 fields on 2.13.0)."""
+    """Read one ``CompilationMetrics`` entry (a dataclass with 99 fields on 2.13.0), or the
+    same fields as a mapping (a ``TORCH_TRACE`` ``compilation_metrics`` event). A field of
+    the wrong type reads as absent and is named in ``bad_fields``."""
+    bad: list[str] = []
 
-    def get(name: str) -> Any:
-        return getattr(m, name, None)
+    def get(name: str, kinds: tuple[type, ...]) -> Any:
+        value = m.get(name) if isinstance(m, Mapping) else getattr(m, name, None)
+        if value is None:
+            return None
+        if isinstance(value, bool) and bool not in kinds:
+            bad.append(name)
+            return None
+        if not isinstance(value, kinds):
+            bad.append(name)
+            return None
+        return value
 
-    duration_us = get("duration_us")
-    if duration_us is None and get("entire_frame_compile_time_s") is not None:
-        duration_us = float(get("entire_frame_compile_time_s")) * 1e6
-    phases = {
-        label: float(get(field)) / 1e6
-        for label, field in PHASE_FIELDS_US
-        if isinstance(get(field), (int, float))
-    }
-    cache = {field: int(get(field)) for field in CACHE_FIELDS if isinstance(get(field), int)}
-    is_forward = get("is_forward")
+    num = (int, float)
+    duration_us = get("duration_us", num)
+    if duration_us is None and get("entire_frame_compile_time_s", num) is not None:
+        duration_us = float(get("entire_frame_compile_time_s", num)) * 1e6
+    phases = {label: float(v) / 1e6 for label, f in PHASE_FIELDS_US if (v := get(f, num)) is not None}
+    cache = {f: int(v) for f in CACHE_FIELDS if (v := get(f, (int,))) is not None}
+    is_forward = get("is_forward", (bool,))
+    start = get("start_time_us", num)
+    line = get("co_firstlineno", (int,))
     return MetricsView(
-        compile_id=str(get("compile_id")),
-        co_name=str(get("co_name") or ""),
-        co_filename=str(get("co_filename") or ""),
-        co_firstlineno=int(get("co_firstlineno") or 0),
+        compile_id=str(get("compile_id", (str,)) or ""),
+        co_name=str(get("co_name", (str,)) or ""),
+        co_filename=str(get("co_filename", (str,)) or ""),
+        co_firstlineno=int(line or 0),
         duration_s=None if duration_us is None else float(duration_us) / 1e6,
         phases_s=phases,
         cache=cache,
-        fail_type=get("fail_type"),
-        fail_reason=get("fail_reason"),
-        recompile_reason=get("recompile_reason"),
+        fail_type=get("fail_type", (str,)),
+        fail_reason=get("fail_reason", (str,)),
+        recompile_reason=get("recompile_reason", (str,)),
         is_forward=True if is_forward is None else bool(is_forward),
-        graph_op_count=get("graph_op_count"),
-        guard_count=get("guard_count"),
+        graph_op_count=get("graph_op_count", (int,)),
+        guard_count=get("guard_count", (int,)),
+        start_time_us=None if start is None else int(start),
+        bad_fields=tuple(bad),
     )
 
 
@@ -183,23 +258,6 @@ def recompile_limit_value() -> int:
     import torch._dynamo
 
     return int(torch._dynamo.config.recompile_limit)
-
-
-def cache_entries_accept(code: Any, f_locals: Mapping[str, Any]) -> bool | None:
-    """Whether any compiled cache entry of ``code`` accepts a frame with these locals.
-
-    After the recompile limit is hit, dynamo runs non-matching calls eagerly and records
-    nothing; evaluating the entries' guards tells the two apart. Uses
-    ``torch._C._dynamo.eval_frame._debug_get_cache_entry_list`` and each entry's
-    ``guard_manager.check`` — checked on 2.13.0. ``None`` when it cannot be told.
-    """
-    try:
-        from torch._C._dynamo.eval_frame import _debug_get_cache_entry_list
-
-        entries = _debug_get_cache_entry_list(code)
-        return any(bool(entry.guard_manager.check(dict(f_locals))) for entry in entries)
-    except Exception:
-        return None
 
 
 def save_cache_artifacts() -> bytes | None:
@@ -288,11 +346,6 @@ def before_reset(hook: Callable[[], None]) -> Callable[[], None]:
         torch._dynamo.reset = original  # type: ignore[assignment]
 
     return undo
-
-
-def metrics_start_us(m: Any) -> int | None:
-    value = getattr(m, "start_time_us", None)
-    return int(value) if isinstance(value, (int, float)) else None
 
 
 def current_compile_id() -> str | None:

@@ -15,8 +15,14 @@ class StreamError(CompilescopeError):
     """A stream spec that does not parse; the message names the bad token."""
 
 
-class StrategyError(CompilescopeError):
-    """An unknown strategy or bad strategy options (such as a malformed --mark)."""
+class OptionError(CompilescopeError):
+    """A command-line or API option that does not parse or cannot apply here
+    (``--lifetime``, ``--cache``, ``--mark``, ``--dynamic-sources``, ``--buckets``,
+    ``--backend``, ``--device``, ``--fail-on``, an output path)."""
+
+
+class StrategyError(OptionError):
+    """An unknown strategy, or options a strategy needs and did not get."""
 
 
 class ResultsError(CompilescopeError):

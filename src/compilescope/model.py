@@ -1,7 +1,9 @@
 """Frozen records: what was measured (specs) kept apart from what was observed (raw records).
 
-Everything a report shows is derived from these records by :mod:`compilescope.analysis`;
-nothing here computes statistics except trivial, lazily derived views.
+One family of records serves runs, probes and traces: a frame compile is a
+:class:`CompileRecord` wherever it was seen, a graph break a :class:`GraphBreak`. Everything
+a report shows is derived from these by :mod:`compilescope.analysis`; nothing here computes
+statistics.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
 
 CacheMode = Literal["cold", "warm", "mega", "none"]
-TrialStatus = Literal["ok", "failed", "timeout", "unavailable"]
+TrialStatus = Literal["ok", "failed", "timeout", "unavailable", "interrupted"]
+CompileOutcome = Literal["compiled", "failed", "refused"]
+Phase = Literal["stream", "steady", "numerics", "script"]
 
 GUARD_KINDS = (
     "size",
@@ -41,6 +45,36 @@ def shape_label(shape: Shape) -> str:
 
 def shape_key(shape: Shape) -> tuple[tuple[str, int], ...]:
     return tuple(shape.items())
+
+
+@dataclass(frozen=True, order=True)
+class CompileId:
+    """PyTorch's frame compile id ``"<frame>/<attempt>"``: ``0/0`` is the first compile of
+    frame 0, ``0/1`` its first recompile. Ids restart after ``torch._dynamo.reset()``, so a
+    compile is identified by its id *and* its :attr:`CompileRecord.epoch`."""
+
+    frame: int
+    attempt: int
+
+    @property
+    def is_recompile(self) -> bool:
+        return self.attempt > 0
+
+    def __str__(self) -> str:
+        return f"{self.frame}/{self.attempt}"
+
+    @classmethod
+    def parse(cls, text: object) -> CompileId | None:
+        """``"0/1"`` (also ``"[0/1]"`` or ``"!0/0/1"`` forms' last two numbers) or None."""
+        if not isinstance(text, str):
+            return None
+        parts = text.strip("[] ").split("/")
+        if len(parts) < 2:
+            return None
+        try:
+            return cls(int(parts[-2].lstrip("!")), int(parts[-1]))
+        except ValueError:
+            return None
 
 
 @dataclass(frozen=True)
@@ -72,45 +106,104 @@ class GuardFailure:
 
 
 @dataclass(frozen=True)
-class CompileEvent:
-    """One frame compile reported by PyTorch's compilation metrics."""
+class CompiledTarget:
+    """What the user passed to ``torch.compile``, when it is known: ``Linear.forward`` for
+    a module, the function's qualified name otherwise, with the user-facing file and line
+    (decorators unwrapped) and its parameter names (``self`` left out)."""
 
-    compile_id: str
+    name: str
+    filename: str
+    line: int
+    params: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CompileRecord:
+    """One Dynamo frame compile, attempted: compiled, failed, or refused by the recompile
+    limit (a refused attempt is not a compile). ``function``/``filename``/``line`` are the
+    frame's code as PyTorch names it; ``target`` names it for the user when the frame is
+    PyTorch's own wrapper (``inner`` in ``external_utils.py``) or a decorator's.
+
+    ``reasons`` holds PyTorch's text, one per cache entry that rejected the input
+    (``"tensor 'x' size mismatch …"``), and ``rejected_by`` the id of each of those entries
+    (``"0/0"``); ``guard_failures`` the same parsed, one per failing guard. A lazily compiled backward is not a frame compile: its time is
+    ``backward_compile_s`` (and phase ``backward``) of its forward's record.
+    """
+
+    compile_id: CompileId
     function: str
     filename: str
     line: int
-    compile_time_s: float | None
+    outcome: CompileOutcome = "compiled"
+    epoch: int = 0
+    reasons: tuple[str, ...] = ()
+    rejected_by: tuple[str, ...] = ()
+    guard_failures: tuple[GuardFailure, ...] = ()
+    compile_time_s: float | None = None
     phases_s: dict[str, float] = field(default_factory=dict)
     cache: dict[str, int] = field(default_factory=dict)
-    reasons: tuple[GuardFailure, ...] = ()
+    backward_compile_s: float | None = None
     fail_type: str | None = None
     fail_reason: str | None = None
     call_index: int | None = None
-    forward: bool = True
     phase: str = "stream"
+    start_time_us: int | None = None
+    target: CompiledTarget | None = None
 
     @property
-    def failed(self) -> bool:
-        return self.fail_type is not None
+    def key(self) -> tuple[int, int, int]:
+        """Identity within a process: (reset epoch, frame, attempt)."""
+        return (self.epoch, self.compile_id.frame, self.compile_id.attempt)
+
+    @property
+    def is_compile(self) -> bool:
+        """Counted as a frame compile: it compiled or failed while compiling."""
+        return self.outcome != "refused"
 
     @property
     def is_recompile(self) -> bool:
-        """A compile of a frame that already had a cache entry (``0/1``, ``0/2``…)."""
-        _, _, attempt = self.compile_id.partition("/")
-        return attempt not in ("", "0")
+        return self.is_compile and self.compile_id.is_recompile
+
+    @property
+    def failed(self) -> bool:
+        return self.outcome == "failed"
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome == "refused"
+
+    @property
+    def display_name(self) -> str:
+        return self.target.name if self.target is not None else (self.function or "?")
+
+    @property
+    def display_location(self) -> str:
+        if self.target is not None:
+            return f"{self.target.filename}:{self.target.line}"
+        return f"{self.filename}:{self.line}"
 
 
 @dataclass(frozen=True)
 class GraphBreak:
+    """One occurrence of a graph break (summaries deduplicate; the JSON keeps each)."""
+
     reason: str
     filename: str | None
     line: int | None
     call_index: int | None = None
+    compile_id: str | None = None
+    phase: str = "stream"
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One request of the stream, as it happened (first calls included, never averaged)."""
+    """One request of the stream, as it happened (first calls included, never averaged).
+
+    ``graphs_run`` lists the compiled graphs (by compile id) the call actually executed,
+    recorded by the wrapped backend; ``ran_eagerly`` is True when the trial had compiled
+    graphs and the call ran none of them (recompile limit, failed compile, skipped frame),
+    None when it cannot be told.
+    """
 
     index: int
     shape: Shape
@@ -118,8 +211,9 @@ class CallRecord:
     compile_ids: tuple[str, ...] = ()
     error: str | None = None
     unattributed_reasons: tuple[GuardFailure, ...] = ()
-    ran_eagerly: bool | None = None  # True: fell back to eager (recompile limit / failed compile)
+    ran_eagerly: bool | None = None
     padded_shape: Shape | None = None  # the bucket the request was padded to
+    graphs_run: tuple[str, ...] | None = None
 
     @property
     def compiled(self) -> bool:
@@ -128,13 +222,15 @@ class CallRecord:
 
 @dataclass(frozen=True)
 class SteadyState:
-    """Raw warmed samples for one shape: the compiled callable and eager, interleaved."""
+    """Raw warmed samples for one shape: the compiled callable and eager, interleaved.
+    ``ran_eagerly``: the compiled callable ran no compiled graph on this shape."""
 
     shape: Shape
     warmup: int
     compiled_s: tuple[float, ...]
     eager_s: tuple[float, ...]
     error: str | None = None
+    ran_eagerly: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +243,7 @@ class NumericsCheck:
     rtol: float | None
     passed: bool
     detail: str | None = None
+    ran_eagerly: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -190,7 +287,11 @@ class MeasureOptions:
 
 @dataclass(frozen=True)
 class TrialSpec:
-    """What one trial measures; hashable identity of a row in the results."""
+    """What one trial measures; the hashable identity of a row in the results.
+
+    ``variant`` tells apart two trials of one strategy with different options (e.g.
+    ``mark-dynamic`` with two different marks) in one run; it is part of the label.
+    """
 
     workload: str
     strategy: str
@@ -198,6 +299,21 @@ class TrialSpec:
     stream: tuple[Shape, ...]
     options: StrategyOptions = StrategyOptions()
     measure: MeasureOptions = MeasureOptions()
+    variant: str = ""
+
+    def __hash__(self) -> int:
+        return hash((self.workload, self.strategy, self.cache, self.variant, self.options, self.measure,
+                     tuple(shape_key(s) for s in self.stream)))
+
+    @property
+    def name(self) -> str:
+        """The strategy with its variant: ``mark-dynamic[x:0]``."""
+        return f"{self.strategy}[{self.variant}]" if self.variant else self.strategy
+
+    @property
+    def label(self) -> str:
+        """``default (cold)``; ``eager`` (no cache applies)."""
+        return self.name if self.cache == "none" else f"{self.name} ({self.cache})"
 
 
 @dataclass(frozen=True)
@@ -207,7 +323,7 @@ class TrialResult:
     error: str | None = None
     stderr_tail: str | None = None
     calls: tuple[CallRecord, ...] = ()
-    compiles: tuple[CompileEvent, ...] = ()
+    compiles: tuple[CompileRecord, ...] = ()
     graph_breaks: tuple[GraphBreak, ...] = ()
     steady: tuple[SteadyState, ...] = ()
     numerics: tuple[NumericsCheck, ...] = ()
@@ -223,51 +339,25 @@ class TrialResult:
     def ok(self) -> bool:
         return self.status == "ok"
 
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
 
 @dataclass(frozen=True)
 class RunResult:
-    workload: str
-    stream: tuple[Shape, ...]
-    trials: tuple[TrialResult, ...]
+    kind: Literal["run"] = "run"
+    workload: str = ""
+    stream: tuple[Shape, ...] = ()
+    trials: tuple[TrialResult, ...] = ()
     created: str = ""
     command: str = ""
     lifetime: int | None = None  # requests over which the verdict projects the accounting
-    schema_version: int = 1
+    missing: tuple[str, ...] = ()  # labels of planned trials that did not finish (an interrupted run)
+    schema_version: int = 2
 
 
 # ----------------------------------------------------------------------------- probe records
-
-
-@dataclass(frozen=True)
-class ProbeCompile:
-    """One Dynamo frame compile seen while probing a program (or read from a trace)."""
-
-    compile_id: str
-    function: str
-    filename: str
-    line: int
-    reasons: tuple[str, ...] = ()  # PyTorch's text, one per cache entry that rejected the input
-    guard_failures: tuple[GuardFailure, ...] = ()  # the same, parsed (one per failing guard)
-    compile_time_s: float | None = None
-    phases_s: dict[str, float] = field(default_factory=dict)
-    fail_type: str | None = None
-    fail_reason: str | None = None
-    recompile_limit_hit: bool = False
-    start_time_us: int | None = None
-
-    @property
-    def failed(self) -> bool:
-        return self.fail_type is not None
-
-
-@dataclass(frozen=True)
-class ProbeGraphBreak:
-    """One occurrence of a graph break (the summary deduplicates; the JSON keeps each)."""
-
-    reason: str
-    filename: str | None
-    line: int | None
-    compile_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -280,14 +370,17 @@ class ProbeCall:
 
 @dataclass(frozen=True)
 class ProbeResult:
-    source: str  # the script (with its arguments) or the trace directory
-    compiles: tuple[ProbeCompile, ...] = ()
-    graph_breaks: tuple[ProbeGraphBreak, ...] = ()
+    kind: Literal["probe"] = "probe"
+    source: str = ""  # the script (with its arguments) or the trace directory
+    compiles: tuple[CompileRecord, ...] = ()
+    graph_breaks: tuple[GraphBreak, ...] = ()
     calls: tuple[ProbeCall, ...] = ()
     exit_code: int = 0
     error: str | None = None
     recompile_limit: int | None = None
     counters: dict[str, int] = field(default_factory=dict)  # trace reader: unknown/malformed events
     torch_version: str = ""
-    kind: str = "probe"
-    schema_version: int = 1
+    cache_start: str = "unknown"  # cold | warm | unknown: the compile cache when the program started
+    cache_dir: str = ""
+    created: str = ""
+    schema_version: int = 2

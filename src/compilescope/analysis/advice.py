@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ..model import ProbeCompile, ProbeGraphBreak, ProbeResult, Scalar
+from ..model import CompileRecord, Scalar
 
 
 @dataclass(frozen=True)
@@ -41,26 +41,6 @@ class Cause:
         else:
             head = f"{where}: {self.kind.replace('_', ' ')}"
         return f"{head} → {len(self.compiles)} compile(s)"
-
-
-@dataclass(frozen=True)
-class FunctionReport:
-    function: str
-    filename: str
-    line: int
-    compiles: tuple[ProbeCompile, ...]
-    causes: tuple[Cause, ...]
-    compile_s: float
-    limit_hits: int
-    failures: int
-
-
-@dataclass(frozen=True)
-class BreakGroup:
-    reason: str  # first line of PyTorch's text
-    filename: str | None
-    line: int | None
-    count: int
 
 
 def _next_step(
@@ -121,7 +101,7 @@ def _local(source: str) -> str:
     return source
 
 
-def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
+def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     """One cause per (source, kind, dim), in order of first appearance."""
     values: dict[tuple[str | None, str, int | None], list[Scalar]] = defaultdict(list)
     ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
@@ -138,7 +118,7 @@ def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
                 if v is not None and v not in values[key] and not (isinstance(v, str) and "<=" in v):
                     values[key].append(v)
             if key not in seen_here:
-                ids[key].append(c.compile_id)
+                ids[key].append(str(c.compile_id))
                 seen_here.add(key)
     causes = []
     for key, compile_ids in ids.items():
@@ -147,34 +127,3 @@ def group_causes(compiles: tuple[ProbeCompile, ...]) -> tuple[Cause, ...]:
         causes.append(Cause(source, kind, dim if kind != "other" else None, tuple(values[key]), tuple(compile_ids),
                             reducible, step, examples[key]))
     return tuple(causes)
-
-
-def function_reports(result: ProbeResult) -> list[FunctionReport]:
-    groups: dict[tuple[str, str, int], list[ProbeCompile]] = {}
-    for c in result.compiles:
-        groups.setdefault((c.function, c.filename, c.line), []).append(c)
-    reports = []
-    for (function, filename, line), compiles in groups.items():
-        ordered = tuple(compiles)
-        reports.append(
-            FunctionReport(
-                function=function,
-                filename=filename,
-                line=line,
-                compiles=ordered,
-                causes=group_causes(ordered),
-                compile_s=sum(c.compile_time_s or 0.0 for c in ordered),
-                limit_hits=sum(c.recompile_limit_hit for c in ordered),
-                failures=sum(1 for c in ordered if c.failed and not c.recompile_limit_hit),
-            )
-        )
-    return reports
-
-
-def group_breaks(breaks: tuple[ProbeGraphBreak, ...]) -> list[BreakGroup]:
-    counts: dict[tuple[str, str | None, int | None], int] = {}
-    for b in breaks:
-        key = (b.reason.strip().split("\n", 1)[0], b.filename, b.line)
-        counts[key] = counts.get(key, 0) + 1
-    return [BreakGroup(r, f, ln, n) for (r, f, ln), n in counts.items()]
-

@@ -20,7 +20,8 @@ from typing import Any
 from ..model import GuardFailure, Scalar
 
 _PREFIX = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*(?P<rest>.*)$", re.S)
-_TENSOR = r"tensor '(?P<name>[^']+)'"
+# The tensor's name may itself hold quotes: tensor 'kwargs['input_ids']' size mismatch …
+_TENSOR = r"tensor '(?P<name>.+?)'(?= (?:size|stride|rank|dtype|device|requires_grad|dispatch|\w+ mismatch))"
 _SIZE_STRIDE = re.compile(
     _TENSOR + r" (?P<kind>size|stride) mismatch at index (?P<dim>\d+)\. expected (?P<exp>[^,]+), actual (?P<act>.+)$"
 )
@@ -28,7 +29,7 @@ _RANK = re.compile(_TENSOR + r" rank mismatch\. expected (?P<exp>\d+), actual (?
 _DTYPE = re.compile(_TENSOR + r" dtype mismatch\. expected (?P<exp>\S+), actual (?P<act>\S+)$")
 _DEVICE = re.compile(_TENSOR + r" device mismatch\. expected (?P<exp>.+), actual (?P<act>.+)$")
 _REQUIRES_GRAD = re.compile(_TENSOR + r" requires_grad mismatch\. expected requires_grad=(?P<exp>[01])")
-_TENSOR_OTHER = re.compile(_TENSOR + r" (?P<what>.+)$")
+_TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>.+)$")
 _GRAD_MODE = re.compile(r"GLOBAL_STATE changed:.*grad_mode")
 # A symbolic-shape guard: "2 <= x.size()[0]", "4 <= x.size()[0] <= 64", "x.size()[0] == 16".
 _SYM_SIZE = re.compile(r"(?P<name>[A-Za-z_][\w\[\]'\".]*)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
@@ -36,6 +37,24 @@ _LEN = re.compile(r"^len\((?P<src>[^)]+)\)\s*==\s*(?P<exp>\d+)$")
 _DICT_KEYS = re.compile(r"^list\(dict\.keys\((?P<src>[^)]+)\)\)\[(?P<idx>\d+)\]\s*==\s*(?P<exp>.+)$")
 _GLOBAL = re.compile(r"^G\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<attr>\S*)\s*==\s*(?P<exp>.+)$")
 _VALUE = re.compile(r"^(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]+\])*)\s*==\s*(?P<exp>.+)$")
+
+
+def split_entry_reasons(text: str) -> list[str]:
+    """One rejecting entry's text (``0/0: a == 1; b == True`` when several guards failed,
+    as ``recompiles_verbose`` words it) → one guard text each, prefix kept."""
+    first = text.split("\n", 1)[0]
+    entry, sep, rest = first.partition(": ")
+    if not sep or "/" not in entry:
+        return [first]
+    # "; " also occurs inside a guard's trailing "(…)" comment: keep pieces whose
+    # parentheses are still open joined to the guard they belong to.
+    guards: list[str] = []
+    for piece in rest.split("; "):
+        if guards and guards[-1].count("(") > guards[-1].count(")"):
+            guards[-1] += "; " + piece
+        else:
+            guards.append(piece)
+    return [f"{entry}: {g.strip()}" for g in guards if g.strip()]
 
 
 def split_reason(text: str) -> tuple[str | None, str]:

@@ -1,125 +1,150 @@
-"""Per-call attribution of compiles, guard failures and graph breaks.
+"""Capture of what torch.compile does, the same way for a ``run`` trial and a ``probe``.
 
-The hot path only notes list lengths; :meth:`CompileCapture.take` diffs PyTorch's
-process-wide records around one call and turns what is new into frozen records:
+Installed once per process (:meth:`CaptureSession.install`), it reads PyTorch's own records
+and touches no logging, so the user's ``TORCH_LOGS`` stays theirs:
 
-* compilation metrics (one entry per frame compile, with timings and phases),
-* ``guard_failures`` (every rejecting cache entry's reason, per code object — the full set
-  ``recompiles_verbose`` prints, where the metrics keep only the first),
-* graph-break reasons with the user's file and line.
+* compilation metrics, one entry per frame compile attempt (failed and refused ones too) and
+  one per lazily compiled backward — turned into records by the one
+  :class:`~compilescope.collect.records.RecordBuilder`;
+* each guard-failure reason as PyTorch records it (an observing list inside
+  ``guard_failures``), tagged with the compile id being compiled and the reset epoch, with
+  every failing guard of each rejecting entry (as ``recompiles_verbose`` computes them);
+* graph-break records, read before every ``reset()`` (which clears them) and at each poll.
+
+``torch._dynamo.reset()`` restarts compile ids; the session counts resets as *epochs*, so
+``0/0`` before and after a reset are two compiles. :meth:`poll` turns what is new since the
+last poll into records; the hot path (a steady call) only compares two lengths.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .. import compat
 from ..analysis.guards import enrich_actual, parse_guard_failure
-from ..model import CompileEvent, GraphBreak, GuardFailure
+from ..model import CompileRecord, GraphBreak, GuardFailure
+from .records import CodeKey, RecordBuilder, TargetInfo, break_location, code_key
 
 
 @dataclass(frozen=True)
-class Captured:
-    compiles: tuple[CompileEvent, ...]
+class Polled:
+    compiles: tuple[CompileRecord, ...]  # new frame-compile records (refused ones included)
     graph_breaks: tuple[GraphBreak, ...]
-    unattributed: tuple[GuardFailure, ...]
-    limit_hit_codes: tuple[Any, ...] = ()  # code objects that hit the recompile limit on this call
+    unattributed: tuple[GuardFailure, ...]  # reasons recorded outside any compile
 
 
-def code_key(code: Any) -> tuple[str, str, int]:
-    """(name, file, first line) of a code object — how compilation metrics name a frame."""
-    if code is None:
-        return ("", "", 0)
-    return (
-        str(getattr(code, "co_name", code)),
-        str(getattr(code, "co_filename", "")),
-        int(getattr(code, "co_firstlineno", 0) or 0),
-    )
-
-
-def break_location(record: Any) -> tuple[str | None, int | None]:
-    stack = getattr(record, "user_stack", None) or []
-    if not stack:
-        return None, None
-    frame = stack[-1]
-    return getattr(frame, "filename", None), getattr(frame, "lineno", None)
-
-
-class CompileCapture:
-    """Diffs PyTorch's compile records around each call. Create after any ``reset()``."""
-
+class CaptureSession:
     def __init__(self) -> None:
+        self.builder = RecordBuilder()
+        self.graph_breaks: list[GraphBreak] = []
+        self.epoch = 0
+        self._failures: dict[tuple[int, str], list[tuple[CodeKey, str]]] = {}
+        self._loose_failures: list[str] = []
+        self._boundaries: list[int] = []  # metrics index where each later epoch starts
+        self._metrics_seen = 0
+        self._breaks_seen = 0
+        self._pending_breaks: list[Any] = []
+        self._undo: list[Callable[[], None]] = []
+
+    @property
+    def records(self) -> list[CompileRecord]:
+        return self.builder.records
+
+    # -- installation -------------------------------------------------------------------
+
+    def install(self) -> CaptureSession:
         compat.enable_compilation_metrics()
-        self._metrics_seen = len(compat.compilation_metrics())
-        self._failures_seen = {code: len(v) for code, v in compat.guard_failures().items()}
+        self._metrics_seen = compat.compilation_metrics_count()
         self._breaks_seen = len(compat.graph_break_reasons())
+        self._undo.append(compat.observe_guard_failures(self._on_failure))
+        self._undo.append(compat.force_verbose_guard_reasons())
+        self._undo.append(compat.before_reset(self._before_reset))
+        return self
 
-    def _new_failures(self) -> dict[tuple[str, str, int], tuple[Any, list[str]]]:
-        out: dict[tuple[str, str, int], tuple[Any, list[str]]] = {}
-        for code, reasons in list(compat.guard_failures().items()):
-            seen = self._failures_seen.get(code, 0)
-            if len(reasons) > seen:
-                out.setdefault(code_key(code), (code, []))[1].extend(reasons[seen:])
-            self._failures_seen[code] = len(reasons)
-        return out
+    def uninstall(self) -> None:
+        while self._undo:
+            self._undo.pop()()
 
-    def take(self, call_index: int | None, arguments: Mapping[str, Any], phase: str = "stream") -> Captured:
-        metrics = compat.compilation_metrics()
-        new_metrics = metrics[self._metrics_seen :]
-        self._metrics_seen = len(metrics)
+    def add_undo(self, undo: Callable[[], None]) -> None:
+        self._undo.append(undo)
 
-        new_failures = self._new_failures()
-        codes = {key: code for key, (code, _) in new_failures.items()}
-        failures = {
-            key: [enrich_actual(parse_guard_failure(text), arguments) for text in texts]
-            for key, (_, texts) in new_failures.items()
-        }
+    def _on_failure(self, code: Any, text: str) -> None:
+        cid = compat.current_compile_id()
+        if cid is None:
+            self._loose_failures.append(text)
+            return
+        self._failures.setdefault((self.epoch, cid), []).append((code_key(code), text))
 
-        events = []
-        limit_hit = []
-        for raw in new_metrics:
-            m = compat.view_metrics(raw)
-            key = (m.co_name, m.co_filename, m.co_firstlineno)
-            if not m.co_name and m.fail_type and len(failures) == 1:
-                # A compile that failed early (e.g. the recompile limit) carries no code
-                # location in its metrics; the guard failures of this call name the frame.
-                key = next(iter(failures))
-            if compat.is_recompile_limit_failure(m.fail_type, m.fail_reason) and key in codes:
-                limit_hit.append(codes[key])
-            reasons = tuple(failures.pop(key, ())) if m.is_forward else ()
-            events.append(
-                CompileEvent(
-                    compile_id=m.compile_id,
-                    function=key[0],
-                    filename=key[1],
-                    line=key[2],
-                    compile_time_s=m.duration_s,
-                    phases_s=m.phases_s,
-                    cache=m.cache,
-                    reasons=reasons,
-                    fail_type=m.fail_type,
-                    fail_reason=m.fail_reason,
-                    call_index=call_index,
-                    forward=m.is_forward,
-                    phase=phase,
-                )
+    def _before_reset(self) -> None:
+        records = compat.graph_break_reasons()
+        self._pending_breaks.extend(records[self._breaks_seen :])
+        self._breaks_seen = 0  # reset() empties the list
+        self._boundaries.append(compat.compilation_metrics_count())
+        self.epoch += 1
+
+    # -- polling --------------------------------------------------------------------------
+
+    def has_news(self) -> bool:
+        return (
+            compat.compilation_metrics_count() != self._metrics_seen
+            or len(compat.graph_break_reasons()) != self._breaks_seen
+            or bool(self._pending_breaks)
+            or bool(self._loose_failures)
+        )
+
+    def _epoch_of(self, index: int) -> int:
+        return sum(1 for b in self._boundaries if b <= index)
+
+    def poll(
+        self,
+        *,
+        call_index: int | None = None,
+        phase: str = "script",
+        arguments: Mapping[str, Any] | None = None,
+        target: TargetInfo | None = None,
+    ) -> Polled:
+        """Records for everything PyTorch did since the last poll."""
+        count = compat.compilation_metrics_count()
+        if count < self._metrics_seen:  # someone cleared the metrics
+            self._metrics_seen = 0
+            self._boundaries = []
+        new = compat.compilation_metrics_since(self._metrics_seen) if count > self._metrics_seen else []
+        start = self._metrics_seen
+        self._metrics_seen = count
+        compiles = []
+        for offset, raw in enumerate(new):
+            view = compat.view_metrics(raw)
+            epoch = self._epoch_of(start + offset)
+            tagged = self._failures.pop((epoch, view.compile_id), []) if view.is_forward else []
+            record = self.builder.add(
+                view,
+                epoch=epoch,
+                reasons=[text for _, text in tagged],
+                arguments=arguments,
+                call_index=call_index,
+                phase=phase,
+                target=target,
+                fallback_key=tagged[0][0] if tagged else None,
             )
+            if record is not None:
+                compiles.append(record)
+        breaks = self._take_breaks(call_index, phase)
+        loose = tuple(
+            enrich_actual(parse_guard_failure(t), arguments or {}) for t in self._loose_failures
+        )
+        self._loose_failures = []
+        return Polled(tuple(compiles), breaks, loose)
 
-        breaks_all = compat.graph_break_reasons()
-        new_breaks = breaks_all[self._breaks_seen :]
-        self._breaks_seen = len(breaks_all)
-        graph_breaks = []
-        for record in new_breaks:
+    def _take_breaks(self, call_index: int | None, phase: str) -> tuple[GraphBreak, ...]:
+        records = compat.graph_break_reasons()
+        raw = self._pending_breaks + list(records[self._breaks_seen :])
+        self._pending_breaks = []
+        self._breaks_seen = len(records)
+        out = []
+        for record in raw:
             filename, line = break_location(record)
-            graph_breaks.append(
-                GraphBreak(
-                    reason=str(getattr(record, "reason", record)),
-                    filename=filename,
-                    line=line,
-                    call_index=call_index,
-                )
-            )
-        leftover = tuple(f for fs in failures.values() for f in fs)
-        return Captured(tuple(events), tuple(graph_breaks), leftover, tuple(limit_hit))
+            out.append(GraphBreak(str(getattr(record, "reason", record)), filename, line, call_index, phase=phase))
+        self.graph_breaks.extend(out)
+        return tuple(out)

@@ -1,42 +1,52 @@
-"""Worker entry: ``python -m compilescope.execute.worker SPEC.json RESULT.json``.
+"""Worker entry: ``python -m compilescope.execute.worker FD``, the task as JSON on stdin.
 
-Runs one trial in this fresh process and writes its records as JSON. The parent sets the
-compile-cache directory in the environment before this process imports torch.
+Runs one trial in this fresh process. Each finished stream call is written to file
+descriptor FD as one JSON line the moment it finishes (``{"call": …, "compiles": […],
+"graph_breaks": […]}``), then the whole result (``{"result": …, "artifacts": base64}``), so a
+trial that dies mid-stream still gives its parent every call it completed. The compile
+cache directory is set from the task before torch is imported.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import sys
 import time
-from pathlib import Path
 
 
 def main(argv: list[str]) -> int:
-    spec_path, result_path = argv
-    launched = float(os.environ.get("COMPILESCOPE_LAUNCHED_AT", time.time()))
+    fd = int(argv[0])
+    out = os.fdopen(fd, "w", buffering=1)
+    text = sys.stdin.read()
+    data = json.loads(text)
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(data["cache_dir"])
+    threads = (data.get("spec") or {}).get("measure", {}).get("threads")
+    if threads:
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+    launched = float(data.get("launched_at") or time.time())
     import dataclasses
 
     import torch  # noqa: F401  (timed: import cost is reported apart from the first call)
 
     imported = time.time()
-    from ..model import TrialSpec
-    from ..schema import from_data, to_data
+    from ..schema import to_data
+    from .task import TrialTask
     from .trial import run_trial
 
-    with open(spec_path) as fh:
-        spec = from_data(TrialSpec, json.load(fh))
-    save = os.environ.get("COMPILESCOPE_SAVE_ARTIFACTS")
-    load = os.environ.get("COMPILESCOPE_LOAD_ARTIFACTS")
-    result = run_trial(
-        spec, save_artifacts=Path(save) if save else None, load_artifacts=Path(load) if load else None
+    task = TrialTask.from_json(text)
+
+    def sink(call, compiles, breaks):  # type: ignore[no-untyped-def]
+        out.write(json.dumps({"call": to_data(call), "compiles": to_data(compiles), "graph_breaks": to_data(breaks)}) + "\n")
+
+    result, artifacts = run_trial(
+        task.spec, save_artifacts=task.save_artifacts, load_artifacts=task.load_artifacts, sink=sink
     )
     result = dataclasses.replace(result, import_s=imported - launched, process_s=time.time() - launched)
-    tmp = result_path + ".tmp"
-    with open(tmp, "w") as fh:
-        json.dump(to_data(result), fh)
-    os.replace(tmp, result_path)
+    blob = None if artifacts is None else base64.b64encode(artifacts).decode()
+    out.write(json.dumps({"result": to_data(result), "artifacts": blob}) + "\n")
+    out.close()
     return 0
 
 

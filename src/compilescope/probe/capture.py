@@ -1,19 +1,15 @@
 """Run an unmodified program with capture installed, and collect what torch.compile did.
 
 Nothing here touches logging: the user's ``TORCH_LOGS`` and ``torch._logging`` settings stay
-theirs. Capture reads PyTorch's own records —
-
-* compilation metrics (one per frame compile, failed ones included), read at the end;
-* each guard-failure reason as it is recorded (an observing list inside
-  ``guard_failures``), with its time, so it can be tied to the compile that followed;
-* graph-break records, read before every ``reset()`` and at the end;
-* the input shapes of every call of a function or module passed to ``torch.compile``.
-
-Everything installed is removed at exit, in reverse order.
+theirs. The same :class:`~compilescope.collect.capture.CaptureSession` that ``run`` uses reads
+PyTorch's own records; on top of it the probe wraps ``torch.compile`` to learn what was
+compiled (so a frame PyTorch calls ``inner`` is named ``Linear.forward``) and the input
+shapes of every call. Everything installed is removed at exit, in reverse order.
 """
 
 from __future__ import annotations
 
+import datetime as _dt
 import functools
 import inspect
 import os
@@ -21,34 +17,15 @@ import runpy
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
 
 from .. import compat
-from ..analysis.guards import parse_guard_failure
-from ..collect.capture import break_location, code_key
-from ..model import ProbeCall, ProbeCompile, ProbeGraphBreak, ProbeResult
-
-CodeKey = tuple[str, str, int]
-
-
-def split_entry_reasons(text: str) -> list[str]:
-    """One rejecting entry's text (``0/0: a == 1; b == True`` when several guards failed,
-    as ``recompiles_verbose`` words it) → one guard text each, prefix kept."""
-    first = text.split("\n", 1)[0]
-    entry, sep, rest = first.partition(": ")
-    if not sep or "/" not in entry:
-        return [first]
-    # "; " also occurs inside a guard's trailing "(…)" comment: keep pieces whose
-    # parentheses are still open joined to the guard they belong to.
-    guards: list[str] = []
-    for piece in rest.split("; "):
-        if guards and guards[-1].count("(") > guards[-1].count(")"):
-            guards[-1] += "; " + piece
-        else:
-            guards.append(piece)
-    return [f"{entry}: {g.strip()}" for g in guards if g.strip()]
+from ..collect.capture import CaptureSession
+from ..collect.records import TargetInfo
+from ..model import ProbeCall, ProbeResult
 
 
 def _shapes(names: dict[str, Any]) -> dict[str, list[int]]:
@@ -67,46 +44,49 @@ def _shapes(names: dict[str, Any]) -> dict[str, list[int]]:
     return out
 
 
+def cache_start() -> tuple[str, str]:
+    """Whether the inductor cache directory held anything when the program started
+    (``cold``/``warm``), and its path: compile times depend on it."""
+    path = compat.inductor_cache_dir()
+    if path is None:
+        return "unknown", ""
+    p = Path(path)
+    try:
+        warm = p.is_dir() and any(p.iterdir())
+    except OSError:
+        return "unknown", str(p)
+    return ("warm" if warm else "cold"), str(p)
+
+
 class ProbeSession:
     """Install with :meth:`install`, run the program, then :meth:`uninstall` and :meth:`result`."""
 
     def __init__(self) -> None:
-        self.failures: list[tuple[str | None, CodeKey, str]] = []  # (compile id, code, text)
-        self.breaks: list[ProbeGraphBreak] = []
+        self.capture = CaptureSession()
         self.calls: list[ProbeCall] = []
-        self._undo: list[Callable[[], None]] = []
-        self._metrics_start = 0
-        self._breaks_seen = 0
-
-    # -- installation -------------------------------------------------------------------
+        self._active: list[TargetInfo] = []
 
     def install(self) -> None:
-        compat.enable_compilation_metrics()
-        self._metrics_start = len(compat.compilation_metrics())
-        self._breaks_seen = len(compat.graph_break_reasons())
-        self._undo.append(compat.observe_guard_failures(self._on_failure))
-        self._undo.append(compat.force_verbose_guard_reasons())
-        self._undo.append(compat.before_reset(self._read_breaks_before_reset))
-        self._undo.append(self._patch_compile())
+        self.cache_start = cache_start()
+        self.capture.install()
+        self.capture.add_undo(self._patch_compile())
 
     def uninstall(self) -> None:
-        self._read_breaks()
-        while self._undo:
-            self._undo.pop()()
+        self._poll()
+        self.capture.uninstall()
 
-    def _on_failure(self, code: Any, text: str) -> None:
-        self.failures.append((compat.current_compile_id(), code_key(code), text))
+    def _poll(self) -> None:
+        if self.capture.has_news():
+            self.capture.poll(phase="script", target=self._active[-1] if self._active else None)
 
-    def _read_breaks(self) -> None:
-        records = compat.graph_break_reasons()
-        for record in records[self._breaks_seen :]:
-            filename, line = break_location(record)
-            self.breaks.append(ProbeGraphBreak(str(getattr(record, "reason", record)), filename, line))
-        self._breaks_seen = len(records)
+    def _enter(self, info: TargetInfo) -> None:
+        self._poll()  # what happened before belongs to the enclosing context
+        self._active.append(info)
 
-    def _read_breaks_before_reset(self) -> None:
-        self._read_breaks()
-        self._breaks_seen = 0  # reset() empties the list
+    def _exit(self) -> None:
+        self._poll()
+        if self._active:
+            self._active.pop()
 
     def _patch_compile(self) -> Callable[[], None]:
         original = torch.compile
@@ -126,7 +106,11 @@ class ProbeSession:
         return undo
 
     def _record_calls(self, compiled: Any, model: Any) -> Any:
-        name = getattr(model, "__qualname__", None) or type(model).__name__
+        try:
+            info = TargetInfo(model)
+        except Exception:
+            return compiled
+        name = info.target.name
         target = model.forward if isinstance(model, torch.nn.Module) else model
         try:
             signature: inspect.Signature | None = inspect.signature(target)
@@ -144,66 +128,41 @@ class ProbeSession:
             self.calls.append(ProbeCall(name, _shapes(named)))
 
         if isinstance(compiled, torch.nn.Module):
-            compiled.register_forward_pre_hook(lambda _m, args, kwargs: record(args, kwargs), with_kwargs=True)
+            def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                record(args, kwargs)
+                self._enter(info)
+
+            compiled.register_forward_pre_hook(pre, with_kwargs=True)
+            compiled.register_forward_hook(lambda *_: self._exit(), always_call=True)
             return compiled
 
         @functools.wraps(compiled)
         def call(*args: Any, **kwargs: Any) -> Any:
             record(args, kwargs)
-            return compiled(*args, **kwargs)
+            self._enter(info)
+            try:
+                return compiled(*args, **kwargs)
+            finally:
+                self._exit()
 
         return call
 
-    # -- results --------------------------------------------------------------------------
-
-    def compiles(self) -> list[ProbeCompile]:
-        raw = compat.compilation_metrics()[self._metrics_start :]
-        metrics = [compat.view_metrics(m) for m in raw]
-        starts = [compat.metrics_start_us(m) for m in raw]
-        # A recompile's reasons are computed inside its compile, under its compile id; ids
-        # restart after reset(), so each failure goes to the next unclaimed compile with that id.
-        assigned: list[list[str]] = [[] for _ in metrics]
-        keys: list[CodeKey | None] = [None for _ in metrics]
-        cursor = 0
-        for cid, key, text in self.failures:
-            for i in range(cursor, len(metrics)):
-                if metrics[i].compile_id == cid:
-                    assigned[i].append(text)
-                    keys[i] = key
-                    cursor = i
-                    break
-        out = []
-        for i, (m, start, reasons) in enumerate(zip(metrics, starts, assigned)):
-            key = (m.co_name, m.co_filename, m.co_firstlineno) if m.co_name else (keys[i] or ("", "", 0))
-            parsed = tuple(parse_guard_failure(part) for r in reasons for part in split_entry_reasons(r))
-            out.append(
-                ProbeCompile(
-                    compile_id=m.compile_id,
-                    function=key[0],
-                    filename=key[1],
-                    line=key[2],
-                    reasons=tuple(r.split("\n", 1)[0] for r in reasons),
-                    guard_failures=parsed,
-                    compile_time_s=m.duration_s,
-                    phases_s=m.phases_s,
-                    fail_type=m.fail_type,
-                    fail_reason=m.fail_reason,
-                    recompile_limit_hit=compat.is_recompile_limit_failure(m.fail_type, m.fail_reason),
-                    start_time_us=start,
-                )
-            )
-        return out
-
     def result(self, source: str, exit_code: int, error: str | None) -> ProbeResult:
+        counters = dict(self.capture.builder.counters)
+        state, cache_dir = self.cache_start
         return ProbeResult(
             source=source,
-            compiles=tuple(self.compiles()),
-            graph_breaks=tuple(self.breaks),
+            compiles=tuple(self.capture.records),
+            graph_breaks=tuple(self.capture.graph_breaks),
             calls=tuple(self.calls),
             exit_code=exit_code,
             error=error,
             recompile_limit=compat.recompile_limit_value(),
+            counters=counters,
             torch_version=compat.torch_version(),
+            cache_start=state,
+            cache_dir=cache_dir,
+            created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         )
 
 

@@ -22,8 +22,8 @@ from typing import Any
 
 from .. import compat
 from ..errors import CompilescopeError
-from ..model import ProbeCompile, ProbeGraphBreak, ProbeResult
-from .capture import split_entry_reasons
+from ..collect.records import RecordBuilder
+from ..model import GraphBreak, ProbeResult
 
 _LINE = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] (\{.*\})\s*$")
 _BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
@@ -33,9 +33,10 @@ _BREAK_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)", re.S)
 KNOWN_IGNORED = frozenset({
     "dynamo_start", "dynamo_output_graph", "aot_inference_graph", "aot_joint_graph", "aot_forward_graph",
     "aot_backward_graph", "inductor_post_grad_graph", "inductor_pre_grad_graph", "inductor_output_code",
+    "aot_inference_graph",
     "dynamo_cpp_guards_str", "dynamo_guards", "create_symbol", "guard_added_fast", "guard_added",
     "symbolic_shape_specialization", "describe_storage", "describe_tensor", "describe_source", "chromium_event",
-    "optimize_ddp_split_graph", "optimize_ddp_split_child", "compiled_autograd_graph", "bwd_compilation_metrics",
+    "optimize_ddp_split_graph", "optimize_ddp_split_child", "compiled_autograd_graph",
     "aot_autograd_backward_compilation_metrics", "graph_execution", "dynamo_cache_entries", "propagate_real_tensors",
     "guard_on_data_dependent_error", "link", "exported_program", "missing_fake_kernel", "mismatched_fake_kernel",
     "torch_version", "frame_locals", "expression_created", "unbacked_symbol_created",
@@ -49,11 +50,19 @@ class TraceError(CompilescopeError):
 @dataclass
 class TraceState:
     strings: dict[int, str] = field(default_factory=dict)
-    compiles: dict[str, dict[str, Any]] = field(default_factory=dict)  # compile id → metrics
-    reasons: dict[str, list[str]] = field(default_factory=dict)  # compile id → rejecting entries' texts
-    breaks: list[ProbeGraphBreak] = field(default_factory=list)
+    builder: RecordBuilder = field(default_factory=RecordBuilder)
+    epoch: int = 0
+    done: set[str] = field(default_factory=set)  # compile ids completed in the current epoch
+    pending: dict[str, list[str]] = field(default_factory=dict)  # compile id → rejecting entries' texts
+    breaks: list[GraphBreak] = field(default_factory=list)
     counters: Counter[str] = field(default_factory=Counter)
     limit: int | None = None
+
+    def begin(self, cid: str | None) -> None:
+        """A compile of ``cid`` starts: an id already completed means a reset came between."""
+        if cid is not None and cid in self.done:
+            self.epoch += 1
+            self.done.clear()
 
 
 Envelope = dict[str, Any]
@@ -71,16 +80,37 @@ def _parse_str(state: TraceState, env: Envelope, payload: str | None) -> None:
     state.strings[int(index)] = str(text)
 
 
+def _parse_start(state: TraceState, env: Envelope, payload: str | None) -> None:
+    state.begin(_compile_id(env))
+
+
 def _parse_metrics(state: TraceState, env: Envelope, payload: str | None) -> None:
     meta = env["compilation_metrics"]
-    cid = str(meta.get("compile_id") or _compile_id(env))
-    state.compiles[cid] = meta
+    if not isinstance(meta, dict):
+        raise TypeError("compilation_metrics is not an object")
+    cid = meta.get("compile_id") if isinstance(meta.get("compile_id"), str) else _compile_id(env)
+    if cid is None:
+        state.counters["metrics_without_compile_id"] += 1
+        return
+    state.begin(cid)  # no dynamo_start seen for it (a trimmed trace)
+    meta = {**meta, "compile_id": cid}
+    state.builder.add(compat.view_metrics(meta), epoch=state.epoch, reasons=state.pending.pop(cid, []), phase="script")
+    state.done.add(cid)
     config = meta.get("dynamo_config")
     if isinstance(config, str) and state.limit is None:
         try:
-            state.limit = json.loads(config).get("recompile_limit")
-        except ValueError:
+            limit = json.loads(config).get("recompile_limit")
+            state.limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
+        except (ValueError, AttributeError):
             pass
+
+
+def _parse_bwd_metrics(state: TraceState, env: Envelope, payload: str | None) -> None:
+    meta = env["bwd_compilation_metrics"]
+    if not isinstance(meta, dict):
+        raise TypeError("bwd_compilation_metrics is not an object")
+    cid = meta.get("compile_id") if isinstance(meta.get("compile_id"), str) else _compile_id(env)
+    state.builder.add(compat.view_metrics({**meta, "compile_id": cid, "is_forward": False}), epoch=state.epoch)
 
 
 def _parse_recompile_reasons(state: TraceState, env: Envelope, payload: str | None) -> None:
@@ -94,7 +124,7 @@ def _parse_recompile_reasons(state: TraceState, env: Envelope, payload: str | No
         texts = [str(t) for t in data] if isinstance(data, list) else [str(data)]
     except ValueError:
         texts = [payload]
-    state.reasons.setdefault(cid, []).extend(texts)
+    state.pending.setdefault(cid, []).extend(texts)
 
 
 def _parse_graph_break(state: TraceState, env: Envelope, payload: str | None) -> None:
@@ -109,11 +139,12 @@ def _parse_graph_break(state: TraceState, env: Envelope, payload: str | None) ->
     if len(lines) > 1 and lines[0].startswith("Encountered graph break"):
         reason = "\n".join(lines[1:])
     state.breaks.append(
-        ProbeGraphBreak(
+        GraphBreak(
             reason=reason,
             filename=at["file"] if at else None,
             line=int(at["line"]) if at else None,
             compile_id=_compile_id(env),
+            phase="script",
         )
     )
 
@@ -124,7 +155,9 @@ def _artifact(name: str) -> Callable[[str, Envelope], bool]:
 
 PARSERS: list[Parser] = [
     (lambda kind, env: kind == "str", _parse_str),
+    (lambda kind, env: kind == "dynamo_start", _parse_start),
     (lambda kind, env: kind == "compilation_metrics", _parse_metrics),
+    (lambda kind, env: kind == "bwd_compilation_metrics", _parse_bwd_metrics),
     (_artifact("recompile_reasons"), _parse_recompile_reasons),
     (_artifact("dynamo_graph_break_reason"), _parse_graph_break),
 ]
@@ -142,7 +175,7 @@ def _dispatch(state: TraceState, env: Envelope, payload: str | None) -> None:
         if applies(kind, env):
             try:
                 parse(state, env, payload)
-            except (KeyError, TypeError, ValueError, IndexError):
+            except (KeyError, TypeError, ValueError, IndexError, AttributeError, OverflowError, RecursionError):
                 state.counters[f"malformed_event:{kind}"] += 1
             return
     if kind != "artifact" and kind not in KNOWN_IGNORED:
@@ -160,7 +193,10 @@ def read_lines(lines: list[str], state: TraceState) -> None:
             continue
         try:
             env = json.loads(m.group(1))
-        except ValueError:
+        except (ValueError, RecursionError):
+            state.counters["malformed_envelope"] += 1
+            continue
+        if not isinstance(env, dict):
             state.counters["malformed_envelope"] += 1
             continue
         payload = None
@@ -170,46 +206,9 @@ def read_lines(lines: list[str], state: TraceState) -> None:
                 body.append(lines[i][1:])
                 i += 1
             payload = "\n".join(body)
-            if hashlib.md5(payload.encode()).hexdigest() != env["has_payload"]:
+            if hashlib.md5(payload.encode(errors="replace")).hexdigest() != env["has_payload"]:
                 state.counters["payload_md5_mismatch"] += 1
         _dispatch(state, env, payload)
-
-
-def _to_compiles(state: TraceState) -> list[ProbeCompile]:
-    from ..analysis.guards import parse_guard_failure
-
-    # A failed compile (e.g. the recompile limit) has no code location: borrow its frame's.
-    located: dict[str, tuple[str, str, int]] = {}
-    for cid, meta in state.compiles.items():
-        if meta.get("co_name"):
-            located.setdefault(cid.split("/")[0], (meta["co_name"], meta.get("co_filename") or "",
-                                                   int(meta.get("co_firstlineno") or 0)))
-    out = []
-    for cid, meta in state.compiles.items():
-        name, filename, line = located.get(cid.split("/")[0], ("", "", 0))
-        if meta.get("co_name"):
-            name, filename, line = meta["co_name"], meta.get("co_filename") or "", int(meta.get("co_firstlineno") or 0)
-        reasons = state.reasons.get(cid, [])
-        duration = meta.get("duration_us")
-        phases = {label: float(meta[f]) / 1e6 for label, f in compat.PHASE_FIELDS_US if isinstance(meta.get(f), (int, float))}
-        out.append(
-            ProbeCompile(
-                compile_id=cid,
-                function=name,
-                filename=filename,
-                line=line,
-                reasons=tuple(r.split("\n", 1)[0] for r in reasons),
-                guard_failures=tuple(parse_guard_failure(p) for r in reasons for p in split_entry_reasons(r)),
-                compile_time_s=None if duration is None else float(duration) / 1e6,
-                phases_s=phases,
-                fail_type=meta.get("fail_type"),
-                fail_reason=meta.get("fail_reason"),
-                recompile_limit_hit=compat.is_recompile_limit_failure(meta.get("fail_type"), meta.get("fail_reason")),
-                start_time_us=meta.get("start_time_us"),
-            )
-        )
-    out.sort(key=lambda c: (c.start_time_us or 0))
-    return out
 
 
 def read_trace(directory: str | Path, *, strict: bool = False) -> ProbeResult:
@@ -221,17 +220,23 @@ def read_trace(directory: str | Path, *, strict: bool = False) -> ProbeResult:
         raise TraceError(f"{str(directory)!r} holds no TORCH_TRACE .log file")
     state = TraceState()
     for path in files:
-        read_lines(path.read_text(errors="replace").splitlines(), state)
-    if not state.compiles and not state.breaks and state.counters:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError as exc:
+            raise TraceError(f"cannot read {str(path)!r}: {exc.strerror}") from None
+        read_lines(text.splitlines(), state)
+    state.counters["recompile_reasons_without_compile"] += len(state.pending)
+    counters = state.counters + state.builder.counters
+    if not state.builder.records and not state.breaks and counters:
         raise TraceError(f"{str(directory)!r} is not a TORCH_TRACE directory (no event could be read)")
-    if strict and state.counters:
-        worst = ", ".join(f"{k}={v}" for k, v in sorted(state.counters.items()))
+    if strict and counters:
+        worst = ", ".join(f"{k}={v}" for k, v in sorted(counters.items()))
         raise TraceError(f"--strict: the trace had events this reader could not use: {worst}")
     return ProbeResult(
         source=str(directory),
-        compiles=tuple(_to_compiles(state)),
+        compiles=tuple(state.builder.records),
         graph_breaks=tuple(state.breaks),
         recompile_limit=state.limit,
-        counters=dict(state.counters),
+        counters=dict(counters),
         torch_version="",
     )

@@ -1,4 +1,8 @@
-"""Terminal report: per-shape table, per-strategy summary, shape changes and warnings."""
+"""Terminal report of a run: formats the report model, computes nothing.
+
+Every string that comes from user code, paths or PyTorch goes into a ``rich.text.Text``
+(never parsed as markup), so ``[/x]`` in a path or a reason prints literally.
+"""
 
 from __future__ import annotations
 
@@ -8,35 +12,33 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.regimes import (
-    IQR_WARN_THRESHOLD,
-    ShapeRow,
-    TrialSummary,
-    eager_trial,
-    shape_changes,
-    shape_rows,
-    summarize_run,
-)
-from ..analysis.verdict import Evidence, gather_evidence, verdict_text
-from ..model import RunResult, TrialResult, shape_label
+from ..analysis.verdict import verdict_text
+from ..report import Note, RunReport, ShapeRow, TrialReport
+from .units import fmt_time
+
+_NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
+_NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
 
 
-def fmt_time(seconds: float | None) -> str:
-    """A duration with its unit, three significant figures: ``98.1 µs``, ``1.23 ms``, ``20.5 s``."""
-    if seconds is None:
-        return "—"
-    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
-        if seconds >= scale:
-            value = seconds / scale
-            return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
-    return f"{seconds * 1e9:.0f} ns"
+def T(text: object, style: str = "") -> Text:
+    """Plain text: never markup."""
+    return Text("" if text is None else str(text), style=style)
 
 
 def _steady_cell(row: ShapeRow) -> Text:
     if row.steady is None:
-        return Text(row.steady_error or "—", style="red" if row.steady_error else "")
-    text = Text(f"{fmt_time(row.steady.median)} ±{fmt_time(row.steady.iqr / 2)}")
+        return T(row.steady_note or "—", "red" if row.steady_note and row.steady_note != "not measured" else "")
+    text = T(f"{fmt_time(row.steady.median)} ±{fmt_time(row.steady.iqr / 2)}")
     if row.steady.noisy:
+        text.append(" ~", style="yellow")
+    return text
+
+
+def _eager_cell(row: ShapeRow) -> Text:
+    if row.eager is None:
+        return T("—")
+    text = T(fmt_time(row.eager.median))
+    if row.eager.noisy:
         text.append(" ~", style="yellow")
     return text
 
@@ -44,78 +46,91 @@ def _steady_cell(row: ShapeRow) -> Text:
 def _error_cell(row: ShapeRow) -> Text:
     n = row.numerics
     if n is None:
-        return Text("—")
+        return T("—")
+    if n.ran_eagerly:
+        return T("eager (not counted)", "dim")
     if not n.passed:
-        return Text(f"FAIL {n.max_abs_err:.1e}" if n.max_abs_err is not None else "FAIL", style="bold red")
-    return Text(f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok")
+        return T(f"FAIL {n.max_abs_err:.1e}" if n.max_abs_err is not None else "FAIL", "bold red")
+    return T(f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok")
 
 
 def _speedup_cell(row: ShapeRow) -> Text:
     s = row.speedup
     if s is None:
-        return Text("—")
-    return Text(f"×{s:.2f}", style="green" if s >= 1.05 else "red" if s <= 0.95 else "")
+        return T("—")
+    style = {"faster": "green", "slower": "red"}.get(row.speed_class, "")
+    return T(f"×{s:.2f}", style)
 
 
-def shape_table(result: RunResult) -> Table:
-    table = Table(title=f"{result.workload} — per shape", title_justify="left", show_lines=False)
+def _status_cell(row: ShapeRow) -> Text:
+    if row.status == "compiled":
+        text = T(f"compiled: {row.cause}", "yellow" if row.first_call_index > 0 else "")
+    elif row.status == "reused":
+        text = T("reused a graph")
+    elif row.status == "eager fallback":
+        text = T(f"EAGER FALLBACK: {row.cause}", "bold red")
+    elif row.status == "error":
+        text = T(f"error: {row.cause[:60]}", "red")
+    else:
+        text = T("eager")
+    if row.fallback_calls and row.status != "eager fallback":
+        text.append(f"; {row.fallback_calls} of {row.requests} call(s) ran eagerly", style="bold red")
+    return text
+
+
+def shape_table(report: RunReport) -> Table:
+    table = Table(title=T(f"{report.workload} — per shape"), title_justify="left")
     for name, justify in (
         ("shape", "left"),
         ("strategy", "left"),
         ("reqs", "right"),
         ("first call", "right"),
-        ("compiled? / cause", "left"),
-        ("steady p50 ±IQR/2", "right"),
-        ("eager p50", "right"),
+        ("how it ran / cause", "left"),
+        ("p50 ±IQR/2", "right"),
+        ("eager p50 (same process)", "right"),
         ("speedup", "right"),
+        ("eager trial p50", "right"),
         ("max abs err", "right"),
     ):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    rows_by_trial = [(t, shape_rows(t)) for t in result.trials if t.ok]
-    shapes: list[str] = []
-    for _, rows in rows_by_trial:
-        for r in rows:
-            if shape_label(r.shape) not in shapes:
-                shapes.append(shape_label(r.shape))
-    for label in shapes:
-        for i, (trial, rows) in enumerate(rows_by_trial):
-            row = next((r for r in rows if shape_label(r.shape) == label), None)
-            if row is None:
-                continue
-            compiled = Text(
-                f"yes: {row.cause}" if row.compiled else ("error" if row.error else "no"),
-                style="yellow" if row.compiled and row.first_call_index > 0 else ("red" if row.error else ""),
-            )
-            eager_p50 = fmt_time(row.eager.median) if row.eager else "—"
+        table.add_column(T(name), justify=justify)  # type: ignore[arg-type]
+    trials = [t for t in report.trials if t.rows]
+    for label in report.shapes:
+        present = [(t, next((r for r in t.rows if r.shape == label), None)) for t in trials]
+        present = [(t, r) for t, r in present if r is not None]
+        for i, (trial, row) in enumerate(present):
+            assert row is not None
             table.add_row(
-                label if i == 0 else "",
-                _trial_label(trial),
-                str(row.requests),
-                fmt_time(row.first_call_s) if not row.error else Text(row.error[:40], style="red"),
-                compiled,
+                T(label if i == 0 else ""),
+                T(trial.label),
+                T(row.requests),
+                T(fmt_time(row.first_call_s)) if not row.error else T((row.error or "")[:40], "red"),
+                _status_cell(row),
                 _steady_cell(row),
-                eager_p50,
+                _eager_cell(row),
                 _speedup_cell(row),
+                T(fmt_time(row.eager_trial.median) if row.eager_trial and trial.compiles_code else ""),
                 _error_cell(row),
-                end_section=i == len(rows_by_trial) - 1,
+                end_section=i == len(present) - 1,
             )
     return table
 
 
-def _trial_label(trial: TrialResult) -> str:
-    spec = trial.spec
-    return spec.strategy if spec.cache == "none" else f"{spec.strategy} ({spec.cache})"
+def _counts_cell(t: TrialReport) -> Text:
+    text = T(f"{t.stream.compiles} ({t.stream.recompiles})")
+    extras = []
+    if t.stream.refused:
+        extras.append(f"{t.stream.refused} refused")
+    if t.stream.failed:
+        extras.append(f"{t.stream.failed} failed")
+    if t.later.compiles:
+        extras.append(f"+{t.later.compiles} later")
+    if extras:
+        text.append(" " + ", ".join(extras), style="yellow")
+    return text
 
 
-def run_evidence(result: RunResult) -> list[Evidence | None]:
-    """The verdict evidence of each trial (None for eager and failed trials), derived once."""
-    eager = eager_trial(result)
-    return [gather_evidence(t, eager, result.lifetime) if t.ok and t.spec.cache != "none" else None
-            for t in result.trials]
-
-
-def summary_table(summaries: list[TrialSummary], evidence: list[Evidence | None]) -> Table:
-    table = Table(title="per strategy", title_justify="left")
+def summary_table(report: RunReport) -> Table:
+    table = Table(title=T("per strategy"), title_justify="left")
     for name, justify in (
         ("strategy", "left"),
         ("first call", "right"),
@@ -128,161 +143,116 @@ def summary_table(summaries: list[TrialSummary], evidence: list[Evidence | None]
         ("projected N*", "right"),
         ("numerics", "left"),
     ):
-        table.add_column(name, justify=justify, no_wrap=name in ("strategy", "break-even", "stream total (eager)", "numerics"))  # type: ignore[arg-type]
-    for s, e in zip(summaries, evidence):
-        t = s.trial
-        if not t.ok:
+        table.add_column(T(name), justify=justify,  # type: ignore[arg-type]
+                         no_wrap=name in ("strategy", "break-even", "stream total (eager)"))
+    for t in report.trials:
+        if t.status != "ok":
             style = "dim" if t.status == "unavailable" else "bold red"
-            table.add_row(_trial_label(t), Text(t.status, style=style), *([""] * 8))
+            done = f" ({t.completed}/{t.requests} requests)" if t.status != "unavailable" else ""
+            table.add_row(T(t.label), T(t.status + done, style), *[T("")] * 8)
             continue
-        if e is None:
-            table.add_row(_trial_label(t), fmt_time(s.first_call_s), *([""] * 4), fmt_time(s.stream_s), *([""] * 3))
+        if not t.compiles_code:
+            table.add_row(T(t.label), T(fmt_time(t.first_call_s)), *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
-        be = "not within the stream" if s.break_even_request is None else f"after request {s.break_even_request}"
-        if e.n_star is not None:
-            n_star = f"{e.n_star:,}"
+        be = "not within the stream" if t.break_even_request is None else f"after request {t.break_even_request}"
+        if t.n_star is not None:
+            n_star = f"{t.n_star:,}"
+        elif t.saving_per_request_s is None:
+            n_star = "—"
         else:
-            n_star = "never" if e.saving_per_request_s is not None else "—"
-        if s.numerics_failed:
-            numerics: str | Text = Text(f"{s.numerics_failed} shape(s) FAIL", style="bold red")
+            n_star = "never" if t.saving_significant else "within noise"
+        if t.numerics_failed:
+            numerics = T(f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bold red")
+        elif t.numerics_checked:
+            numerics = T(f"{t.numerics_checked} pass" + (f", {t.numerics_eager} eager" if t.numerics_eager else ""))
         else:
-            numerics = "all pass" if t.numerics else ""
-        first = fmt_time(s.first_call_s)
+            numerics = T(f"{t.numerics_eager} eager" if t.numerics_eager else "")
+        first = fmt_time(t.first_call_s)
         table.add_row(
-            _trial_label(t),
-            first if not s.errors else Text(f"{first}, {s.errors} error(s)", style="red"),
-            f"{s.compiles} ({s.recompiles})",
-            fmt_time(s.compile_s),
-            str(s.graph_breaks),
-            Text(str(e.fallbacks), style="bold red") if e.fallbacks else "0",
-            f"{fmt_time(s.stream_s)} ({fmt_time(s.eager_stream_s)})",
-            be,
-            n_star,
+            T(t.label),
+            T(first) if not t.call_errors else T(f"{first}, {t.call_errors} error(s)", "red"),
+            _counts_cell(t),
+            T(fmt_time(t.stream.compile_s)),
+            T(len(t.graph_breaks)),
+            T(t.fallbacks, "bold red" if t.fallbacks else ""),
+            T(f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})"),
+            T(be),
+            T(n_star),
             numerics,
         )
     return table
 
 
-def shape_change_lines(result: RunResult) -> list[Text]:
-    """Shape changes that recompiled, each with its latency and every guard failure;
-    the ones that reused a compiled graph are counted."""
+_OUTCOME = {
+    "recompiled": ("recompiled", "yellow"),
+    "refused": ("recompile REFUSED (limit) — ran eagerly", "bold red"),
+    "eager fallback": ("ran EAGERLY", "bold red"),
+    "error": ("raised", "red"),
+}
+
+
+def shape_change_lines(report: RunReport) -> list[Text]:
+    """Shape changes that recompiled or ran eagerly, each with every guard failure; those
+    that reused a compiled graph are counted."""
     lines = []
-    for trial in result.trials:
-        if not trial.ok or trial.spec.cache == "none":
+    for t in report.trials:
+        if t.status != "ok" or not t.compiles_code:
             continue
-        changes = shape_changes(trial)
-        reused = [c for c in changes if not c.compiles]
-        for change in changes:
-            if not change.compiles:
+        reused = [c for c in t.changes if c.outcome == "reused"]
+        for c in t.changes:
+            if c.outcome == "reused":
                 continue
-            call = change.call
-            text = Text(f"  {_trial_label(trial)}: request {call.index} ")
-            text.append(f"{shape_label(change.previous)} → {shape_label(call.shape)}", style="bold")
-            text.append(f"  {fmt_time(call.latency_s)}")
-            text.append(f"  recompiled {', '.join(e.compile_id for e in change.compiles)}", style="yellow")
-            if change.reasons:
-                text.append(" — " + "; ".join(r.reason for r in change.reasons))
+            word, style = _OUTCOME[c.outcome]
+            text = T(f"  {t.label}: request {c.index} ")
+            text.append(f"{c.previous} → {c.shape}", style="bold")
+            text.append(f"  {fmt_time(c.latency_s)}  ")
+            text.append(word + (" " + ", ".join(c.compile_ids) if c.compile_ids else ""), style=style)
+            if c.reasons:
+                text.append(" — " + "; ".join(c.reasons))
             lines.append(text)
         if reused:
-            latencies = sorted(c.call.latency_s or 0.0 for c in reused)
-            lines.append(
-                Text(
-                    f"  {_trial_label(trial)}: {len(reused)} other shape change(s) reused a compiled graph "
-                    f"(median {fmt_time(latencies[len(latencies) // 2])})",
-                    style="green",
-                )
-            )
+            lines.append(T(f"  {t.label}: {len(reused)} other shape change(s) ran a compiled graph without "
+                           f"recompiling (median {fmt_time(t.reused_median_s)})", "green"))
     return lines
 
 
-def start_table(result: RunResult) -> Table | None:
-    """First-call latency per start mode, when more than one mode ran."""
-    modes = [m for m in ("cold", "warm", "mega") if any(t.spec.cache == m for t in result.trials)]
-    if len(modes) < 2:
+def start_table(report: RunReport) -> Table | None:
+    if not report.start_modes:
         return None
-    table = Table(title="start modes: first call (compiles)", title_justify="left")
-    table.add_column("strategy")
-    for mode in modes:
-        table.add_column({"cold": "cold cache", "warm": "warm on-disk cache", "mega": "mega-cache"}[mode], justify="right")
-    strategies = list(dict.fromkeys(t.spec.strategy for t in result.trials if t.spec.cache != "none"))
-    for name in strategies:
-        cells: list[str | Text] = [name]
-        for mode in modes:
-            t = next((x for x in result.trials if x.spec.strategy == name and x.spec.cache == mode), None)
-            if t is None:
-                cells.append("")
-            elif not t.ok:
-                cells.append(Text(t.status, style="red" if t.status != "unavailable" else "dim"))
-            else:
-                n = sum(1 for e in t.compiles if e.forward)
-                cell = f"{fmt_time(t.calls[0].latency_s if t.calls else None)} ({n})"
-                if t.cache_load_s is not None:
-                    cell += f" +{fmt_time(t.cache_load_s)} load"
-                cells.append(cell)
-        table.add_row(*cells)
+    table = Table(title=T("start modes: first call (compiles)"), title_justify="left")
+    table.add_column(T("strategy"))
+    names = {"cold": "cold cache", "warm": "warm on-disk cache", "mega": "mega-cache"}
+    for mode in report.start_modes:
+        table.add_column(T(names[mode]), justify="right")
+    for row in report.start_rows:
+        table.add_row(T(row.strategy), *[T(c) for c in row.cells])
     return table
 
 
-def verdict_lines(result: RunResult, evidence: list[Evidence | None]) -> list[Text]:
-    lines = []
-    for t, e in zip(result.trials, evidence):
-        if e is None:
-            continue
-        text = verdict_text(e)
-        if text:
-            lines.append(Text.assemble(("  " + _trial_label(t) + ": ", "bold"), text))
-    return lines
+def note_line(note: Note) -> Text:
+    return T(f"{_NOTE_MARK[note.level]} {note.text}", _NOTE_STYLE[note.level])
 
 
-def warning_lines(result: RunResult, summaries: list[TrialSummary]) -> list[Text]:
-    out = []
-    for s in summaries:
-        t = s.trial
-        if not t.ok:
-            style = "dim" if t.status == "unavailable" else "red"
-            out.append(Text(f"! {_trial_label(t)} {t.status}: {t.error}", style=style))
-            continue
-        if t.spec.cache != "none" and not any(e.forward for e in t.compiles):
-            out.append(
-                Text(
-                    f"! {_trial_label(t)}: no frame was compiled — torch.compile never captured this code "
-                    "(all of it in Dynamo's skipfiles?); its figures are eager's",
-                    style="bold red",
-                )
-            )
-        if s.numerics_failed:
-            out.append(Text(f"! {_trial_label(t)}: outputs differ from eager on {s.numerics_failed} shape(s)", style="bold red"))
-        if s.noisy_shapes:
-            out.append(
-                Text(
-                    f"~ {_trial_label(t)}: {s.noisy_shapes} steady-state figure(s) have IQR/median > "
-                    f"{IQR_WARN_THRESHOLD:.0%} (marked ~); treat differences there with care",
-                    style="yellow",
-                )
-            )
-        for c in t.calls:
-            if c.error:
-                out.append(Text(f"! {_trial_label(t)}: request {c.index} ({shape_label(c.shape)}) raised {c.error}", style="red"))
-    return out
-
-
-def renderables(result: RunResult) -> list[RenderableType]:
-    summaries = summarize_run(result)
-    evidence = run_evidence(result)
-    parts: list[RenderableType] = [shape_table(result), summary_table(summaries, evidence)]
-    starts = start_table(result)
+def renderables(report: RunReport) -> list[RenderableType]:
+    parts: list[RenderableType] = [shape_table(report)]
+    if report.eager_spread is not None:
+        parts.append(T(
+            "speedup = eager p50 / compiled p50, both sampled interleaved in the same trial process; the eager "
+            f"trial's own process measured up to {report.eager_spread:.0%} apart from it on these shapes", "dim"))
+    parts.append(summary_table(report))
+    starts = start_table(report)
     if starts is not None:
         parts.append(starts)
-    changes = shape_change_lines(result)
+    changes = shape_change_lines(report)
     if changes:
-        parts.append(Group(Text("shape changes (stream order)", style="bold"), *changes))
-    verdicts = verdict_lines(result, evidence)
+        parts.append(Group(T("shape changes (stream order)", "bold"), *changes))
+    verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), verdict_text(t.verdict)) for t in report.trials if t.verdict]
     if verdicts:
-        parts.append(Group(Text("verdict" + (f" (lifetime {result.lifetime:,} requests)" if result.lifetime else ""),
-                                style="bold"), *verdicts))
-    warnings = warning_lines(result, summaries)
-    if warnings:
-        parts.append(Group(*warnings))
+        head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")
+        parts.append(Group(T(head, "bold"), *verdicts))
+    notes = [n for t in report.trials for n in t.notes] + list(report.notes)
+    if notes:
+        parts.append(Group(*[note_line(n) for n in notes]))
     return parts
 
 
@@ -295,6 +265,6 @@ def to_text(parts: list[RenderableType], width: int = 160) -> str:
     return buf.getvalue()
 
 
-def render(result: RunResult, width: int = 160) -> str:
+def render(report: RunReport, width: int = 160) -> str:
     """The whole terminal report as plain text."""
-    return to_text(renderables(result), width)
+    return to_text(renderables(report), width)

@@ -1,43 +1,50 @@
-"""CSV: one row per (trial, distinct shape), with the trial's summary figures repeated."""
+"""CSV: one row per (trial, distinct shape), with the trial's summary figures repeated.
+Formats the report model only. Cells that a spreadsheet would run as a formula (leading
+``=``, ``+``, ``-``, ``@``) are prefixed with ``'``."""
 
 from __future__ import annotations
 
 import csv
 import io
 
-from ..analysis.regimes import shape_rows, summarize_run
-from ..model import RunResult, shape_label
+from ..report import RunReport
 
 COLUMNS = (
-    "workload", "strategy", "cache", "status", "shape", "requests", "first_call_s", "compiled", "cause",
-    "steady_median_s", "steady_iqr_s", "steady_n", "eager_median_s", "eager_iqr_s", "speedup",
-    "max_abs_err", "max_rel_err", "numerics_pass", "trial_compiles", "trial_recompiles",
-    "trial_compile_s", "trial_stream_s", "eager_stream_s", "break_even_request",
+    "workload", "strategy", "cache", "status", "shape", "requests", "first_call_s", "how_it_ran", "cause",
+    "fallback_calls", "steady_median_s", "steady_iqr_s", "steady_n", "eager_median_s", "eager_iqr_s",
+    "speedup", "speed_class", "eager_trial_median_s", "max_abs_err", "max_rel_err", "numerics_pass",
+    "numerics_ran_eagerly", "trial_compiles", "trial_recompiles", "trial_refused", "trial_compile_s",
+    "trial_eager_fallbacks", "trial_stream_s", "eager_stream_s", "break_even_request",
 )
 
 
-def render(result: RunResult) -> str:
+def _cell(value: object) -> object:
+    if value is None:
+        return ""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def render(report: RunReport) -> str:
     buf = io.StringIO()
     writer = csv.writer(buf, lineterminator="\n")
     writer.writerow(COLUMNS)
-
-    def row(values: list[object]) -> None:
-        writer.writerow(["" if v is None else v for v in values])
-
-    for s in summarize_run(result):
-        t = s.trial
-        head = [result.workload, t.spec.strategy, t.spec.cache, t.status]
-        tail = [s.compiles, s.recompiles, s.compile_s, s.stream_s, s.eager_stream_s, s.break_even_request]
-        rows = shape_rows(t) if t.ok else []
-        if not rows:
-            row(head + [""] * (len(COLUMNS) - len(head) - len(tail)) + tail)
-        for r in rows:
+    for t in report.trials:
+        head = [report.workload, t.strategy, t.cache, t.status]
+        tail = [t.stream.compiles, t.stream.recompiles, t.stream.refused, t.stream.compile_s, t.fallbacks,
+                t.stream_s, t.eager_stream_s, t.break_even_request]
+        if not t.rows:
+            writer.writerow([_cell(v) for v in head + [None] * (len(COLUMNS) - len(head) - len(tail)) + tail])
+        for r in t.rows:
             n = r.numerics
-            row(head + [
-                shape_label(r.shape), r.requests, r.first_call_s, r.compiled, r.cause,
-                r.steady.median if r.steady else "", r.steady.iqr if r.steady else "",
-                r.steady.n if r.steady else "", r.eager.median if r.eager else "",
-                r.eager.iqr if r.eager else "", r.speedup if r.speedup is not None else "",
-                n.max_abs_err if n else "", n.max_rel_err if n else "", n.passed if n else "",
-            ] + tail)
+            writer.writerow([_cell(v) for v in head + [
+                r.shape, r.requests, r.first_call_s, r.status, r.cause, r.fallback_calls,
+                r.steady.median if r.steady else None, r.steady.iqr if r.steady else None,
+                r.steady.n if r.steady else None, r.eager.median if r.eager else None,
+                r.eager.iqr if r.eager else None, r.speedup, r.speed_class or None,
+                r.eager_trial.median if r.eager_trial else None,
+                n.max_abs_err if n else None, n.max_rel_err if n else None, n.passed if n else None,
+                n.ran_eagerly if n else None,
+            ] + tail])
     return buf.getvalue()

@@ -1,10 +1,36 @@
-"""JSON: the versioned results file (raw records; statistics are derived on load)."""
+"""JSON: the versioned results file — the raw records, plus the derived ``summary`` (per
+trial: counts, fallbacks, verdict) taken from the report model, for readers that want the
+conclusions without re-deriving them. The loader ignores the summary."""
 
 from __future__ import annotations
 
-from ..model import RunResult
+from ..model import ProbeResult, RunResult
+from ..report import ProbeReport, RunReport
 from ..schema import dumps
 
 
-def render(result: RunResult) -> str:
-    return dumps(result)
+def render(result: RunResult, report: RunReport | None = None) -> str:
+    from ..analysis.build import run_summary
+
+    return dumps(result, {"summary": run_summary(report)} if report is not None else None)
+
+
+def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
+    """The probe JSON: the records (``compiles`` with ``compile_id``, ``function``, ``filename``,
+    ``line``, ``reasons`` in PyTorch's words, ``rejected_by``, ``compile_time_s``…), and
+    ``graph_breaks`` deduplicated with counts (every occurrence under
+    ``graph_break_occurrences``, which the loader reads back)."""
+    import json
+
+    from ..schema import encode, to_data
+
+    data = encode(result)
+    data["graph_break_occurrences"] = data.pop("graph_breaks")
+    if report is not None:
+        data["graph_breaks"] = [to_data(b) for b in report.graph_breaks]
+        data["summary"] = {
+            "compiles": report.compiles, "frames": report.frames, "compile_s": report.compile_s,
+            "functions": [{"name": f.name, "location": f.location, "compiles": f.compiles,
+                           "recompiles": f.recompiles, "refused": f.refused} for f in report.functions],
+        }
+    return json.dumps(data, indent=1, allow_nan=False)

@@ -17,19 +17,32 @@ from typing import Any
 
 import torch
 
-from . import compat
-from .errors import StrategyError
-from .model import MarkSpec, Shape, StrategyOptions
+from .. import compat
+from ..collect.graphs import GraphRunLog
+from ..errors import StrategyError
+from ..model import MarkSpec, Shape, StrategyOptions
 
 BeforeCall = Callable[[Mapping[str, Any]], None]
 
 
 @dataclass(frozen=True)
 class PrepareContext:
-    """What a strategy may look at besides the target: the workload's inputs and stream."""
+    """What a strategy may look at besides the target: the workload's inputs and stream,
+    and :meth:`compile`, which every strategy uses instead of ``torch.compile`` so the
+    trial records which compiled graph each call runs."""
 
     make_inputs: Callable[[Shape], tuple[tuple[Any, ...], dict[str, Any]]]
     stream: tuple[Shape, ...]
+    graphs: GraphRunLog = field(default_factory=GraphRunLog)
+
+    def compile(self, target: Any, options: StrategyOptions, dynamic: bool | None = None, **extra: Any) -> Any:
+        """``torch.compile(target, backend=options.backend, mode=options.mode, dynamic=…)``
+        with the backend wrapped by :class:`GraphRunLog`."""
+        kwargs: dict[str, Any] = dict(extra)
+        if options.recompile_limit is not None and compat.compile_accepts("recompile_limit"):
+            kwargs["recompile_limit"] = options.recompile_limit
+        backend = self.graphs.backend(options.backend, options.mode, dynamic)
+        return torch.compile(target, backend=backend, dynamic=dynamic, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -47,6 +60,7 @@ class Prepared:
     close: Callable[[], None] | None = None
     notes: tuple[str, ...] = field(default=())
     eager: Callable[..., Any] | None = None  # the eager reference, when the target itself was changed
+    named_target: Any = None  # what was passed to torch.compile, when not the whole target
 
 
 Prepare = Callable[[Callable[..., Any], StrategyOptions, PrepareContext], Prepared]
@@ -97,56 +111,7 @@ def parse_strategies(text: str, options: StrategyOptions) -> tuple[str, ...]:
     return names
 
 
-def parse_mark(text: str) -> MarkSpec:
-    """``x:0`` or ``x:0:1:1024`` (``x:0::1024`` leaves the minimum open)."""
-    parts = text.split(":")
-    if len(parts) not in (2, 4) or not parts[0].strip():
-        raise StrategyError(f"malformed --mark {text!r}: expected INPUT:DIM or INPUT:DIM:MIN:MAX")
-
-    def num(token: str, what: str, optional: bool) -> int | None:
-        if optional and token == "":
-            return None
-        try:
-            value = int(token)
-        except ValueError:
-            raise StrategyError(f"malformed --mark {text!r}: {what} {token!r} is not an integer") from None
-        if value < 0:
-            raise StrategyError(f"malformed --mark {text!r}: {what} must be >= 0")
-        return value
-
-    dim = num(parts[1], "dim", optional=False)
-    assert dim is not None
-    lo = hi = None
-    if len(parts) == 4:
-        lo, hi = num(parts[2], "min", True), num(parts[3], "max", True)
-        if lo is not None and hi is not None and lo > hi:
-            raise StrategyError(f"malformed --mark {text!r}: min {lo} is above max {hi}")
-    return MarkSpec(input=parts[0].strip(), dim=dim, min=lo, max=hi)
-
-
-def parse_buckets(text: str) -> tuple[int, ...]:
-    """``pow2`` (empty tuple) or an ascending list such as ``16,32,64,128``."""
-    if text.strip() in ("", "pow2"):
-        return ()
-    try:
-        values = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise StrategyError(f"malformed --buckets {text!r}: expected pow2 or a list of integers") from None
-    if any(v <= 0 for v in values) or list(values) != sorted(set(values)):
-        raise StrategyError(f"malformed --buckets {text!r}: sizes must be positive and ascending")
-    return values
-
-
 # ----------------------------------------------------------------------------- shared pieces
-
-
-def compile_kwargs(options: StrategyOptions) -> dict[str, Any]:
-    kwargs: dict[str, Any] = {"backend": options.backend}
-    if options.mode is not None:
-        kwargs["mode"] = options.mode
-    if options.recompile_limit is not None and compat.compile_accepts("recompile_limit"):
-        kwargs["recompile_limit"] = options.recompile_limit
-    return kwargs
 
 
 def limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[None]:
@@ -168,7 +133,7 @@ def _closing(scope: contextlib.AbstractContextManager[Any]) -> Callable[[], None
 
 def _compiled(dynamic: bool | None) -> Prepare:
     def prepare(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-        return Prepared(torch.compile(target, dynamic=dynamic, **compile_kwargs(options)))
+        return Prepared(ctx.compile(target, options, dynamic=dynamic))
 
     return prepare
 
@@ -186,7 +151,7 @@ def apply_marks(marks: tuple[MarkSpec, ...], arguments: Mapping[str, Any]) -> No
 def _prepare_mark_dynamic(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
     marks = options.marks
     return Prepared(
-        torch.compile(target, **compile_kwargs(options)),
+        ctx.compile(target, options),
         before_call=lambda arguments: apply_marks(marks, arguments),
     )
 
@@ -213,7 +178,7 @@ def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOption
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
     close = _closing(torch.compiler.config.patch(dynamic_sources=options.dynamic_sources))
-    return Prepared(torch.compile(target, **compile_kwargs(options)), close=close)
+    return Prepared(ctx.compile(target, options), close=close)
 
 
 def _dynamic_sources_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
@@ -262,16 +227,15 @@ def _prepare_regional(target: Callable[..., Any], options: StrategyOptions, ctx:
     assert not isinstance(found, str) and isinstance(target, torch.nn.Module)
     cls, n = found
     eager = copy.deepcopy(target)  # the reference keeps plain blocks; same weights
-    kwargs = compile_kwargs(options)
     # Swap each block for torch.compile(block). Not block.compile(): that compiles the block's
     # _call_impl as the top frame, which Dynamo skips for torch.nn built-ins such as
     # TransformerEncoderLayer (their files are in its skipfiles) — a silent no-op.
     for parent in list(target.modules()):
         for name, child in list(parent.named_children()):
             if type(child) is cls:
-                parent._modules[name] = torch.compile(child, **kwargs)
+                parent._modules[name] = ctx.compile(child, options)
     return Prepared(
-        target, eager=eager,
+        target, eager=eager, named_target=_first(target, cls),
         notes=(f"compiled {n} instances of {cls.__name__} (torch.compile per instance, the rest eager)",),
     )
 
@@ -288,7 +252,7 @@ def _prepare_nested(target: Callable[..., Any], options: StrategyOptions, ctx: P
         cls.forward = original  # type: ignore[method-assign]
 
     return Prepared(
-        torch.compile(target, **compile_kwargs(options)),
+        ctx.compile(target, options),
         close=close,
         notes=(f"{cls.__name__}.forward wrapped in nested_compile_region ({n} instances)",),
     )
@@ -298,131 +262,6 @@ def _nested_unavailable(target: Callable[..., Any], options: StrategyOptions) ->
     if not hasattr(torch.compiler, "nested_compile_region"):
         return f"torch {torch.__version__} has no torch.compiler.nested_compile_region"
     return _block_unavailable(target, options)
-
-
-# ----------------------------------------------------------------------------- bucketing
-
-
-def bucket_size(value: int, buckets: tuple[int, ...]) -> int:
-    """The smallest bucket >= value: a power of two, or the next size in ``buckets``
-    (a value above the largest bucket runs unpadded)."""
-    if not buckets:
-        return 1 if value <= 1 else 1 << (value - 1).bit_length()
-    return next((b for b in buckets if b >= value), value)
-
-
-Slot = tuple[str, Any]  # ("arg", position) or ("kwarg", name)
-
-
-def _tensor_leaves(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> list[tuple[Slot, torch.Tensor]]:
-    out: list[tuple[Slot, torch.Tensor]] = [(("arg", i), a) for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-    out += [(("kwarg", k), v) for k, v in kwargs.items() if isinstance(v, torch.Tensor)]
-    return out
-
-
-def _tied_dims(before: list[tuple[Slot, torch.Tensor]], after: list[tuple[Slot, torch.Tensor]]) -> dict[Slot, list[int]]:
-    """Tensor dims whose size changed between two probes: those follow the probed shape dim."""
-    tied: dict[Slot, list[int]] = {}
-    for (path, a), (_, b) in zip(before, after):
-        if a.dim() == b.dim():
-            dims = [i for i in range(a.dim()) if a.shape[i] != b.shape[i]]
-            if dims:
-                tied[path] = dims
-    return tied
-
-
-def _outputs(out: Any) -> list[torch.Tensor]:
-    if isinstance(out, torch.Tensor):
-        return [out]
-    if isinstance(out, (list, tuple)):
-        return [t for o in out for t in _outputs(o)]
-    if isinstance(out, dict):
-        return [t for o in out.values() for t in _outputs(o)]
-    return []
-
-
-def _prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-    buckets = options.buckets
-    base = ctx.stream[0]
-    args0, kwargs0 = ctx.make_inputs(base)
-    leaves0 = _tensor_leaves(args0, kwargs0)
-    with torch.no_grad():
-        out0 = _outputs(target(*args0, **kwargs0))
-    input_dims: dict[str, dict[Slot, list[int]]] = {}
-    output_dims: dict[str, list[list[int]]] = {}
-    for dim in base:
-        probe = dict(base, **{dim: base[dim] + 1})
-        args1, kwargs1 = ctx.make_inputs(probe)
-        input_dims[dim] = _tied_dims(leaves0, _tensor_leaves(args1, kwargs1))
-        with torch.no_grad():
-            out1 = _outputs(target(*args1, **kwargs1))
-        output_dims[dim] = [
-            [i for i in range(a.dim()) if a.dim() == b.dim() and a.shape[i] != b.shape[i]] for a, b in zip(out0, out1)
-        ]
-    compiled = torch.compile(target, dynamic=False, **compile_kwargs(options))
-
-    def current_shape(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Shape:
-        leaves = dict(_tensor_leaves(args, kwargs))
-        shape: Shape = {}
-        for dim, tied in input_dims.items():
-            if tied:
-                slot, dims = next(iter(tied.items()))
-                shape[dim] = int(leaves[slot].shape[dims[0]])
-        return shape
-
-    def pad_shape(shape: Shape) -> Shape:
-        return {d: bucket_size(v, buckets) if input_dims.get(d) else v for d, v in shape.items()}
-
-    def run(*args: Any, **kwargs: Any) -> Any:
-        shape = current_shape(args, kwargs)
-        target_shape = pad_shape(shape)
-        padded: dict[str, Any] = {"arg": list(args), "kwarg": dict(kwargs)}
-        for dim, tied in input_dims.items():
-            grow = target_shape[dim] - shape[dim]
-            if grow <= 0:
-                continue
-            for (kind, key), dims in tied.items():
-                t = padded[kind][key]
-                for d in dims:
-                    t = torch.nn.functional.pad(t, [0, 0] * (t.dim() - d - 1) + [0, grow])
-                padded[kind][key] = t
-        padded_args, padded_kwargs = padded["arg"], padded["kwarg"]
-        out = compiled(*padded_args, **padded_kwargs)
-        return _slice_back(out, shape, target_shape, output_dims)
-
-    return Prepared(
-        run,
-        pad_shape=pad_shape,
-        notes=(
-            "buckets: " + ("powers of two" if not buckets else ",".join(map(str, buckets))),
-            "padded with zeros along " + ", ".join(
-                f"{d}→" + "/".join(f"{k[1]}:{ds}" for k, ds in t.items()) for d, t in input_dims.items() if t
-            ),
-        ),
-    )
-
-
-def _slice_back(out: Any, shape: Shape, padded: Shape, output_dims: dict[str, list[list[int]]]) -> Any:
-    counter = iter(range(1 << 30))
-
-    def visit(o: Any) -> Any:
-        if isinstance(o, torch.Tensor):
-            i = next(counter)
-            for dim, per_output in output_dims.items():
-                if padded[dim] == shape[dim] or i >= len(per_output):
-                    continue
-                for d in per_output[i]:
-                    o = o.narrow(d, 0, o.shape[d] - (padded[dim] - shape[dim]))
-            return o
-        if isinstance(o, tuple):
-            return type(o)(*[visit(v) for v in o]) if hasattr(o, "_fields") else tuple(visit(v) for v in o)
-        if isinstance(o, list):
-            return [visit(v) for v in o]
-        if isinstance(o, dict):
-            return type(o)({k: visit(v) for k, v in o.items()})
-        return o
-
-    return visit(out)
 
 
 # ----------------------------------------------------------------------------- shapes_spec
@@ -451,12 +290,15 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
         params[name] = TensorSpec(dims)
     spec = ParamsSpec(params)
     return Prepared(
-        torch.compile(target, shapes_spec=spec, **compile_kwargs(options)),
+        ctx.compile(target, options, shapes_spec=spec),
         notes=(f"shapes_spec: {', '.join(f'{k}={v!r}' for k, v in params.items())}",),
     )
 
 
 # ----------------------------------------------------------------------------- the registry
+
+from .bucket import bucket_size, prepare_bucket  # noqa: E402  (needs Prepared, defined above)
+
 
 register(Strategy("eager", "no compilation: the baseline", compiles=False, prepare=lambda t, o, c: Prepared(t)))
 register(Strategy("default", "torch.compile(dynamic=None): static first, automatic dynamic after a size change",
@@ -476,7 +318,7 @@ register(Strategy("regional", "compile each instance of the repeated block in pl
 register(Strategy("nested", "compile the whole model with the repeated block in nested_compile_region",
                   compiles=True, prepare=_prepare_nested, validate=_validate_compile, unavailable=_nested_unavailable))
 register(Strategy("bucket", "pad the varying dims up to bucket sizes, compile static, slice outputs back",
-                  compiles=True, prepare=_prepare_bucket, validate=_validate_compile))
+                  compiles=True, prepare=prepare_bucket, validate=_validate_compile))
 register(Strategy("shapes-spec", "torch.compile(shapes_spec=ParamsSpec) from --mark (unbacked dynamic dims)",
                   compiles=True, prepare=_prepare_shapes_spec, validate=_needs_marks("shapes-spec"),
                   unavailable=_shapes_spec_unavailable))

@@ -1,0 +1,211 @@
+"""The one builder of compile records from PyTorch's compilation metrics.
+
+All three capture paths — a ``run`` trial, a live ``probe`` and the ``TORCH_TRACE`` reader —
+feed metrics entries here in the order PyTorch wrote them, each with its reset epoch and the
+guard-failure texts tied to its compile id. The rules live here once:
+
+* an entry with ``is_forward=False`` is a lazily compiled backward: its time goes to the
+  forward record with the same id (``backward_compile_s``), never a compile of its own;
+* an entry refused by the recompile limit is recorded with outcome ``refused`` (it is not
+  a compile); one that raised while compiling is ``failed`` (it is);
+* an entry without a code location (a refused one) borrows its frame's from an earlier
+  compile of the same frame in the same epoch;
+* a frame that is PyTorch's own wrapper (``inner``) or a decorator around the compiled
+  target is named by the target (``Linear.forward``), and guard sources PyTorch names
+  through the wrapper (``L['args'][0]``, ``L['kwargs']['ids']``) by the parameter.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .. import compat
+from ..analysis.guards import enrich_actual, parse_guard_failure, split_entry_reasons
+from ..model import CompiledTarget, CompileId, CompileRecord, GuardFailure
+
+CodeKey = tuple[str, str, int]
+_ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<i>\d+)\](?P<rest>.*)$")
+_KWARGS_SOURCE = re.compile(r"^L\['kwargs'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<rest>.*)$")
+
+
+def code_key(code: Any) -> CodeKey:
+    """(name, file, first line) of a code object — how compilation metrics name a frame."""
+    if code is None:
+        return ("", "", 0)
+    return (
+        str(getattr(code, "co_name", code)),
+        str(getattr(code, "co_filename", "")),
+        int(getattr(code, "co_firstlineno", 0) or 0),
+    )
+
+
+def break_location(record: Any) -> tuple[str | None, int | None]:
+    """The user's file and line of a graph-break record (its innermost user frame)."""
+    stack = getattr(record, "user_stack", None) or []
+    if not stack:
+        return None, None
+    frame = stack[-1]
+    return getattr(frame, "filename", None), getattr(frame, "lineno", None)
+
+
+class TargetInfo:
+    """What was passed to ``torch.compile``: its user-facing name and the code objects of
+    the wrappers around it (decorators), which PyTorch may report as the compiled frame."""
+
+    def __init__(self, obj: Any) -> None:
+        import torch
+
+        self.is_module = isinstance(obj, torch.nn.Module)
+        fn = type(obj).forward if self.is_module else obj
+        fn = getattr(fn, "_torchdynamo_orig_callable", fn)
+        chain: list[Any] = []
+        seen = 0
+        current = fn
+        while current is not None and seen < 32:
+            chain.append(current)
+            current = getattr(current, "__wrapped__", None)
+            seen += 1
+        innermost = chain[-1]
+        self.entry_codes = frozenset(code_key(getattr(f, "__code__", None)) for f in chain if hasattr(f, "__code__"))
+        code = getattr(innermost, "__code__", None)
+        if self.is_module:
+            name = f"{type(obj).__name__}.forward"
+        else:
+            name = str(getattr(innermost, "__qualname__", None) or getattr(innermost, "__name__", None) or type(obj).__name__)
+        try:
+            params = tuple(p for p in inspect.signature(innermost).parameters if p != "self")
+        except (TypeError, ValueError):
+            params = ()
+        self.target = CompiledTarget(
+            name=name,
+            filename=str(getattr(code, "co_filename", "") or ""),
+            line=int(getattr(code, "co_firstlineno", 0) or 0),
+            params=params,
+        )
+
+    def names_frame(self, key: CodeKey) -> bool:
+        """Whether a compiled frame is this target's entry (wrapper, decorator or itself)."""
+        return bool(key[0]) and (compat.is_torch_internal(key[1]) or key in self.entry_codes)
+
+
+def rename_source(source: str | None, params: Sequence[str]) -> str | None:
+    """``L['args'][0]`` → ``L['x']`` and ``L['kwargs']['ids']`` → ``L['ids']`` for a frame
+    that is a wrapper around ``forward(self, x, ids=…)``."""
+    if source is None:
+        return None
+    if (m := _ARGS_SOURCE.match(source)) and int(m["i"]) < len(params):
+        return f"L['{params[int(m['i'])]}']{m['rest']}"
+    if m := _KWARGS_SOURCE.match(source):
+        return f"L['{m['name']}']{m['rest']}"
+    return source
+
+
+def parse_reasons(
+    texts: Sequence[str], arguments: Mapping[str, Any] | None = None, params: Sequence[str] | None = None
+) -> tuple[GuardFailure, ...]:
+    """Each rejecting entry's text → one parsed failure per failing guard."""
+    out = []
+    for text in texts:
+        for part in split_entry_reasons(text):
+            failure = parse_guard_failure(part)
+            if params is not None:
+                failure = dataclasses.replace(failure, source=rename_source(failure.source, params))
+            if arguments:
+                failure = enrich_actual(failure, arguments)
+            out.append(failure)
+    return tuple(out)
+
+
+class RecordBuilder:
+    """Accumulates :class:`CompileRecord`s in PyTorch's order; see the module docstring."""
+
+    def __init__(self) -> None:
+        self.records: list[CompileRecord] = []
+        self.counters: Counter[str] = Counter()
+        self._frames: dict[tuple[int, int], CodeKey] = {}
+
+    def add(
+        self,
+        view: compat.MetricsView,
+        *,
+        epoch: int,
+        reasons: Sequence[str] = (),
+        arguments: Mapping[str, Any] | None = None,
+        call_index: int | None = None,
+        phase: str = "stream",
+        target: TargetInfo | None = None,
+        fallback_key: CodeKey | None = None,
+    ) -> CompileRecord | None:
+        """Add one metrics entry; returns the new frame-compile record (None for a backward,
+        merged into its forward, or an entry without a compile id)."""
+        cid = CompileId.parse(view.compile_id)
+        if view.bad_fields:
+            for name in view.bad_fields:
+                self.counters[f"wrong_type:{name}"] += 1
+        if cid is None:
+            self.counters["metrics_without_compile_id"] += 1
+            return None
+        if not view.is_forward:
+            self._attach_backward(cid, epoch, view)
+            return None
+        key: CodeKey = (view.co_name, view.co_filename, view.co_firstlineno)
+        if not key[0]:
+            key = self._frames.get((epoch, cid.frame)) or fallback_key or key
+        else:
+            self._frames.setdefault((epoch, cid.frame), key)
+        named = target.target if target is not None and target.names_frame(key) else None
+        params = named.params if named is not None else None
+        if compat.is_recompile_limit_failure(view.fail_type, view.fail_reason):
+            outcome = "refused"
+        elif view.fail_type:
+            outcome = "failed"
+        else:
+            outcome = "compiled"
+        record = CompileRecord(
+            compile_id=cid,
+            function=key[0],
+            filename=key[1],
+            line=key[2],
+            outcome=outcome,  # type: ignore[arg-type]
+            epoch=epoch,
+            reasons=tuple(_strip_entry(r)[1] for r in reasons),
+            rejected_by=tuple(_strip_entry(r)[0] for r in reasons),
+            guard_failures=parse_reasons(reasons, arguments, params),
+            compile_time_s=view.duration_s,
+            phases_s=dict(view.phases_s),
+            cache=dict(view.cache),
+            fail_type=view.fail_type,
+            fail_reason=view.fail_reason,
+            call_index=call_index,
+            phase=phase,
+            start_time_us=view.start_time_us,
+            target=named,
+        )
+        self.records.append(record)
+        return record
+
+    def _attach_backward(self, cid: CompileId, epoch: int, view: compat.MetricsView) -> None:
+        for i in range(len(self.records) - 1, -1, -1):
+            r = self.records[i]
+            if r.compile_id == cid and r.epoch <= epoch:
+                seconds = (r.backward_compile_s or 0.0) + (view.duration_s or 0.0)
+                phases = dict(r.phases_s)
+                phases["backward"] = seconds
+                self.records[i] = dataclasses.replace(r, backward_compile_s=seconds, phases_s=phases)
+                return
+        self.counters["backward_without_forward"] += 1
+
+
+_ENTRY = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*")
+
+
+def _strip_entry(text: str) -> tuple[str, str]:
+    """``"0/1: tensor 'x' …"`` (first line) → (``"0/1"``, ``"tensor 'x' …"``)."""
+    first = text.split("\n", 1)[0]
+    m = _ENTRY.match(first)
+    return (m["entry"], first[m.end():]) if m else ("", first)

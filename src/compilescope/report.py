@@ -1,0 +1,231 @@
+"""The report model: every figure a report shows, computed once by
+:mod:`compilescope.analysis.build` from the records. Renderers (console, CSV, JSON summary,
+probe summary) only format these values; none computes a figure of its own.
+
+Definitions, stated once:
+
+* a **compile** is a frame compile attempt that compiled or failed while compiling
+  (:attr:`CompileRecord.is_compile`); a refusal at the recompile limit is not one, nor is
+  a lazily compiled backward (its time belongs to its forward's compile);
+* a **recompile** is a compile of a frame that already had a cache entry (``0/1``, ``0/2``…);
+* an **eager fallback** is a call that ran none of the trial's compiled graphs although
+  graphs existed (recorded by the wrapped backend);
+* a speedup is eager p50 / compiled p50, both sampled interleaved in the same trial process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .model import NumericsCheck
+
+IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a steady-state figure as noisy
+
+
+@dataclass(frozen=True)
+class Stats:
+    n: int
+    median: float
+    q1: float
+    q3: float
+
+    @property
+    def iqr(self) -> float:
+        return self.q3 - self.q1
+
+    @property
+    def relative_iqr(self) -> float:
+        return self.iqr / self.median if self.median > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.relative_iqr > IQR_WARN_THRESHOLD
+
+
+RowStatus = Literal["compiled", "reused", "eager fallback", "error", "eager"]
+SpeedClass = Literal["faster", "slower", "matched", ""]
+
+
+@dataclass(frozen=True)
+class ShapeRow:
+    """One distinct shape under one trial."""
+
+    shape: str
+    requests: int
+    first_call_index: int
+    first_call_s: float | None
+    status: RowStatus  # how the shape's first call ran
+    cause: str  # why it compiled, or why it ran eagerly
+    compile_ids: tuple[str, ...]
+    fallback_calls: int  # calls of this shape that ran eagerly
+    error: str | None
+    steady: Stats | None  # this strategy's samples (None when they ran eagerly)
+    eager: Stats | None  # eager, interleaved in the same process
+    eager_trial: Stats | None  # the eager trial's own process, for comparison
+    speedup: float | None  # eager.median / steady.median, same process
+    speed_class: SpeedClass
+    numerics: NumericsCheck | None
+    steady_note: str  # why steady figures are missing ("eager fallback", an error…)
+
+
+@dataclass(frozen=True)
+class ChangeRow:
+    """A request whose shape differs from the previous one."""
+
+    index: int
+    previous: str
+    shape: str
+    latency_s: float | None
+    compile_ids: tuple[str, ...]
+    reasons: tuple[str, ...]  # PyTorch's words, one per failing guard
+    outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error"]
+
+
+@dataclass(frozen=True)
+class CompileCounts:
+    compiles: int = 0
+    recompiles: int = 0
+    failed: int = 0
+    refused: int = 0  # attempts the recompile limit refused (not compiles)
+    compile_s: float = 0.0  # forward + backward compile time of the compiles
+    backward_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class SpeedGroup:
+    count: int
+    lo: float | None
+    hi: float | None
+    shapes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SteadySummary:
+    shapes: int  # shapes with compiled and eager samples (eager fallbacks left out)
+    weighted_ratio: float  # Σ requests·eager p50 / Σ requests·compiled p50 over the stream's mix
+    median_ratio: float  # the true median of the per-shape speedups
+    faster: SpeedGroup
+    slower: SpeedGroup
+    matched: SpeedGroup
+    size_note: str  # "the larger ones" when every faster shape is larger than every slower one
+    noisy: bool
+
+
+@dataclass(frozen=True)
+class BreakRow:
+    reason: str
+    filename: str | None
+    line: int | None
+    count: int
+
+
+@dataclass(frozen=True)
+class Note:
+    level: Literal["error", "warning", "noise", "info"]
+    text: str
+
+
+@dataclass(frozen=True)
+class TrialReport:
+    label: str
+    strategy: str
+    cache: str
+    status: str
+    error: str | None
+    compiles_code: bool  # the strategy compiles (False for eager)
+    requests: int
+    completed: int  # requests with a record (a dying trial keeps those it finished)
+    stream: CompileCounts  # compiles caused by stream requests
+    later: CompileCounts  # compiles in the steady-state and numerics phases, apart
+    graph_breaks: tuple[BreakRow, ...]
+    fallbacks: int
+    fallback_shapes: tuple[str, ...]
+    first_call_s: float | None
+    stream_s: float | None  # wall time of the stream's requests that completed
+    eager_stream_s: float | None  # the eager trial's, when it ran the same requests
+    break_even_request: int | None  # measured within the stream
+    steady: SteadySummary | None
+    saving_per_request_s: float | None  # stream-weighted eager − compiled p50
+    saving_noise_s: float | None  # the IQR band around that saving
+    saving_significant: bool
+    compile_cost_s: float  # excess latency of the calls that compiled
+    n_star: int | None  # projected break-even request count (only from a significant saving)
+    lifetime: int | None
+    lifetime_gain_s: float | None
+    numerics_checked: int  # shapes checked while running compiled
+    numerics_failed: int
+    numerics_eager: int  # shapes whose check ran eagerly: not counted
+    max_abs_err: float | None
+    call_errors: int
+    padding_waste: float | None
+    cache_load_s: float | None
+    rows: tuple[ShapeRow, ...]
+    changes: tuple[ChangeRow, ...]
+    reused_median_s: float | None  # median latency of the shape changes that reused a graph
+    verdict: tuple[str, ...]
+    notes: tuple[Note, ...]
+
+
+@dataclass(frozen=True)
+class StartRow:
+    strategy: str
+    cells: tuple[str, ...]  # per start mode: "13.3 s (2)" or a status
+
+
+@dataclass(frozen=True)
+class RunReport:
+    workload: str
+    requests: int
+    lifetime: int | None
+    trials: tuple[TrialReport, ...]
+    shapes: tuple[str, ...]
+    start_modes: tuple[str, ...]
+    start_rows: tuple[StartRow, ...]
+    eager_spread: float | None  # max |eager trial p50 / same-process eager p50 − 1| over shapes
+    missing: tuple[str, ...]  # planned trials not finished (an interrupted run)
+    notes: tuple[Note, ...]
+
+
+# ----------------------------------------------------------------------------- probe
+
+
+@dataclass(frozen=True)
+class CauseRow:
+    description: str
+    kind: str
+    source: str | None
+    dim: int | None
+    shape_reducible: bool
+    next_step: str
+    compile_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class FunctionReport:
+    name: str
+    location: str
+    frame: str  # PyTorch's frame name and location, when the name above is the compiled target's
+    compiles: int
+    recompiles: int
+    refused: int
+    compile_s: float
+    backward_s: float
+    causes: tuple[CauseRow, ...]
+    failures: tuple[str, ...]  # "compile 0/2 failed: …"
+
+
+@dataclass(frozen=True)
+class ProbeReport:
+    source: str
+    compiles: int
+    frames: int
+    compile_s: float
+    graph_break_count: int
+    graph_breaks: tuple[BreakRow, ...]
+    functions: tuple[FunctionReport, ...]
+    recompile_limit: int | None
+    cache_start: str
+    counters: tuple[tuple[str, int], ...]
+    error: str | None
+    exit_code: int
