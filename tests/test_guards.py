@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from compilescope.analysis.guards import parse_guard_failure, split_reason
-from compilescope.collect.capture import CompileCapture
+from compilescope.collect.capture import CaptureSession
 
 FLAG = True
 
@@ -15,13 +15,16 @@ def _reasons(fn, calls, **compile_kwargs):
     """Call ``torch.compile(fn)`` with each kwargs dict; return every parsed guard failure."""
     torch.compiler.reset()
     compiled = torch.compile(fn, backend="eager", **compile_kwargs)
-    capture = CompileCapture()
+    capture = CaptureSession().install()
     found = []
-    for kwargs in calls:
-        compiled(**kwargs)
-        got = capture.take(0, kwargs)
-        found.extend(r for e in got.compiles for r in e.reasons)
-        found.extend(got.unattributed)
+    try:
+        for kwargs in calls:
+            compiled(**kwargs)
+            got = capture.poll(call_index=0, arguments=kwargs)
+            found.extend(r for e in got.compiles for r in e.guard_failures)
+            found.extend(got.unattributed)
+    finally:
+        capture.uninstall()
     return found
 
 
@@ -79,14 +82,16 @@ def _reads_global(x):
 def test_global_guard():
     global FLAG
     compiled = torch.compile(_reads_global, backend="eager")
-    capture = CompileCapture()
+    capture = CaptureSession().install()
     compiled(torch.ones(2))
     FLAG = False
     try:
         compiled(torch.ones(2))
     finally:
         FLAG = True
-    (g,) = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+        capture.poll()
+        capture.uninstall()
+    (g,) = [r for e in capture.records for r in e.guard_failures]
     assert (g.kind, g.source, g.expected) == ("global", "G['FLAG']", True)
 
 
@@ -101,20 +106,22 @@ def test_grad_mode_and_module_attribute_guards():
 
     m = M()
     compiled = torch.compile(m, backend="eager")
-    capture = CompileCapture()
+    capture = CaptureSession().install()
     compiled(torch.ones(2))
     m.eval()
     compiled(torch.ones(2))
-    found = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+    found = [r for e in capture.poll().compiles for r in e.guard_failures]
+    capture.uninstall()
     assert [(g.kind, g.source, g.expected) for g in found] == [("module_attribute", "L['self'].training", True)]
 
     torch.compiler.reset()
     compiled = torch.compile(_sin, backend="eager")
-    capture = CompileCapture()
+    capture = CaptureSession().install()
     compiled(torch.ones(2))
     with torch.no_grad():
         compiled(torch.ones(2))
-    (g,) = [r for e in capture.take(0, {}).compiles for r in e.reasons]
+    (g,) = [r for e in capture.poll().compiles for r in e.guard_failures]
+    capture.uninstall()
     assert g.kind == "grad_mode" and g.reason.startswith("GLOBAL_STATE changed: grad_mode")
 
 
@@ -141,7 +148,7 @@ def test_nested_module_attribute_source():
 
 
 def test_verbose_entry_split_keeps_comment_semicolons():
-    from compilescope.probe.capture import split_entry_reasons
+    from compilescope.analysis.guards import split_entry_reasons
 
     text = ("0/1: 2 <= x.size()[0]  # def f(x): ...  # f.py:3 in f (user code shown is first use of this value--the "
             "guard itself is not due user code but due to 0/1 specialization in the framework; to avoid "

@@ -25,9 +25,13 @@ SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
 _LOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ \S+\] \[(?P<cid>[^\]]+)\] \[__(?P<art>\w+)\] ?(?P<msg>.*)$")
 
 
-def parse_torch_logs(stderr: str) -> tuple[dict[str, tuple[str, list[tuple[str | None, str]]]], set[tuple[str, int]]]:
-    """recompiles_verbose → {compile id: (function, [(rejecting entry, reason)…])}; graph_breaks → locations."""
-    recompiles: dict[str, tuple[str, list[tuple[str | None, str]]]] = {}
+Recompiles = list[tuple[str, str, list[tuple[str | None, str]]]]
+
+
+def parse_torch_logs(stderr: str) -> tuple[Recompiles, set[tuple[str, int]]]:
+    """recompiles_verbose → [(compile id, function, [(rejecting entry, reason)…])] in order
+    (ids repeat after a reset); graph_breaks → locations."""
+    recompiles: Recompiles = []
     breaks: set[tuple[str, int]] = set()
     expect_entry = False
     for line in stderr.splitlines():
@@ -38,11 +42,11 @@ def parse_torch_logs(stderr: str) -> tuple[dict[str, tuple[str, list[tuple[str |
         if art == "recompiles_verbose":
             if msg.startswith("Recompiling function"):
                 function = msg.split()[2]
-                recompiles[cid] = (function, [])
+                recompiles.append((cid, function, []))
             elif re.match(r"guard \d+ failures:", msg):
                 expect_entry = True
             elif expect_entry and msg.startswith("- "):
-                recompiles[cid][1].append(split_reason(msg[2:]))
+                recompiles[-1][2].append(split_reason(msg[2:]))
                 expect_entry = False
         elif art == "graph_breaks":
             at = re.match(r"Graph break in user code at (.+):(\d+)$", msg)
@@ -51,13 +55,12 @@ def parse_torch_logs(stderr: str) -> tuple[dict[str, tuple[str, list[tuple[str |
     return recompiles, breaks
 
 
-def probe_view(data: dict) -> tuple[dict[str, tuple[str, list[tuple[str | None, str]]]], set[tuple[str, int]]]:
-    recompiles = {}
+def probe_view(data: dict) -> tuple[Recompiles, set[tuple[str, int]]]:
+    recompiles = []
     for c in data["compiles"]:
         if c["rejected_by"]:
-            recompiles[c["compile_id"]] = (
-                c["function"], [split_reason(f"{e}: {r}") for e, r in zip(c["rejected_by"], c["reasons"])]
-            )
+            recompiles.append((c["compile_id"], c["function"],
+                               [split_reason(f"{e}: {r}") for e, r in zip(c["rejected_by"], c["reasons"])]))
     breaks = {(b["filename"], b["line"]) for b in data["graph_breaks"]}
     return recompiles, breaks
 
@@ -100,12 +103,62 @@ def test_probe_matches_torch_logs(runs, name):
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_probe_trace_matches_probe(runs, name):
     from compilescope.probe.trace import read_trace
-    from compilescope.render.probe import probe_data
+    from compilescope.render.json import render_probe
 
     run = runs[name]
-    traced = json.loads(json.dumps(probe_data(read_trace(run["trace"], strict=False))))
+    traced = json.loads(render_probe(read_trace(run["trace"], strict=False)))
     live = run["data"]
-    assert [(c["compile_id"], c["function"]) for c in traced["compiles"]] == [
-        (c["compile_id"], c["function"]) for c in live["compiles"]]
+    assert [(c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in traced["compiles"]] == [
+        (c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in live["compiles"]]
     assert probe_view(traced)[0] == probe_view(live)[0]
-    assert {(b["filename"], b["line"]) for b in traced["graph_breaks"]} == probe_view(live)[1]
+    assert {(b["filename"], b["line"]) for b in traced["graph_break_occurrences"]} == probe_view(live)[1]
+
+
+def _trace_forward_compiles(trace: Path) -> list[str]:
+    """PyTorch's own count: forward ``compilation_metrics`` events that compiled or failed
+    (not those the recompile limit refused), in order."""
+    out = []
+    for log in sorted(trace.glob("*.log")):
+        for line in log.read_text().splitlines():
+            m = re.search(r'\{"compilation_metrics": (\{.*\})', line)
+            if not m:
+                continue
+            meta = json.loads(line[line.index("{"):])["compilation_metrics"]
+            if "recompile limit" not in str(meta.get("fail_reason") or ""):
+                out.append(meta["compile_id"])
+    return out
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_counts_pytorchs_frame_compiles(runs, name):
+    """The compile count is PyTorch's: its forward compilation_metrics events, refusals and
+    lazy backward compiles left out; no frame without a name."""
+    run = runs[name]
+    compiles = [c for c in run["data"]["compiles"] if c["outcome"] != "refused"]
+    assert [c["compile_id"] for c in compiles] == _trace_forward_compiles(run["trace"])
+    assert all(c["function"] and c["line"] > 0 for c in run["data"]["compiles"])
+    assert run["data"]["summary"]["compiles"] == len(compiles)
+
+
+def test_training_step_backward_is_part_of_its_forward_compile(runs):
+    data = runs["train_step.py"]["data"]
+    assert [c["compile_id"] for c in data["compiles"]] == ["0/0", "0/1", "0/2"]
+    assert all(c["backward_compile_s"] and c["backward_compile_s"] > 0 for c in data["compiles"])
+    assert all(c["target"]["name"] == "Sequential.forward" for c in data["compiles"])
+    reasons = [c["guard_failures"][0]["source"] for c in data["compiles"][1:]]
+    assert reasons == ["L['input']", "L['input']"]  # named by Sequential.forward's parameter
+
+
+def test_reset_starts_a_new_epoch_and_each_reason_stays_on_its_compile(runs):
+    from compilescope.probe.trace import read_trace
+    from compilescope.render.json import render_probe
+
+    run = runs["reset_between.py"]
+    for data in (run["data"], json.loads(render_probe(read_trace(run["trace"])))):
+        got = [(c["compile_id"], c["epoch"], c["reasons"]) for c in data["compiles"]]
+        assert got == [
+            ("0/0", 0, []),
+            ("0/1", 0, ["tensor 'x' size mismatch at index 0. expected 8, actual 16"]),
+            ("0/0", 1, []),
+            ("0/1", 1, ["tensor 'x' size mismatch at index 0. expected 8, actual 16"]),
+        ]

@@ -92,19 +92,20 @@ def test_capture_is_removed_at_exit():
 
     before = (torch.compile, guard_failures.default_factory, guards.is_recompiles_verbose_enabled, torch._dynamo.reset)
     result = probe_script(str(SCENARIOS / "shape_default.py"), [])
-    assert [c.compile_id for c in result.compiles] == ["0/0", "0/1"]
+    assert [str(c.compile_id) for c in result.compiles] == ["0/0", "0/1"]
     after = (torch.compile, guard_failures.default_factory, guards.is_recompiles_verbose_enabled, torch._dynamo.reset)
     assert after == before
 
 
 def test_causes_are_grouped_with_next_steps():
-    from compilescope.analysis.advice import function_reports
+    from compilescope.analysis.build import build_probe_report
     from compilescope.probe.capture import probe_script
 
     result = probe_script(str(SCENARIOS / "two_functions.py"), [])
-    reports = {r.function: r for r in function_reports(result)}
+    reports = {r.name: r for r in build_probe_report(result).functions}
     (encode_cause,) = reports["encode"].causes
-    assert (encode_cause.source, encode_cause.kind, encode_cause.dim, encode_cause.values) == ("L['x']", "size", 0, (4, 8))
+    assert (encode_cause.source, encode_cause.kind, encode_cause.dim) == ("L['x']", "size", 0)
+    assert encode_cause.description == "L['x'] dim 0 varied over 4, 8 → 1 compile(s)"
     assert encode_cause.shape_reducible and "mark_dynamic(x, 0, min=4, max=8)" in encode_cause.next_step
     (decode_cause,) = reports["decode"].causes
     assert decode_cause.kind == "value" and not decode_cause.shape_reducible
@@ -136,12 +137,15 @@ def test_stream_out_feeds_run(tmp_path):
     assert run.returncode == 0, run.stderr
     default = load(out).trials[1]
     assert [c.shape["n"] for c in default.calls] == [16, 16, 32, 32, 64, 16]
-    assert sum(1 for e in default.compiles if e.forward) == 2
+    assert sum(1 for e in default.compiles if e.is_compile) == 2
 
 
 def test_non_shape_and_range_causes_get_their_own_advice():
-    from compilescope.analysis.advice import function_reports
+    from compilescope.analysis.build import build_probe_report
     from compilescope.probe.capture import probe_script
+
+    def function_reports(result):
+        return build_probe_report(result).functions
 
     (report,) = function_reports(probe_script(str(SCENARIOS / "train_eval.py"), []))
     (cause,) = report.causes
@@ -151,4 +155,51 @@ def test_non_shape_and_range_causes_get_their_own_advice():
     (report,) = function_reports(probe_script(str(SCENARIOS / "mark_dynamic_range.py"), []))
     (cause,) = report.causes
     assert cause.shape_reducible and "outside the range given to mark_dynamic" in cause.next_step
-    assert "4 <= x.size()[0] <= 64" in cause.describe()
+    assert "4 <= x.size()[0] <= 64" in cause.description
+
+
+MODULES = """
+import functools
+import torch
+
+
+def logged(fn):
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+class Encoder(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+
+    @logged
+    def forward(self, hidden, scale=1.0):
+        return self.proj(hidden) * scale
+
+
+lin = torch.compile(torch.nn.Linear(4, 4), backend="eager", dynamic=False)
+enc = torch.compile(Encoder(), backend="eager", dynamic=False)
+for b in (2, 3):
+    lin(torch.randn(b, 4))
+    enc(hidden=torch.randn(b, 4))
+"""
+
+
+def test_compiled_modules_are_named_by_class_and_forward(tmp_path):
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.probe.capture import probe_script
+
+    script = tmp_path / "modules.py"
+    script.write_text(MODULES)
+    report = build_probe_report(probe_script(str(script), []))
+    names = {f.name: f for f in report.functions}
+    assert set(names) == {"Linear.forward", "Encoder.forward"}  # not `inner`, not `wrapper`
+    assert names["Encoder.forward"].location == f"{script}:18"  # the user's forward (its decorator line, as Python counts)
+    assert "inner" in names["Linear.forward"].frame  # PyTorch's frame name kept alongside
+    (cause,) = names["Encoder.forward"].causes
+    assert cause.source == "L['hidden']" and "mark_dynamic(hidden, 0" in cause.next_step  # pasteable
+    (cause,) = names["Linear.forward"].causes
+    assert cause.source == "L['input']"

@@ -6,11 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from compilescope.errors import StrategyError
-from compilescope.execute.local import parse_cache_modes, plan_trials
+from compilescope.errors import OptionError, StrategyError
+from compilescope.execute.local import plan_trials
 from compilescope.execute.trial import run_trial
 from compilescope.model import MarkSpec, MeasureOptions, StrategyOptions, TrialSpec
-from compilescope.strategies import bucket_size, parse_buckets, parse_strategies, strategy_names
+from compilescope.options import parse_buckets, parse_cache_modes
+from compilescope.strategies import bucket_size, parse_strategies, strategy_names
 
 HERE = Path(__file__).parent
 STACK = f"{HERE / 'workloads_for_tests.py'}:stack"
@@ -20,11 +21,11 @@ FAST = MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.01)
 def trial(strategy, workload="sincos", stream=None, backend="aot_eager", **options):
     stream = stream or tuple({"n": n} for n in (16, 16, 32, 64, 16))
     spec = TrialSpec(workload, strategy, "cold", stream, StrategyOptions(backend=backend, **options), FAST)
-    return run_trial(spec)
+    return run_trial(spec)[0]
 
 
 def stream_compiles(result):
-    return [e for e in result.compiles if e.forward and e.phase == "stream"]
+    return [e for e in result.compiles if e.is_compile and e.phase == "stream"]
 
 
 def test_registry_lists_every_strategy():
@@ -110,36 +111,50 @@ def test_recompile_limit_fallbacks_are_detected_per_call():
     stream = tuple({"n": n} for n in (2, 3, 4, 5, 2))
     result = trial("static", stream=stream, backend="eager", recompile_limit=2)
     assert [c.ran_eagerly for c in result.calls] == [False, False, True, True, False]
-    limit_hit = [e for e in result.compiles if e.failed]
+    assert [c.graphs_run for c in result.calls] == [("0/0",), ("0/1",), (), (), ("0/0",)]
+    limit_hit = [e for e in result.compiles if e.refused]
     assert len(limit_hit) == 1 and "recompile limit" in (limit_hit[0].fail_reason or "").lower()
-    assert limit_hit[0].function == "sincos"  # located through the call's guard failures
+    assert limit_hit[0].function == "sincos"  # located through its frame's earlier compile
+    assert not any(e.failed for e in result.compiles)
 
 
 def test_option_parsing():
     assert parse_buckets("pow2") == () and parse_buckets("16,32") == (16, 32)
-    with pytest.raises(StrategyError, match="ascending"):
+    with pytest.raises(OptionError, match="ascending"):
         parse_buckets("32,16")
     assert [bucket_size(v, ()) for v in (0, 1, 2, 3, 17)] == [1, 1, 2, 4, 32]
     assert parse_cache_modes("all") == ("cold", "warm", "mega")
     assert parse_cache_modes("mega,cold") == ("cold", "mega")
-    with pytest.raises(StrategyError, match="tepid"):
+    with pytest.raises(OptionError, match="tepid"):
         parse_cache_modes("tepid")
     with pytest.raises(StrategyError, match="needs --dynamic-sources"):
         parse_strategies("dynamic-sources", StrategyOptions())
 
 
-def test_plan_populates_caches_for_warm_and_mega(tmp_path):
+def test_plan_populates_caches_for_warm_and_mega():
     base = TrialSpec("sincos", "eager", "none", ({"n": 4},))
-    plan = plan_trials(base, ("eager", "default"), "warm,mega", tmp_path)
-    rows = [(p.spec.strategy, p.spec.cache, p.report, bool(p.save_artifacts), bool(p.load_artifacts)) for p in plan]
+    plan = plan_trials(base, ("eager", "default"), "warm,mega")
+    rows = [(p.spec.strategy, p.spec.cache, p.report, p.save_artifacts, p.after is not None) for p in plan]
     assert rows == [
         ("eager", "none", True, False, False),
         ("default", "cold", False, True, False),  # populates the cache dir and saves artifacts
-        ("default", "warm", True, False, False),
+        ("default", "warm", True, False, True),
         ("default", "mega", True, False, True),
     ]
     assert not plan[1].spec.measure.steady
-    assert plan[2].cache_dir == plan[1].cache_dir != plan[3].cache_dir
+    assert plan[2].after == plan[3].after == plan[1].spec  # the dependence on the cold trial is explicit
+    assert plan[2].cache_key == plan[1].cache_key != plan[3].cache_key
+
+
+def test_two_variants_of_one_strategy_in_one_plan():
+    from compilescope.api import variant
+
+    base = TrialSpec("sincos", "eager", "none", ({"n": 4},))
+    a = variant("mark-dynamic", "x:0", StrategyOptions(marks=(MarkSpec("x", 0),)))
+    b = variant("mark-dynamic", "x:0:1:64", StrategyOptions(marks=(MarkSpec("x", 0, 1, 64),)))
+    plan = plan_trials(base, ("eager", a, b), "cold")
+    assert [p.spec.label for p in plan] == ["eager", "mark-dynamic[x:0] (cold)", "mark-dynamic[x:0:1:64] (cold)"]
+    assert len({p.spec for p in plan}) == 3 and plan[1].cache_key != plan[2].cache_key
 
 
 def test_recompile_limit_falls_back_to_the_config_where_compile_lacks_the_argument(monkeypatch):

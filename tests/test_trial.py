@@ -16,7 +16,7 @@ FAST = MeasureOptions(warmup=1, samples=5, min_samples=3, budget_s=0.05)
 
 def trial(strategy, workload="sincos", stream=SEED_STREAM, marks=(), backend="aot_eager", measure=FAST):
     spec = TrialSpec(workload, strategy, "cold", stream, StrategyOptions(backend=backend, marks=marks), measure)
-    return run_trial(spec)
+    return run_trial(spec)[0]
 
 
 @pytest.mark.parametrize(
@@ -35,8 +35,10 @@ def test_compile_counts_match_pytorch(strategy, marks, compiles):
 def test_default_recompile_is_attributed_to_the_call_with_its_reason():
     result = trial("default")
     recompile = next(e for e in result.compiles if e.is_recompile)
-    assert recompile.call_index == 2 and result.calls[2].compile_ids == (recompile.compile_id,)
-    (reason,) = recompile.reasons
+    assert recompile.call_index == 2 and result.calls[2].compile_ids == (str(recompile.compile_id),)
+    assert recompile.reasons == ("tensor 'x' size mismatch at index 0. expected 16, actual 32",)
+    assert recompile.rejected_by == ("0/0",)
+    (reason,) = recompile.guard_failures
     assert reason.reason == "tensor 'x' size mismatch at index 0. expected 16, actual 32"
     assert (reason.source, reason.kind, reason.dim, reason.expected, reason.actual) == ("L['x']", "size", 0, 16, 32)
     assert recompile.compile_time_s is not None and recompile.compile_time_s > 0
@@ -93,5 +95,24 @@ def test_mark_dynamic_on_one_of_two_inputs():
     static = trial("static", workload=ref, stream=stream, backend="eager")
     assert len([e for e in marked.compiles if e.phase == "stream"]) == 2  # seq still specialised
     assert len([e for e in static.compiles if e.phase == "stream"]) == 3
-    reasons = [r for e in marked.compiles for r in e.reasons]
+    reasons = [r for e in marked.compiles for r in e.guard_failures]
     assert [(r.source, r.dim, r.expected, r.actual) for r in reasons] == [("L['x']", 1, 4, 8)]
+
+
+def test_calls_record_the_graphs_they_ran_and_a_module_is_named_by_its_class():
+    result = trial("default", workload="mlp", stream=tuple({"batch": b} for b in (2, 2, 4)), backend="eager")
+    assert [c.graphs_run for c in result.calls] == [("0/0",), ("0/0",), ("0/1",)]
+    assert [c.ran_eagerly for c in result.calls] == [False, False, False]
+    first = result.compiles[0]
+    assert first.function == "inner" and first.target is not None  # PyTorch's wrapper frame…
+    assert first.display_name == "Sequential.forward" and first.target.params == ("input",)
+    assert result.compiles[1].guard_failures[0].source == "L['input']"  # …and its L['args'][0], by parameter
+
+
+def test_a_failed_compile_makes_later_calls_of_every_shape_eager_fallbacks():
+    ref = f"{HERE / 'workloads_for_tests.py'}:fails_to_compile_at_32"
+    result = trial("default", workload=ref, stream=tuple({"n": n} for n in (16, 16, 32, 16, 64)), backend="eager")
+    assert result.ok
+    failed = [e for e in result.compiles if e.failed]
+    assert failed and failed[0].call_index == 2
+    assert [c.ran_eagerly for c in result.calls] == [False, False, True, True, True]

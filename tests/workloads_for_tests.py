@@ -103,3 +103,99 @@ def stack() -> Workload:
         "stack", build, lambda s: (torch.randn(s["batch"], s["seq"], 16),), ("batch", "seq"),
         ({"batch": 2, "seq": 5}, {"batch": 2, "seq": 9}),
     )
+
+
+def fails_to_compile_at_32() -> Workload:
+    """Tracing raises at n=32 (eager is fine); with suppress_errors Dynamo records a failed
+    compile and from then on runs the whole frame eagerly, shapes it had compiled included."""
+
+    def build():
+        torch._dynamo.config.suppress_errors = True
+
+        def f(x):
+            if torch.compiler.is_compiling() and x.shape[0] == 32:
+                raise RuntimeError("this shape does not compile")
+            return x.sin() + 1
+
+        return f
+
+    return Workload("fails_at_32", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 16, 32, 16, 64))
+
+
+def dies_at_request_1() -> Workload:
+    """Finishes request 0, then the process dies (exit status 3) while a warning is on stderr."""
+    calls = []
+
+    def build():
+        def f(x):
+            calls.append(1)
+            if len(calls) == 2:
+                import warnings
+
+                warnings.warn("an unrelated warning line")
+                os._exit(3)
+            return x * 2
+
+        return f
+
+    return Workload("dies", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 32, 64))
+
+
+def _fault(kind: str) -> Workload:
+    """Request 0 finishes; request 1 raises / exits / hangs / segfaults / gets SIGTERM."""
+    import signal
+
+    calls = []
+
+    def build():
+        def f(x):
+            calls.append(1)
+            if len(calls) == 2:
+                if kind == "raise":
+                    raise ValueError("request 1 raised")
+                if kind == "exit":
+                    os._exit(3)
+                if kind == "hang":
+                    time.sleep(600)
+                if kind == "segfault":
+                    os.kill(os.getpid(), signal.SIGSEGV)
+                if kind == "sigterm":
+                    os.kill(os.getpid(), signal.SIGTERM)
+            return x * 2
+
+        return f
+
+    return Workload(f"fault_{kind}", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 32, 64))
+
+
+def fault_raise() -> Workload:
+    return _fault("raise")
+
+
+def fault_exit() -> Workload:
+    return _fault("exit")
+
+
+def fault_hang() -> Workload:
+    return _fault("hang")
+
+
+def fault_segfault() -> Workload:
+    return _fault("segfault")
+
+
+def fault_sigterm() -> Workload:
+    return _fault("sigterm")
+
+
+def slow_eager() -> Workload:
+    """Each call sleeps: a run long enough to interrupt mid-way."""
+
+    def build():
+        def f(x):
+            time.sleep(float(os.environ.get("COMPILESCOPE_TEST_SLEEP", "2")))
+            return x * 2
+
+        return f
+
+    return Workload("slow", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(4, 8))

@@ -451,7 +451,9 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
             f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
             for c in records if c.failed
         )
-        shown_frame = frame if records[0].target is not None else ""
+        first = records[0]
+        renamed = first.target is not None and (first.display_location != f"{first.filename}:{first.line}")
+        shown_frame = frame if renamed else ""
         functions.append(FunctionReport(name, location, shown_frame, counts.compiles, counts.recompiles, counts.refused,
                                         counts.compile_s, counts.backward_s, causes, failures))
     totals = count_compiles(result.compiles)
