@@ -46,15 +46,19 @@ def test_acceptance_compile_counts(acceptance_run):
 def test_acceptance_reason_text_and_structure(acceptance_run):
     _, out, _ = acceptance_run
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 1
+    assert data["schema_version"] == 2 and data["kind"] == "run"
     default = next(t for t in data["trials"] if t["spec"]["strategy"] == "default")
     (recompile,) = [e for e in default["compiles"] if e["compile_id"] == "0/1"]
-    (reason,) = recompile["reasons"]
+    assert recompile["reasons"] == ["tensor 'x' size mismatch at index 0. expected 16, actual 32"]
+    assert recompile["rejected_by"] == ["0/0"] and recompile["outcome"] == "compiled"
+    (reason,) = recompile["guard_failures"]
     assert reason["reason"] == "tensor 'x' size mismatch at index 0. expected 16, actual 32"
     assert (reason["source"], reason["kind"], reason["dim"], reason["expected"], reason["actual"]) == (
         "L['x']", "size", 0, 16, 32)
     assert recompile["call_index"] == 2
-    assert default["calls"][2]["compile_ids"] == ["0/1"]
+    assert default["calls"][2]["compile_ids"] == ["0/1"] and default["calls"][2]["graphs_run"] == ["0/1"]
+    # the derived summary agrees with the records
+    assert data["summary"]["default (cold)"]["compiles"] == 2 and data["summary"]["static (cold)"]["compiles"] == 3
 
 
 def test_acceptance_table_and_csv(acceptance_run):
@@ -102,6 +106,13 @@ def test_unknown_schema_version_is_refused(acceptance_run, cli, tmp_path):
         (["run", "sincos", "--backend", "aot_eager", "--mode", "max-autotune"], "only applies to the inductor"),
         (["report", "nothing.json"], "cannot read nothing.json"),
         (["frobnicate"], "No such command"),
+        (["run", "sincos", "--backend", "nosuch"], "unknown --backend 'nosuch'"),
+        (["run", "sincos", "--device", "cuda"], "sees no CUDA device"),
+        (["run", "sincos", "--device", "tpu"], "malformed --device 'tpu'"),
+        (["run", "sincos", "--strategies", "dynamic-sources", "--dynamic-sources", "("], "is not a pattern"),
+        (["run", "sincos", "--fail-on", "sadness"], "unknown --fail-on 'sadness'"),
+        (["run", "sincos", "--json", "/proc/nope/r.json"], "cannot write results"),
+        (["run", "--resume", "never.json"], "nothing to resume"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):
@@ -130,10 +141,11 @@ def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path):
     out = tmp_path / "r.json"
     proc = cli("run", ref, "--stream", "4,99", "--strategies", "eager,default", "--backend", "eager",
                "--json", str(out), *QUICK)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 1, proc.stderr  # every compiled trial failed
     result = load(out)
     assert [(t.spec.strategy, t.status) for t in result.trials] == [("eager", "failed"), ("default", "failed")]
-    assert "exit status 3" in (result.trials[0].error or "")
+    assert "exited with status 3 at request 1 (99)" in (result.trials[0].error or "")
+    assert [c.shape["n"] for c in result.trials[0].calls] == [4]  # the finished request is kept
 
     proc = cli("run", ref, "--stream", "4,4", "--strategies", "default", "--backend", "eager",
                "--json", str(out), *QUICK)
@@ -143,9 +155,10 @@ def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path):
     hang = tmp_path / "hang.json"
     proc = cli("run", ref, "--stream", "4,55", "--strategies", "default", "--backend", "eager", "--timeout", "20",
                "--json", str(hang), *QUICK)
-    assert proc.returncode == 0, proc.stderr
-    statuses = [t.status for t in load(hang).trials]
-    assert statuses == ["timeout", "timeout"]
+    assert proc.returncode == 1, proc.stderr
+    trials = load(hang).trials
+    assert [t.status for t in trials] == ["timeout", "timeout"]
+    assert "timed out after 20 s at request 1 (55)" in (trials[1].error or "")
     assert "timeout" in proc.stdout
 
 
@@ -188,6 +201,6 @@ def test_lifetime_verdict_and_bad_lifetime(cli, acceptance_run):
     _, out, _ = acceptance_run
     proc = cli("report", str(out), "--lifetime", "8h", "--qps", "20")
     assert proc.returncode == 0
-    assert "lifetime of 576,000 requests" in proc.stdout
+    assert "lifetime 576,000 requests" in proc.stdout
     proc = cli("report", str(out), "--lifetime", "8h")
     assert proc.returncode == 2 and "--qps" in proc.stderr

@@ -147,9 +147,10 @@ def decode(data: Any, *, origin: str = "<data>") -> RunResult | ProbeResult:
     if version not in KNOWN_VERSIONS or isinstance(version, bool):
         known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
         hint = "re-run to write the current schema" if version == 1 else "upgrade compilescope"
-        raise ResultsError(f"{origin} has schema_version {str(version)[:20]!r}; this compilescope reads {known} — {hint}")
+        shown = version if isinstance(version, int) else repr(str(version)[:20])
+        raise ResultsError(f"{origin} has schema_version {shown}; this compilescope reads {known} — {hint}")
     kind = data.get("kind", "run")
-    if kind not in KINDS:
+    if not isinstance(kind, str) or kind not in KINDS:
         raise ResultsError(f"{origin} has an unknown kind {str(kind)[:20]!r} (run or probe)")
     if kind == "probe" and "graph_break_occurrences" in data:
         data = {**data, "graph_breaks": data["graph_break_occurrences"]}
@@ -185,6 +186,8 @@ def load(path: str | Path) -> RunResult | ProbeResult:
         raw = p.read_bytes()
     except OSError as exc:
         raise ResultsError(f"cannot read {p}: {exc.strerror}") from None
+    except ValueError as exc:  # e.g. a NUL byte in the path
+        raise ResultsError(f"cannot read {str(path)!r}: {exc}") from None
     return loads(raw, origin=str(p))
 
 

@@ -50,6 +50,8 @@ def _values(text: str, context: str) -> list[int]:
         step = _int(step_text, context) if step_text else 1
         if step == 0 or hi < lo:
             raise StreamError(f"bad stream token {context!r}: empty range")
+        if (hi - lo) // step + 1 > MAX_PRODUCT:
+            raise StreamError(f"bad stream token {context!r}: the range has more than {MAX_PRODUCT} values")
         return list(range(lo, hi + 1, step))
     return [_int(v, context) for v in text.split("|")]
 
@@ -119,6 +121,8 @@ def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
             axes[key] = _values(value, token)
     if count is None:
         raise StreamError(f"bad stream {('random:' + body)!r}: give count=N")
+    if count > MAX_PRODUCT:
+        raise StreamError(f"bad stream {('random:' + body)!r}: count {count} is above the limit {MAX_PRODUCT}")
     _check_dims({k: 0 for k in axes}, dims, body)
     rng = random.Random(seed)
     return [{d: rng.choice(axes[d]) for d in dims} for _ in range(count)]
@@ -127,9 +131,13 @@ def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
 def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
     path = Path(path_text)
     try:
-        lines = path.read_text().splitlines()
+        lines = path.read_bytes().decode("utf-8").splitlines()
     except OSError as exc:
         raise StreamError(f"cannot read stream file {path_text!r}: {exc.strerror}") from None
+    except ValueError as exc:
+        if not isinstance(exc, UnicodeDecodeError):
+            raise StreamError(f"cannot read stream file {path_text!r}: {exc}") from None
+        raise StreamError(f"stream file {path_text!r} is not text (expected JSON lines)") from None
     shapes = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -139,6 +147,8 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
             raise StreamError(f"bad stream token {token!r}: not JSON ({exc.msg})") from None
+        except (ValueError, RecursionError):
+            raise StreamError(f"bad stream token {token!r}: not readable JSON") from None
         if isinstance(obj, dict) and isinstance(obj.get("shape"), dict):
             obj = obj["shape"]
         if not isinstance(obj, dict):

@@ -176,7 +176,7 @@ class LocalExecutor:
             stderr = errfile.read().decode(errors="replace")
         partial = dict(
             calls=tuple(progress.calls), compiles=tuple(progress.compiles), graph_breaks=tuple(progress.graph_breaks),
-            stderr_tail=_tail(stderr), process_s=elapsed,
+            stderr_tail=_tail(stderr), process_s=elapsed, env={"pid": str(proc.pid)},
         )
         where = _where(spec.stream, len(progress.calls))
         if timed_out:

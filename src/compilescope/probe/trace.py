@@ -150,7 +150,7 @@ def _parse_graph_break(state: TraceState, env: Envelope, payload: str | None) ->
 
 
 def _artifact(name: str) -> Callable[[str, Envelope], bool]:
-    return lambda kind, env: kind == "artifact" and env["artifact"].get("name") == name
+    return lambda kind, env: kind == "artifact" and isinstance(env["artifact"], dict) and env["artifact"].get("name") == name
 
 
 PARSERS: list[Parser] = [
