@@ -204,3 +204,39 @@ def test_lifetime_verdict_and_bad_lifetime(cli, acceptance_run):
     assert "lifetime 576,000 requests" in proc.stdout
     proc = cli("report", str(out), "--lifetime", "8h")
     assert proc.returncode == 2 and "--qps" in proc.stderr
+
+
+def test_past_the_recompile_limit_table_verdict_and_json_agree(cli, tmp_path):
+    """dynamic=False over 10 sizes, limit 8: PyTorch compiles 8 frames and refuses the 9th;
+    the last two requests run eagerly and are named, and left out of the compiled figures."""
+    out = tmp_path / "limit.json"
+    proc = cli("run", "sincos", "--stream", ",".join(str(n) for n in range(2, 12)), "--strategies", "static",
+               "--backend", "eager", "--json", str(out), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    static = data["summary"]["static (cold)"]
+    records = [c for c in data["trials"][1]["compiles"] if c["phase"] == "stream"]
+    assert [c["outcome"] for c in records] == ["compiled"] * 8 + ["refused"]
+    assert (static["compiles"], static["recompiles"], static["refused_by_recompile_limit"]) == (8, 7, 1)
+    assert static["eager_fallback_shapes"] == ["10", "11"]
+    assert static["numerics_checked"] == 8
+    text = " ".join(proc.stdout.split())
+    assert "8 (7) 1 refused" in text
+    assert "7 recompile(s) among 8 compile(s)" in text
+    assert "2 request(s) ran eagerly after the recompile limit (8) refused to compile: shapes 10, 11" in text
+    assert text.count("EAGER FALLBACK: recompile limit (8) hit") == 2
+    assert "outputs matched eager on every shape that ran compiled (8" in text
+
+
+def test_report_reads_a_probe_json(cli, tmp_path):
+    script = HERE / "probe_scenarios" / "shape_static.py"
+    out = tmp_path / "p.json"
+    proc = cli("probe", "--json", str(out), str(script))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(out.read_text())
+    assert data["kind"] == "probe" and data["cache_start"] in ("cold", "warm")
+    assert data["compiles"][1]["reasons"] == ["tensor 'x' size mismatch at index 0. expected 16, actual 32"]
+    report = cli("report", str(out))
+    assert report.returncode == 0, report.stderr
+    assert "3 compile(s), 2 recompile(s)" in report.stdout
+    assert "L['x'] dim 0 varied over" in report.stdout

@@ -82,7 +82,9 @@ def _workers_alive() -> list[str]:
 @pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
 def test_interrupted_run_keeps_finished_trials_and_resumes(sig, code, tmp_path):
     out = tmp_path / "r.json"
-    env = dict(os.environ, COMPILESCOPE_TEST_SLEEP="0.3")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = dict(os.environ, COMPILESCOPE_TEST_SLEEP="0.3", TMPDIR=str(scratch))
     cmd = [sys.executable, "-m", "compilescope.cli", "run", f"{TEST_WORKLOADS}:slow_eager", "--stream", "4,8",
            "--strategies", "eager,default,static", "--backend", "eager", "--samples", "3", "--budget", "0.01",
            "--warmup", "1", "--json", str(out)]
@@ -96,6 +98,7 @@ def test_interrupted_run_keeps_finished_trials_and_resumes(sig, code, tmp_path):
     assert proc.returncode == code, stderr
     assert "resume with: compilescope run --resume" in stderr
     assert not _workers_alive()
+    assert list(scratch.iterdir()) == []  # temporary cache directories removed
     partial = load(out)
     assert [t.spec.strategy for t in partial.trials] == ["eager"] and partial.trials[0].ok
     assert partial.missing == ("default (cold)", "static (cold)")

@@ -178,7 +178,7 @@ def write_results(result: RunResult, path: Path) -> None:
     try:
         text = json_render.render(result, build_run_report(result))
     except Exception:  # never lose records to a fault in analysis: write them bare
-        text = json_render.render(result)
+        text = json_render.render(result, summary=False)
     try:
         write_atomic(path, text)
     except OSError as exc:

@@ -93,16 +93,6 @@ def enable_compilation_metrics(limit: int = 100_000) -> None:
     utils.set_compilation_metrics_limit(limit)
 
 
-def compilation_metrics() -> list[Any]:
-    """A copy of the process-wide list of ``CompilationMetrics``, one per frame compile.
-
-    ``torch._dynamo.utils.get_compilation_metrics`` — checked on 2.13.0.
-    """
-    from torch._dynamo import utils
-
-    return list(utils.get_compilation_metrics())
-
-
 def compilation_metrics_count() -> int:
     """How many entries the metrics deque holds, without copying it (a steady call's cost).
 
@@ -119,17 +109,6 @@ def compilation_metrics_since(start: int) -> list[Any]:
     from torch._dynamo import utils
 
     return list(itertools.islice(utils._compilation_metrics, start, None))
-
-
-def guard_failures() -> Mapping[Any, list[str]]:
-    """Every guard-failure reason so far, keyed by code object, one per rejecting cache entry.
-
-    ``torch._dynamo.guard_failures`` (a defaultdict(list)) — checked on 2.13.0. It is filled
-    whether or not recompile logging is on, and ``torch._dynamo.reset()`` clears it.
-    """
-    import torch._dynamo
-
-    return torch._dynamo.guard_failures  # type: ignore[attr-defined,no-any-return]
 
 
 def graph_break_reasons() -> list[Any]:

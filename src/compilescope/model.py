@@ -244,6 +244,7 @@ class NumericsCheck:
     passed: bool
     detail: str | None = None
     ran_eagerly: bool | None = None
+    comparable: bool = True  # False: eager itself gave different outputs on two calls (state, randomness)
 
 
 @dataclass(frozen=True)

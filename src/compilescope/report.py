@@ -156,6 +156,7 @@ class TrialReport:
     numerics_checked: int  # shapes checked while running compiled
     numerics_failed: int
     numerics_eager: int  # shapes whose check ran eagerly: not counted
+    numerics_not_comparable: int  # shapes where eager did not repeat itself: not counted
     max_abs_err: float | None
     call_errors: int
     padding_waste: float | None

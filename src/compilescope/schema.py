@@ -189,10 +189,3 @@ def load(path: str | Path) -> RunResult | ProbeResult:
     except ValueError as exc:  # e.g. a NUL byte in the path
         raise ResultsError(f"cannot read {str(path)!r}: {exc}") from None
     return loads(raw, origin=str(p))
-
-
-def load_run(path: str | Path) -> RunResult:
-    got = load(path)
-    if not isinstance(got, RunResult):
-        raise ResultsError(f"{path} is a probe result, not a run's")
-    return got

@@ -12,6 +12,7 @@ from ..model import (
     CallRecord,
     CompileRecord,
     GraphBreak,
+    GuardFailure,
     ProbeResult,
     RunResult,
     Shape,
@@ -237,7 +238,9 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
 
     fallback_calls = [c for c in trial.calls if c.ran_eagerly]
     fallback_shapes = tuple(dict.fromkeys(shape_label(c.shape) for c in fallback_calls))
-    checked = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True]
+    checked = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True and r.numerics.comparable]
+    not_comparable = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True
+                      and not r.numerics.comparable]
     eager_checks = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is True]
     errs = [r.numerics.max_abs_err for r in checked if r.numerics and r.numerics.max_abs_err is not None]
     padded = [c for c in trial.calls if c.padded_shape is not None]
@@ -279,6 +282,7 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         numerics_checked=len(checked),
         numerics_failed=sum(1 for r in checked if r.numerics is not None and not r.numerics.passed),
         numerics_eager=len(eager_checks),
+        numerics_not_comparable=len(not_comparable),
         max_abs_err=max(errs) if errs else None,
         call_errors=sum(1 for c in trial.calls if c.error),
         padding_waste=waste,
@@ -310,10 +314,27 @@ def _changes(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> lis
             outcome = "recompiled"
         else:
             outcome = "reused"
-        reasons = tuple(g.reason for r in records for g in r.guard_failures)
+        reasons = grouped_reasons([g for r in records for g in r.guard_failures])
         out.append(ChangeRow(call.index, shape_label(prev.shape), shape_label(call.shape), call.latency_s,
                              tuple(str(r.compile_id) for r in made), reasons, outcome))  # type: ignore[arg-type]
     return out
+
+
+def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
+    """One line per distinct guard: PyTorch's text for the newest rejecting entry, and how
+    many older entries rejected the input on the same guard (``dynamic=False`` keeps one
+    entry per size, so the same guard fails on each)."""
+    groups: dict[tuple[object, ...], list[GuardFailure]] = {}
+    for g in failures:
+        key = (g.kind, g.source, g.dim) if g.kind != "other" else (g.kind, g.reason)
+        groups.setdefault(key, []).append(g)
+    out = []
+    for items in groups.values():
+        text = items[0].reason
+        if len(items) > 1:
+            text += f" (the same guard on {len(items) - 1} older cache entr{'y' if len(items) == 2 else 'ies'})"
+        out.append(text)
+    return tuple(out)
 
 
 def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[Note]:
@@ -426,6 +447,7 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "n_star": t.n_star,
             "numerics_checked": t.numerics_checked,
             "numerics_failed": t.numerics_failed,
+            "numerics_not_comparable": t.numerics_not_comparable,
             "verdict": list(t.verdict),
         }
         for t in report.trials

@@ -122,6 +122,9 @@ def verdict_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
         out.append(clause)
     elif t.numerics_eager:
         out.append(f"no shape's numerics ran compiled ({t.numerics_eager} ran eagerly)")
+    if t.numerics_not_comparable:
+        out.append(f"numerics were not compared on {t.numerics_not_comparable} shape(s): eager itself gave different "
+                   "outputs on two calls with the same input (a stateful step such as training, or randomness)")
     if t.call_errors:
         out.append(f"{t.call_errors} request(s) raised")
     return out

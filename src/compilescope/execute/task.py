@@ -13,7 +13,7 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from ..model import CallRecord, CompileRecord, GraphBreak, TrialResult, TrialSpec
 from ..schema import from_data, to_data
@@ -73,7 +73,3 @@ class Executor(Protocol):
     trial that crashes, hangs or fails (that is a result), only for an interrupt."""
 
     def run(self, task: TrialTask, *, timeout_s: float, on_call: CallCallback | None = None) -> TrialOutcome: ...
-
-
-def encode_event(kind: str, payload: Any) -> str:
-    return json.dumps({kind: to_data(payload)}) + "\n"

@@ -48,7 +48,9 @@ def _error_cell(row: ShapeRow) -> Text:
     if n is None:
         return T("—")
     if n.ran_eagerly:
-        return T("eager (not counted)", "dim")
+        return T("eager: not counted", "dim")
+    if not n.comparable:
+        return T("n/a: eager varies", "dim")
     if not n.passed:
         return T(f"FAIL {n.max_abs_err:.1e}" if n.max_abs_err is not None else "FAIL", "bold red")
     return T(f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok")
@@ -87,12 +89,13 @@ def shape_table(report: RunReport) -> Table:
         ("first call", "right"),
         ("how it ran / cause", "left"),
         ("p50 ±IQR/2", "right"),
-        ("eager p50 (same process)", "right"),
+        ("eager p50\nsame process", "right"),
         ("speedup", "right"),
-        ("eager trial p50", "right"),
+        ("eager trial\np50", "right"),
         ("max abs err", "right"),
     ):
-        table.add_column(T(name), justify=justify)  # type: ignore[arg-type]
+        table.add_column(T(name), justify=justify, no_wrap=name != "how it ran / cause",  # type: ignore[arg-type]
+                         min_width=24 if name == "how it ran / cause" else None)
     trials = [t for t in report.trials if t.rows]
     for label in report.shapes:
         present = [(t, next((r for r in t.rows if r.shape == label), None)) for t in trials]
@@ -144,7 +147,7 @@ def summary_table(report: RunReport) -> Table:
         ("numerics", "left"),
     ):
         table.add_column(T(name), justify=justify,  # type: ignore[arg-type]
-                         no_wrap=name in ("strategy", "break-even", "stream total (eager)"))
+                         no_wrap=name in ("strategy", "break-even", "stream total (eager)", "compiles (re)", "numerics"))
     for t in report.trials:
         if t.status != "ok":
             style = "dim" if t.status == "unavailable" else "bold red"
@@ -163,10 +166,11 @@ def summary_table(report: RunReport) -> Table:
             n_star = "never" if t.saving_significant else "within noise"
         if t.numerics_failed:
             numerics = T(f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bold red")
-        elif t.numerics_checked:
-            numerics = T(f"{t.numerics_checked} pass" + (f", {t.numerics_eager} eager" if t.numerics_eager else ""))
         else:
-            numerics = T(f"{t.numerics_eager} eager" if t.numerics_eager else "")
+            parts = [f"{t.numerics_checked} pass"] if t.numerics_checked else []
+            parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
+            parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
+            numerics = T(", ".join(parts))
         first = fmt_time(t.first_call_s)
         table.add_row(
             T(t.label),

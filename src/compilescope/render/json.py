@@ -9,10 +9,13 @@ from ..report import ProbeReport, RunReport
 from ..schema import dumps
 
 
-def render(result: RunResult, report: RunReport | None = None) -> str:
-    from ..analysis.build import run_summary
+def render(result: RunResult, report: RunReport | None = None, *, summary: bool = True) -> str:
+    """``summary=False`` writes the records alone (used when analysis itself failed)."""
+    from ..analysis.build import build_run_report, run_summary
 
-    return dumps(result, {"summary": run_summary(report)} if report is not None else None)
+    if not summary:
+        return dumps(result)
+    return dumps(result, {"summary": run_summary(report or build_run_report(result))})
 
 
 def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
@@ -24,13 +27,15 @@ def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
 
     from ..schema import encode, to_data
 
+    from ..analysis.build import build_probe_report
+
+    report = report or build_probe_report(result)
     data = encode(result)
     data["graph_break_occurrences"] = data.pop("graph_breaks")
-    if report is not None:
-        data["graph_breaks"] = [to_data(b) for b in report.graph_breaks]
-        data["summary"] = {
-            "compiles": report.compiles, "frames": report.frames, "compile_s": report.compile_s,
-            "functions": [{"name": f.name, "location": f.location, "compiles": f.compiles,
-                           "recompiles": f.recompiles, "refused": f.refused} for f in report.functions],
-        }
+    data["graph_breaks"] = [to_data(b) for b in report.graph_breaks]
+    data["summary"] = {
+        "compiles": report.compiles, "frames": report.frames, "compile_s": report.compile_s,
+        "functions": [{"name": f.name, "location": f.location, "compiles": f.compiles,
+                       "recompiles": f.recompiles, "refused": f.refused} for f in report.functions],
+    }
     return json.dumps(data, indent=1, allow_nan=False)
