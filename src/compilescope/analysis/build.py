@@ -326,7 +326,9 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
     entry per size, so the same guard fails on each)."""
     groups: dict[tuple[object, ...], list[GuardFailure]] = {}
     for g in failures:
-        key = (g.kind, g.source, g.dim) if g.kind != "other" else (g.kind, g.reason)
+        # a tensor-property mismatch is the same guard across entries (only the expected value
+        # differs); any other guard (a relation, a threshold…) is only the same by its text
+        key = (g.kind, g.source, g.dim) if g.reason.startswith("tensor '") else ("text", g.reason)
         groups.setdefault(key, []).append(g)
     out = []
     for items in groups.values():
