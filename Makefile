@@ -23,6 +23,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python benchmarks/steady_overhead.py
+	$(BIN)/python benchmarks/watch_overhead.py
 	$(BIN)/python benchmarks/probe_overhead.py
 
 clean:

@@ -25,6 +25,7 @@ from .model import (
     TrialSpec,
 )
 from .schema import SCHEMA_VERSION, load
+from .watch import RecompileBudgetExceeded, RecompileBudgetWarning, Watch, watch
 from .workload import Workload, load_workload
 
 __version__ = "0.2.0"
@@ -40,6 +41,8 @@ __all__ = [
     "MeasureOptions",
     "OptionError",
     "ProbeResult",
+    "RecompileBudgetExceeded",
+    "RecompileBudgetWarning",
     "ResultsError",
     "RunInterrupted",
     "RunResult",
@@ -48,6 +51,7 @@ __all__ = [
     "StreamError",
     "TrialResult",
     "TrialSpec",
+    "Watch",
     "Workload",
     "WorkloadError",
     "execute_run",
@@ -57,4 +61,5 @@ __all__ = [
     "resume_run",
     "run",
     "variant",
+    "watch",
 ]

@@ -83,14 +83,24 @@ def inductor_cache_dir() -> str | None:
         return None
 
 
-def enable_compilation_metrics(limit: int = 100_000) -> None:
-    """Raise the metrics deque bound (64 by default) so no compile of a trial is dropped.
+def enable_compilation_metrics(limit: int = 100_000) -> Callable[[], None]:
+    """Raise the metrics deque bound (64 by default) so no compile is dropped; returns the
+    undo, which puts the previous bound back.
 
     ``torch._dynamo.utils.set_compilation_metrics_limit`` — checked on 2.13.0.
     """
     from torch._dynamo import utils
 
+    previous = utils._compilation_metrics.maxlen
+    if previous is not None and previous >= limit:
+        return lambda: None
     utils.set_compilation_metrics_limit(limit)
+
+    def undo() -> None:
+        if previous is not None:
+            utils.set_compilation_metrics_limit(previous)
+
+    return undo
 
 
 def compilation_metrics_count() -> int:
@@ -262,7 +272,9 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     ``torch._dynamo.utils.guard_failures`` is a ``defaultdict(list)`` appended to once per
     rejecting cache entry (``guards.get_guard_fail_reason``) — checked on 2.13.0. Swapping
     its ``default_factory`` for an observing list sees every append, whether or not any
-    logging is on, and survives ``reset()`` (which only clears the dict). Returns the undo.
+    logging is on, and survives ``reset()`` (which only clears the dict). The undo puts the
+    factory back and turns the lists it made back into the previous factory's kind, so
+    PyTorch is left as it was found.
     """
     from torch._dynamo.utils import guard_failures as failures
 
@@ -277,6 +289,37 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
 
     def undo() -> None:
         failures.default_factory = previous
+        for code, lst in list(failures.items()):
+            if type(lst) is _ObservingList:
+                failures[code] = (previous or list)(lst)
+
+    return undo
+
+
+def observe_compilation_metrics(on_entry: Callable[[Any], None]) -> Callable[[], None]:
+    """Call ``on_entry(metrics)`` in the compiling thread as each compilation-metrics entry
+    is recorded (a frame compile ends, fails or is refused; a lazy backward ends).
+
+    ``torch._dynamo.utils._compilation_metrics`` is a module-level deque that
+    ``record_compilation_metrics`` appends to — checked on 2.13.0. It is swapped for an
+    observing deque with the same entries and bound; the undo swaps a plain deque with the
+    entries back in."""
+    import collections
+
+    from torch._dynamo import utils
+
+    class _ObservingDeque(collections.deque):  # type: ignore[type-arg]
+        def append(self, item: Any) -> None:
+            super().append(item)
+            on_entry(item)
+
+    current = utils._compilation_metrics
+    utils._compilation_metrics = _ObservingDeque(current, maxlen=current.maxlen)
+
+    def undo() -> None:
+        now = utils._compilation_metrics
+        if isinstance(now, _ObservingDeque):
+            utils._compilation_metrics = collections.deque(now, maxlen=now.maxlen)
 
     return undo
 

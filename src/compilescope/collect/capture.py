@@ -55,7 +55,7 @@ class CaptureSession:
     # -- installation -------------------------------------------------------------------
 
     def install(self) -> CaptureSession:
-        compat.enable_compilation_metrics()
+        self._undo.append(compat.enable_compilation_metrics())
         self._metrics_seen = compat.compilation_metrics_count()
         self._breaks_seen = len(compat.graph_break_reasons())
         self._undo.append(compat.observe_guard_failures(self._on_failure))

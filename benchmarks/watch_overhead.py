@@ -1,0 +1,65 @@
+"""compilescope.watch's cost on a steady compiled call, side by side in one process.
+
+    python benchmarks/watch_overhead.py [--calls 20000] [--size 12000]
+
+A compiled call of about 50 µs (aot_eager, sin + cos over --size elements), in alternating
+blocks of 50 calls:
+
+* plain: no watch active;
+* in a watch: inside a ``with compilescope.watch():`` scope entered before the block and left
+  after it (the production use: one long-lived scope);
+* watch per call: a fresh watch entered and left around each call (the decorator use).
+
+Prints medians and each one's ratio to plain. The goal for "in a watch" is ≤ 1.01×.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+
+import compilescope
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--size", type=int, default=12_000)
+    parser.add_argument("--block", type=int, default=50)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    f = torch.compile(lambda x: x.sin() + x.cos(), backend="aot_eager")
+    x = torch.randn(args.size)
+    for _ in range(200):
+        f(x)
+    plain: list[float] = []
+    inside: list[float] = []
+    per_call: list[float] = []
+    for _ in range(max(1, args.calls // args.block)):
+        for _ in range(args.block):
+            t0 = time.perf_counter()
+            f(x)
+            plain.append(time.perf_counter() - t0)
+        with compilescope.watch(max_recompiles=0):  # entered and left outside the timed calls
+            for _ in range(args.block):
+                t0 = time.perf_counter()
+                f(x)
+                inside.append(time.perf_counter() - t0)
+        for _ in range(args.block):
+            t0 = time.perf_counter()
+            with compilescope.watch(max_recompiles=0):
+                f(x)
+            per_call.append(time.perf_counter() - t0)
+    med = {"plain": statistics.median(plain), "in a watch": statistics.median(inside),
+           "watch per call": statistics.median(per_call)}
+    base = med["plain"]
+    print(f"{args.calls} interleaved calls of a compiled sin+cos over {args.size} floats (aot_eager), median per call")
+    for name, value in med.items():
+        print(f"{name:<15} {value * 1e6:8.2f} µs  {value / base:6.3f}x  ({(value - base) * 1e6:+.2f} µs)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,310 @@
+"""Recompile budgets: ``compilescope.watch`` as a context manager or a decorator.
+
+    with compilescope.watch(max_recompiles=1) as w:
+        serve(requests)
+    w.compiles, w.recompiles, w.graph_breaks, w.causes
+
+A watch counts the frame compiles, recompiles and graph breaks that happen in its own thread
+while it is active (optionally only those of given functions or modules) — the same records
+and definitions as ``run`` and ``probe`` (a refusal at the recompile limit and a lazy
+backward compile are not compiles). When the scope ends over budget it raises
+:class:`RecompileBudgetExceeded` (or warns, with ``action="warn"``) whose message gives each
+reason in PyTorch's words, its guard kind and what can remove it. ``on_recompile`` receives
+each recompile's :class:`~compilescope.model.CompileRecord` as it happens, for logs or
+metrics.
+
+Capture is event-driven: one process-wide hub is installed while any watch is active and
+observes PyTorch's compilation-metrics deque, so a steady call (no compile) costs nothing.
+Watches nest and may run in several threads; when the last one ends PyTorch is left as it
+was found.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from . import compat
+from .analysis.advice import group_causes
+from .collect.capture import CaptureSession
+from .collect.records import CodeKey, TargetInfo
+from .errors import CompilescopeError
+from .model import CompileRecord, GraphBreak
+from .report import CauseRow
+
+
+class RecompileBudgetExceeded(CompilescopeError, AssertionError):
+    """A watched scope recompiled (or graph-broke) more than its budget."""
+
+    def __init__(self, message: str, watch: Watch) -> None:
+        super().__init__(message)
+        self.watch = watch
+
+
+class RecompileBudgetWarning(UserWarning):
+    pass
+
+
+_RESUME_PREFIX = "torch_dynamo_resume_in_"
+
+
+class _Hub:
+    """The one capture shared by every active watch."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.watches: list[Watch] = []
+        self.session: CaptureSession | None = None
+        self._undo_deque: Callable[[], None] | None = None
+
+    def add(self, watch: Watch) -> None:
+        with self.lock:
+            if not self.watches:
+                self.session = CaptureSession().install()
+                self._undo_deque = compat.observe_compilation_metrics(self._on_entry)
+            self.watches.append(watch)
+
+    def remove(self, watch: Watch) -> None:
+        with self.lock:
+            if watch in self.watches:
+                self._deliver()  # anything still pending (a reset's graph breaks…)
+                self.watches.remove(watch)
+            if not self.watches and self.session is not None:
+                if self._undo_deque is not None:
+                    self._undo_deque()
+                self.session.uninstall()
+                self.session, self._undo_deque = None, None
+
+    def _on_entry(self, _entry: Any) -> None:
+        with self.lock:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        if self.session is None:
+            return
+        polled = self.session.poll(phase="watch")
+        if not polled.compiles and not polled.graph_breaks:
+            return
+        thread = threading.get_ident()
+        mine = [w for w in self.watches if w._thread == thread]
+        owners = _modules_on_stack() if any(w._modules for w in mine) else set()
+        for w in mine:
+            w._take(polled.compiles, polled.graph_breaks, owners)
+
+
+_HUB = _Hub()
+
+
+def _modules_on_stack(limit: int = 200) -> set[int]:
+    """ids of the nn.Modules whose methods are on the calling stack (a compile of a
+    module's frame happens under its ``__call__``)."""
+    import torch
+
+    found: set[int] = set()
+    frame = sys._getframe(1)
+    for _ in range(limit):
+        if frame is None:
+            break
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, torch.nn.Module):
+            found.add(id(owner))
+            inner = getattr(owner, "_orig_mod", None)
+            if inner is not None:
+                found.add(id(inner))
+        frame = frame.f_back
+    return found
+
+
+class Watch:
+    """See the module docstring. Use through :func:`watch`."""
+
+    def __init__(
+        self,
+        max_recompiles: int | None = None,
+        max_graph_breaks: int | None = None,
+        on_recompile: Callable[[CompileRecord], None] | None = None,
+        functions: Iterable[Any] | None = None,
+        action: str = "raise",
+    ) -> None:
+        if action not in ("raise", "warn"):
+            raise ValueError(f"watch(action={action!r}): use 'raise' or 'warn'")
+        for name, value in (("max_recompiles", max_recompiles), ("max_graph_breaks", max_graph_breaks)):
+            if value is not None and (not isinstance(value, int) or value < 0):
+                raise ValueError(f"watch({name}={value!r}): a budget is a non-negative integer")
+        self.max_recompiles, self.max_graph_breaks = max_recompiles, max_graph_breaks
+        self.on_recompile, self.action = on_recompile, action
+        self.records: list[CompileRecord] = []
+        self.breaks: list[GraphBreak] = []
+        self._codes: set[CodeKey] = set()
+        self._modules: set[int] = set()
+        self._names: set[tuple[str, str]] = set()
+        for obj in functions or ():
+            self._add_target(obj)
+        self._filtered = functions is not None
+        self._thread: int | None = None
+        self._active = False
+
+    def _add_target(self, obj: Any) -> None:
+        import torch
+
+        if isinstance(obj, torch.nn.Module):
+            self._modules.add(id(obj))
+            inner = getattr(obj, "_orig_mod", None)
+            if inner is not None:
+                self._modules.add(id(inner))
+            return
+        info = TargetInfo(obj)
+        self._codes |= set(info.entry_codes)
+        for name, filename, _ in info.entry_codes:
+            self._names.add((name, filename))
+
+    def _matches(self, record: CompileRecord, owners: set[int]) -> bool:
+        if not self._filtered:
+            return True
+        key = (record.function, record.filename, record.line)
+        if key in self._codes or (self._modules & owners):
+            return True
+        if record.function.startswith(_RESUME_PREFIX):  # a graph break's resume frame of a watched function
+            name = record.function[len(_RESUME_PREFIX):].rsplit("_at_", 1)[0]
+            return (name, record.filename) in self._names
+        return False
+
+    def _take(self, records: Iterable[CompileRecord], breaks: Iterable[GraphBreak], owners: set[int]) -> None:
+        matched = [r for r in records if self._matches(r, owners)]
+        self.records.extend(matched)
+        if not self._filtered or matched:
+            self.breaks.extend(breaks)
+        if self.on_recompile is not None:
+            for r in matched:
+                if r.is_recompile:
+                    try:
+                        self.on_recompile(r)
+                    except Exception as exc:  # a callback must never break the user's compile
+                        warnings.warn(f"compilescope.watch on_recompile raised {type(exc).__name__}: {exc}",
+                                      RuntimeWarning, stacklevel=2)
+
+    # -- counts ------------------------------------------------------------------------
+
+    @property
+    def compiles(self) -> int:
+        return sum(1 for r in self.records if r.is_compile)
+
+    @property
+    def recompiles(self) -> int:
+        return sum(1 for r in self.records if r.is_recompile)
+
+    @property
+    def refused(self) -> int:
+        """Attempts the recompile limit refused (those calls ran eagerly)."""
+        return sum(1 for r in self.records if r.refused)
+
+    @property
+    def graph_breaks(self) -> int:
+        """Distinct graph breaks (reason, file, line)."""
+        return len({(b.reason.split("\n", 1)[0], b.filename, b.line) for b in self.breaks})
+
+    @property
+    def causes(self) -> tuple[CauseRow, ...]:
+        """The recompile causes, grouped per guard, with whether a shape setting removes each
+        and the next step."""
+        return tuple(
+            CauseRow(c.describe(), c.kind, c.source, c.dim, c.shape_reducible, c.next_step, c.compiles)
+            for c in group_causes(tuple(self.records))
+        )
+
+    # -- scope ---------------------------------------------------------------------------
+
+    def __enter__(self) -> Watch:
+        if self._active:
+            raise RuntimeError("this watch is already active; create one watch per scope")
+        self._thread = threading.get_ident()
+        self._active = True
+        _HUB.add(self)
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        self.stop()
+        if exc_type is None:
+            self.check()
+
+    def stop(self) -> None:
+        if self._active:
+            _HUB.remove(self)
+            self._active = False
+
+    def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """As a decorator: a fresh watch with the same budget around each call."""
+
+        @functools.wraps(fn)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            with self._clone():
+                return fn(*args, **kwargs)
+
+        return wrapped
+
+    def _clone(self) -> Watch:
+        clone = Watch(self.max_recompiles, self.max_graph_breaks, self.on_recompile, None, self.action)
+        clone._codes, clone._modules, clone._names, clone._filtered = self._codes, self._modules, self._names, self._filtered
+        return clone
+
+    # -- budget --------------------------------------------------------------------------
+
+    def over_budget(self) -> list[str]:
+        out = []
+        if self.max_recompiles is not None and self.recompiles > self.max_recompiles:
+            out.append(f"{self.recompiles} recompile(s) exceed the budget of {self.max_recompiles}")
+        if self.max_graph_breaks is not None and self.graph_breaks > self.max_graph_breaks:
+            out.append(f"{self.graph_breaks} graph break(s) exceed the budget of {self.max_graph_breaks}")
+        return out
+
+    def check(self) -> None:
+        problems = self.over_budget()
+        if not problems:
+            return
+        message = self.explain(problems)
+        if self.action == "warn":
+            warnings.warn(message, RecompileBudgetWarning, stacklevel=3)
+        else:
+            raise RecompileBudgetExceeded(message, self)
+
+    def explain(self, problems: list[str] | None = None) -> str:
+        """Every recompile with PyTorch's reasons, the guard kind and what can remove it."""
+        problems = problems if problems is not None else self.over_budget()
+        lines = [f"compilescope.watch: {'; '.join(problems) or 'within budget'} "
+                 f"({self.compiles} compile(s), {self.recompiles} recompile(s), {self.graph_breaks} graph break(s))"]
+        for r in self.records:
+            if not r.is_recompile and not r.refused:
+                continue
+            what = "refused by the recompile limit (the call ran eagerly)" if r.refused else "recompiled"
+            lines.append(f"  {r.compile_id} {r.display_name} ({r.display_location}) {what}:")
+            for reason, entry in zip(r.reasons, r.rejected_by):
+                lines.append(f"    - {entry}: {reason}")
+        causes = self.causes
+        if causes:
+            lines.append("  what can remove each cause:")
+            for c in causes:
+                reducible = "shape-reducible" if c.shape_reducible else "not shape-reducible"
+                lines.append(f"    - {c.description} [{c.kind}, {reducible}]: {c.next_step}")
+        if self.max_graph_breaks is not None and self.graph_breaks > self.max_graph_breaks:
+            seen = set()
+            for b in self.breaks:
+                key = (b.reason.split("\n", 1)[0], b.filename, b.line)
+                if key not in seen:
+                    seen.add(key)
+                    lines.append(f"  graph break at {b.filename}:{b.line}: {key[0]}")
+        return "\n".join(lines)
+
+
+def watch(
+    max_recompiles: int | None = None,
+    max_graph_breaks: int | None = None,
+    on_recompile: Callable[[CompileRecord], None] | None = None,
+    functions: Iterable[Any] | None = None,
+    action: str = "raise",
+) -> Watch:
+    """A recompile budget for a scope: ``with watch(max_recompiles=1): …`` or ``@watch(…)``."""
+    return Watch(max_recompiles, max_graph_breaks, on_recompile, functions, action)

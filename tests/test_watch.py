@@ -1,0 +1,177 @@
+"""compilescope.watch and the pytest plugin, on real torch.compile (eager backend)."""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+import pytest
+import torch
+
+import compilescope
+from compilescope import RecompileBudgetExceeded, RecompileBudgetWarning
+
+
+def sincos(x):
+    return x.sin() + x.cos()
+
+
+def _pytorch_state():
+    from torch._dynamo import guards, utils
+
+    return (type(utils.guard_failures.default_factory), utils.guard_failures.default_factory,
+            type(utils._compilation_metrics), utils._compilation_metrics.maxlen, guards.is_recompiles_verbose_enabled,
+            torch._dynamo.reset)
+
+
+def test_counts_reasons_and_what_removes_them():
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(RecompileBudgetExceeded) as info:
+        with compilescope.watch(max_recompiles=1) as w:
+            for n in (8, 16, 32):
+                f(torch.randn(n))
+    assert (w.compiles, w.recompiles, w.refused) == (3, 2, 0)
+    message = str(info.value)
+    assert "2 recompile(s) exceed the budget of 1" in message
+    assert "0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16" in message
+    assert "0/1: tensor 'x' size mismatch at index 0. expected 16, actual 32" in message
+    assert "shape-reducible" in message and "mark_dynamic(x, 0, min=8, max=32)" in message
+    (cause,) = w.causes
+    assert (cause.source, cause.kind, cause.dim) == ("L['x']", "size", 0)
+
+
+def test_within_budget_and_a_steady_scope_counts_nothing():
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+    with compilescope.watch(max_recompiles=2) as w:
+        for n in (8, 16, 32):
+            f(torch.randn(n))
+    assert w.recompiles == 2
+    with compilescope.watch(max_recompiles=0) as steady:
+        for n in (8, 16, 32, 8):
+            f(torch.randn(n))
+    assert (steady.compiles, steady.recompiles) == (0, 0)
+
+
+def test_pytorch_is_left_exactly_as_found():
+    before = _pytorch_state()
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+    with compilescope.watch():
+        with compilescope.watch():
+            f(torch.randn(4))
+            f(torch.randn(5))
+    assert _pytorch_state() == before
+    assert all(type(v) is list for v in torch._dynamo.utils.guard_failures.values())
+
+
+def test_watches_nest_and_keep_to_their_thread():
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+    g = torch.compile(lambda x: x * 3, backend="eager", dynamic=False)
+    counts = {}
+
+    def worker():
+        with compilescope.watch() as w:
+            for n in (3, 5, 7):
+                g(torch.randn(n))
+        counts["thread"] = (w.compiles, w.recompiles)
+
+    with compilescope.watch() as outer:
+        f(torch.randn(8))
+        with compilescope.watch() as inner:
+            f(torch.randn(16))
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert (outer.compiles, outer.recompiles) == (2, 1)
+    assert (inner.compiles, inner.recompiles) == (1, 1)
+    assert counts["thread"] == (3, 2)
+
+
+def test_functions_filter_decorator_callback_and_warn():
+    lin = torch.nn.Linear(4, 4)
+    watched = torch.compile(lin, backend="eager", dynamic=False)
+    other = torch.compile(torch.nn.Linear(4, 4), backend="eager", dynamic=False)
+    seen = []
+    with compilescope.watch(functions=[lin], on_recompile=seen.append) as w:
+        watched(torch.randn(2, 4))
+        watched(torch.randn(3, 4))
+        other(torch.randn(5, 4))
+    assert (w.compiles, w.recompiles) == (2, 1)
+    assert [str(r.compile_id) for r in seen] == ["0/1"] and seen[0].reasons
+
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+
+    @compilescope.watch(max_recompiles=0, action="warn")
+    def serve(n):
+        return f(torch.randn(n))
+
+    serve(4)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        serve(6)
+    assert any(issubclass(c.category, RecompileBudgetWarning) and "expected 4, actual 6" in str(c.message)
+               for c in caught)
+
+
+def test_graph_break_budget():
+    def broken(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    f = torch.compile(broken, backend="eager")
+    with pytest.raises(RecompileBudgetExceeded, match="1 graph break"):
+        with compilescope.watch(max_graph_breaks=0):
+            f(torch.randn(4))
+
+
+PLUGIN_TEST = """
+import pytest
+import torch
+
+
+def sincos(x):
+    return x.sin() + x.cos()
+
+
+@pytest.mark.max_recompiles({budget})
+def test_three_sizes():
+    f = torch.compile(sincos, backend="eager", dynamic=False)
+    for n in (8, 16, 32):
+        f(torch.randn(n))
+"""
+
+
+@pytest.mark.parametrize("budget, outcome", [(1, "failed"), (2, "passed")])
+def test_plugin_marker(pytester, budget, outcome):
+    pytester.makepyfile(PLUGIN_TEST.format(budget=budget))
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(**{outcome: 1})
+    if outcome == "failed":
+        result.stdout.fnmatch_lines([
+            "*RecompileBudgetExceeded*2 recompile(s) exceed the budget of 1*",
+            "*0/0: tensor 'x' size mismatch at index 0. expected 8, actual 16*",
+            "*0/1: tensor 'x' size mismatch at index 0. expected 16, actual 32*",
+        ])
+
+
+def test_plugin_fixture_and_report(pytester):
+    pytester.makepyfile("""
+        import torch
+
+        def test_uses_fixture(compile_watch):
+            f = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+            f(torch.ones(2))
+            f(torch.ones(3))
+            assert (compile_watch.compiles, compile_watch.recompiles) == (2, 1)
+            assert compile_watch.causes[0].source == "L['x']"
+
+        def test_plain():
+            assert True
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compilescope-report")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "*compilescope: compiles per test*",
+        "*test_uses_fixture*2*1*0*dim 0 varied over 2, 3*",
+        "*test_plain*0*0*0*",
+    ])
