@@ -224,7 +224,7 @@ def test_past_the_recompile_limit_table_verdict_and_json_agree(cli, tmp_path):
     assert "8 (7) 1 refused" in text
     assert "7 recompile(s) among 8 compile(s)" in text
     assert "2 request(s) ran eagerly after the recompile limit (8) refused to compile: shapes 10, 11" in text
-    assert text.count("EAGER FALLBACK: recompile limit (8) hit") == 2
+    assert text.count("EAGER FALLBACK") == 2 and "recompile limit (8)" in text
     assert "outputs matched eager on every shape that ran compiled (8" in text
 
 

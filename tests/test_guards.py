@@ -46,7 +46,7 @@ def test_every_rejecting_entry_is_reported():
 def test_symbolic_size_guard_gets_actual_from_the_call():
     found = _reasons(_sin, [dict(x=torch.ones(2)), dict(x=torch.ones(3)), dict(x=torch.ones(1))])
     sym = [g for g in found if g.reason.startswith("2 <= x.size()[0]")]
-    assert sym and sym[0].kind == "size" and sym[0].source == "L['x']" and sym[0].dim == 0 and sym[0].actual == 1
+    assert sym and sym[0].kind == "specialization" and sym[0].source == "L['x']" and sym[0].dim == 0 and sym[0].actual == 1
 
 
 @pytest.mark.parametrize(
@@ -155,4 +155,30 @@ def test_verbose_entry_split_keeps_comment_semicolons():
             "specialization try torch._dynamo.decorators.mark_unbacked(tensor, dim)); n == 2  # f.py:4 in f")
     parts = split_entry_reasons(text)
     assert len(parts) == 2 and parts[1] == "0/1: n == 2  # f.py:4 in f"
-    assert [parse_guard_failure(p).kind for p in parts] == ["size", "value"]
+    assert [parse_guard_failure(p).kind for p in parts] == ["specialization", "value"]
+
+
+@pytest.mark.parametrize("text, kind, involves", [
+    ("2 <= x.size()[0]", "specialization", ("L['x'] dim 0",)),
+    ("4 <= x.size()[0] <= 64", "range", ("L['x'] dim 0",)),
+    ("x.size()[0] == 16", "size", ("L['x'] dim 0",)),
+    ("(x.size()[2] // 2) == ((1 + x.size()[2]) // 2)", "relation", ("L['x'] dim 2",)),
+    ("3*x.size()[3]*x.size()[2] <= 20480", "relation", ("L['x'] dim 3", "L['x'] dim 2")),
+    ("L['x'].size()[0] == L['y'].size()[0]", "relation", ("L['x'] dim 0", "L['y'] dim 0")),
+])
+def test_symbolic_guards_say_what_they_are(text, kind, involves):
+    g = parse_guard_failure(f"0/0: {text}  # y = f(x)  # model.py:12 in forward")
+    assert (g.kind, g.involves, g.user_line) == (kind, involves, "model.py:12 in forward")
+
+
+def test_relations_are_never_advised_as_mark_dynamic():
+    from compilescope.analysis.advice import group_causes
+    from compilescope.model import CompileId, CompileRecord
+
+    failures = tuple(parse_guard_failure(t) for t in (
+        "0/0: (x.size()[2] // 2) == ((1 + x.size()[2]) // 2)", "0/1: 3*x.size()[3]*x.size()[2] <= 20480"))
+    record = CompileRecord(CompileId(0, 2), "forward", "m.py", 1, guard_failures=failures)
+    causes = group_causes((record,))
+    assert [c.kind for c in causes] == ["relation", "relation"]
+    assert not any(c.shape_reducible or "mark_dynamic(" in c.next_step for c in causes)
+    assert "relation over L['x'] dim 3, L['x'] dim 2" in causes[1].describe()

@@ -27,3 +27,33 @@ def test_inductor_default_strategy_in_three_start_modes(cli, tmp_path):
     assert mega.cache_load_s is not None  # load_cache_artifacts ran before the first call...
     assert mega.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # ...and an empty dir then hit
     assert all(n.passed for t in (cold, warm, mega) for n in t.numerics)
+
+
+CONV_PYRAMID = """
+import torch
+
+net = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.MaxPool2d(2, ceil_mode=True),
+                          torch.nn.Conv2d(8, 8, 3, padding=1), torch.nn.MaxPool2d(2, ceil_mode=True))
+compiled = torch.compile(net, dynamic=True)
+with torch.no_grad():
+    for h in (14, 19, 26, 37):
+        compiled(torch.randn(1, 3, h, h))
+"""
+
+
+@pytest.mark.inductor
+def test_ceil_mode_pooling_guards_are_relations_not_mark_dynamic(tmp_path):
+    """dynamic=True over odd and even sizes: the parity guards from ceil_mode pooling's
+    lowering are relations over the spatial dims, and nothing advises mark_dynamic."""
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.probe.capture import probe_script
+
+    script = tmp_path / "pyramid.py"
+    script.write_text(CONV_PYRAMID)
+    report = build_probe_report(probe_script(str(script), []))
+    (fn,) = report.functions
+    assert fn.name == "Sequential.forward" and fn.recompiles >= 1
+    assert fn.causes and all(c.kind == "relation" for c in fn.causes)
+    involved = {d for c in fn.causes for d in c.description.split(":", 1)[0].split(", ")}
+    assert any("dim 2" in d for d in involved) and any("dim 3" in d for d in involved)
+    assert not any(c.shape_reducible or "mark_dynamic(" in c.next_step for c in fn.causes)

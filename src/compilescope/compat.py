@@ -390,3 +390,116 @@ def current_compile_id() -> str | None:
     if frame_id is None or attempt is None:
         return None
     return f"{frame_id}/{attempt}"
+
+
+# ----------------------------------------------------------------------------- guard walking
+
+
+@dataclass(frozen=True)
+class LeafCheck:
+    """One guard of a rejecting cache entry, evaluated against the call's inputs.
+
+    ``kind`` is the leaf guard's class name (``TENSOR_MATCH``, ``EQUALS_MATCH``…) or
+    ``EPILOGUE`` for a symbolic-shape relation; ``text`` its first verbose code part (PyTorch's
+    words, with the trailing user-source comment); ``failed`` None when it could not be
+    evaluated; ``value`` the guarded value (a tensor, for explaining a TENSOR_MATCH)."""
+
+    source: str
+    kind: str
+    text: str
+    failed: bool | None
+    value: Any = None
+
+
+MAX_GUARD_LEAVES = 50_000
+
+
+def rejecting_entry() -> tuple[Any, dict[str, Any]] | None:
+    """Inside a guard-failure observer: the rejecting entry's guard manager and the call's
+    frame locals, read from ``guards.get_guard_fail_reason``'s frame — checked on 2.13.0."""
+    import sys
+
+    frame = sys._getframe(1)
+    for _ in range(12):
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "get_guard_fail_reason":
+            manager, f_locals = frame.f_locals.get("guard_manager"), frame.f_locals.get("f_locals")
+            if manager is None or not isinstance(f_locals, dict):
+                return None
+            return manager, f_locals
+        frame = frame.f_back
+    return None
+
+
+def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]:
+    """Evaluate every guard of one cache entry against ``f_locals``; return those that fail
+    or cannot be evaluated. Walks ``guard_manager.root``: each manager's ``get_source()``,
+    ``get_leaf_guards()`` (callable on the source's value) and ``get_child_managers()``, then
+    the root's ``get_epilogue_lambda_guards()`` (symbolic-shape relations, one Python
+    expression per verbose part) — checked on 2.13.0."""
+    env: dict[str, Any] = {}
+    env.update(getattr(guard_manager, "closure_vars", None) or {})
+    env.update(getattr(guard_manager, "global_scope", None) or {})
+    env["L"] = f_locals
+    out: list[LeafCheck] = []
+    seen = 0
+
+    def first_part(leaf: Any) -> str:
+        try:
+            parts = leaf.verbose_code_parts()
+        except Exception:
+            return type(leaf).__name__
+        return str(parts[0]).split("\n", 1)[0] if parts else type(leaf).__name__
+
+    def visit(manager: Any) -> None:
+        nonlocal seen
+        try:
+            source = str(manager.get_source())
+        except Exception:
+            return
+        value: Any
+        try:
+            value = f_locals if source == "L" else eval(source, env)  # noqa: S307 (PyTorch's own source text)
+            got_value = True
+        except Exception:
+            value, got_value = None, False
+        for leaf in manager.get_leaf_guards():
+            seen += 1
+            if seen > MAX_GUARD_LEAVES:
+                return
+            kind = type(leaf).__name__
+            if not got_value:
+                out.append(LeafCheck(source, kind, first_part(leaf), None))
+                continue
+            try:
+                ok = bool(leaf(value))
+            except Exception:
+                out.append(LeafCheck(source, kind, first_part(leaf), None))
+                continue
+            if not ok:
+                out.append(LeafCheck(source, kind, first_part(leaf), True, value))
+        for child in manager.get_child_managers():
+            visit(child)
+
+    root = getattr(guard_manager, "root", guard_manager)
+    visit(root)
+    try:
+        epilogue = root.get_epilogue_lambda_guards()
+    except Exception:
+        epilogue = []
+    for leaf in epilogue:
+        try:
+            parts = [str(p) for p in leaf.verbose_code_parts()]
+        except Exception:
+            continue
+        for part in parts:
+            expr = part.split("  #", 1)[0].strip()
+            try:
+                ok = bool(eval(expr, env))  # noqa: S307
+            except Exception:
+                out.append(LeafCheck("", "EPILOGUE", part.split("\n", 1)[0], None))
+                continue
+            if not ok:
+                out.append(LeafCheck("", "EPILOGUE", part.split("\n", 1)[0], True))
+    return out

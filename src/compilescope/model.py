@@ -21,6 +21,9 @@ Phase = Literal["stream", "steady", "numerics", "script"]
 
 GUARD_KINDS = (
     "size",
+    "relation",  # between sizes: equality across inputs, divisibility/parity, a threshold on a product
+    "range",  # a size outside the bounds a dynamic dim was given (2 <= s <= 64)
+    "specialization",  # a size of 0 or 1, which Dynamo always specialises
     "stride",
     "dtype",
     "rank",
@@ -92,6 +95,9 @@ class GuardFailure:
     dim: int | None = None
     expected: Scalar = None
     actual: Scalar = None
+    involves: tuple[str, ...] = ()  # every input dim a relation or threshold names ("L['x'] dim 2")
+    found_by: str = "pytorch"  # "compilescope": a failing guard PyTorch's reason did not name
+    user_line: str | None = None  # the user's source line PyTorch cites, "file.py:13"
 
     def describe(self) -> str:
         """A short human form: ``L['x'] dim 0: 16 → 32``."""
@@ -143,6 +149,7 @@ class CompileRecord:
     phases_s: dict[str, float] = field(default_factory=dict)
     cache: dict[str, int] = field(default_factory=dict)
     backward_compile_s: float | None = None
+    guards_unevaluated: dict[str, int] = field(default_factory=dict)  # guard kind → count, when a walk could not tell
     fail_type: str | None = None
     fail_reason: str | None = None
     call_index: int | None = None

@@ -24,6 +24,7 @@ class Cause:
     shape_reducible: bool
     next_step: str
     example: str = ""  # one of PyTorch's texts for it
+    involves: tuple[str, ...] = ()  # every input dim a relation names
 
     def describe(self) -> str:
         where = self.source or "?"
@@ -36,7 +37,11 @@ class Cause:
                 "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(self.kind)
         if what and seen:
             head = f"{where} {what} {seen}"
-        elif self.kind == "other" or self.source is None or (self.kind == "size" and "<=" in self.example):
+        elif self.kind == "relation":
+            head = f"relation over {', '.join(self.involves) or where}: {self.example}"
+        elif self.kind in ("range", "specialization"):
+            head = f"{where} outside its range: {self.example}"
+        elif self.kind == "other" or self.source is None:
             head = f"{self.source + ': ' if self.source and self.kind != 'other' else ''}{self.example}"
         else:
             head = f"{where}: {self.kind.replace('_', ' ')}"
@@ -47,16 +52,23 @@ def _next_step(
     kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = ()
 ) -> tuple[bool, str]:
     src = source or "the input"
-    bounded = [e for e in exprs if e.count("<=") == 2]
-    if kind == "size" and bounded:
+    if kind == "range":
         return True, (
-            f"an input fell outside the range given to mark_dynamic ({bounded[0]}): widen min/max to cover "
-            "every size the program sees"
+            f"an input fell outside the range given to mark_dynamic ({exprs[0] if exprs else 'its bounds'}): widen "
+            "min/max to cover every size the program sees"
         )
-    if kind == "size" and exprs and not values:
+    if kind == "specialization":
         return True, (
-            f"sizes 0 and 1 are specialised ({exprs[0]}): use torch._dynamo.decorators.mark_unbacked({_local(src)}, "
-            f"{dim}) if those sizes occur"
+            f"sizes 0 and 1 are specialised ({exprs[0] if exprs else src}): use "
+            f"torch._dynamo.decorators.mark_unbacked({_local(src)}, {dim}) if those sizes occur"
+        )
+    if kind == "relation":
+        return False, (
+            "a relation between sizes that exists because the dims are already dynamic (parity, divisibility, a "
+            "threshold on a product — typically from an op's lowering, e.g. ceil_mode pooling or a conv's "
+            "algorithm choice); marking dims dynamic cannot remove it: pad or bucket the dims it names to a "
+            "multiple that fixes the relation, hold the graphs it splits into (raise "
+            "torch._dynamo.config.recompile_limit if the stream needs more than 8), or change the op"
         )
     if kind == "size":
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
@@ -107,15 +119,19 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
     examples: dict[tuple[str | None, str, int | None], str] = {}
     exprs: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
+    involves: dict[tuple[str | None, str, int | None], tuple[str, ...]] = {}
     for c in compiles:
         seen_here = set()
         for g in c.guard_failures:
-            key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+            key = (g.source, g.kind, g.dim) if g.kind not in ("other", "relation") else (g.source, g.kind, hash(g.reason))
             examples.setdefault(key, g.reason)
-            if isinstance(g.expected, str) and "<=" in g.expected and g.expected not in exprs[key]:
-                exprs[key].append(g.expected)
-            for v in (g.expected, g.actual):
-                if v is not None and v not in values[key] and not (isinstance(v, str) and "<=" in v):
+            symbolic = g.kind in ("range", "specialization", "relation")
+            if symbolic:
+                if isinstance(g.expected, str) and g.expected not in exprs[key]:
+                    exprs[key].append(g.expected)
+                involves.setdefault(key, g.involves)
+            for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
+                if v is not None and v not in values[key]:
                     values[key].append(v)
             if key not in seen_here:
                 ids[key].append(str(c.compile_id))
@@ -124,6 +140,6 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     for key, compile_ids in ids.items():
         source, kind, dim = key
         reducible, step = _next_step(kind, source, dim, tuple(values[key]), tuple(exprs[key]))
-        causes.append(Cause(source, kind, dim if kind != "other" else None, tuple(values[key]), tuple(compile_ids),
-                            reducible, step, examples[key]))
+        causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(values[key]),
+                            tuple(compile_ids), reducible, step, examples[key], involves.get(key, ())))
     return tuple(causes)

@@ -13,8 +13,9 @@ Text that matches no known form is kept whole with kind ``other`` — never drop
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..model import GuardFailure, Scalar
@@ -97,8 +98,24 @@ def _literal(text: str) -> Scalar:
     return t
 
 
+_USER_LINE = re.compile(r"#\s*(?P<loc>[^#]*?:\d+ in [\w<>.]+)\s*(?:\(|$)")
+
+
+def user_line(text: str) -> str | None:
+    """The user's ``file:line in function`` a guard's trailing comment cites, if any."""
+    first = text.split("\n", 1)[0]
+    found = _USER_LINE.findall(first)
+    return found[0].strip() if found else None
+
+
 def parse_guard_failure(text: str) -> GuardFailure:
     """Parse one reason (with or without its ``0/0:`` prefix)."""
+    g = _parse_guard_failure(text)
+    line = user_line(text)
+    return dataclasses.replace(g, user_line=line) if line else g
+
+
+def _parse_guard_failure(text: str) -> GuardFailure:
     entry, reason = split_reason(text)
 
     def make(kind: str, **kw: Any) -> GuardFailure:
@@ -125,8 +142,8 @@ def parse_guard_failure(text: str) -> GuardFailure:
         return make("other", source=local_source(m["name"]))
     if _GRAD_MODE.search(reason):
         return make("grad_mode")
-    if m := _SYM_SIZE.search(reason):
-        return make(m["kind"], source=local_source(m["name"]), dim=int(m["dim"]), expected=reason)
+    if _SYM_SIZE.search(reason):
+        return _symbolic(reason, entry)
     if m := _LEN.match(reason):
         return make("length", source=local_source(m["src"]), expected=int(m["exp"]))
     if m := _DICT_KEYS.match(reason):
@@ -138,6 +155,149 @@ def parse_guard_failure(text: str) -> GuardFailure:
         kind = "module_attribute" if "." in m["src"] else "value"
         return make(kind, source=local_source(m["src"]), expected=_literal(m["exp"]))
     return make("other")
+
+
+_RANGE = re.compile(r"^(?P<lo>\d+) <= (?P<sym>[^<>=]+?)(?: <= (?P<hi>\d+))?$")
+_EQ_CONST = re.compile(r"^(?P<sym>[^<>=!]+?) == (?P<value>\d+)$")
+
+
+def _symbolic(reason: str, entry: str | None) -> GuardFailure:
+    """A symbolic-shape guard, by what it says about the sizes it names:
+
+    * ``2 <= x.size()[0]`` — the lower bound Dynamo puts on a dynamic size because sizes 0
+      and 1 are specialised: kind ``specialization``;
+    * ``4 <= x.size()[0] <= 64`` — a range (mark_dynamic's bounds): kind ``range``;
+    * ``x.size()[0] == 16`` — one size pinned: kind ``size``;
+    * anything else — equality across inputs, parity/divisibility, a threshold on a product
+      (``3*x.size()[3]*x.size()[2] <= 20480``): kind ``relation``, with every dim involved.
+    """
+    names = []
+    for m in _SYM_SIZE.finditer(reason):
+        key = (local_source(m["name"]), m["kind"], int(m["dim"]))
+        if key not in names:
+            names.append(key)
+    involves = tuple(f"{src} dim {dim}" if kind == "size" else f"{src} stride {dim}" for src, kind, dim in names)
+    source, first_kind, dim = names[0]
+    single = len(names) == 1 and first_kind == "size"
+    if single and (m := _RANGE.match(reason)) and _SYM_SIZE.fullmatch(m["sym"].strip()):
+        kind = "specialization" if m["hi"] is None and int(m["lo"]) == 2 else "range"
+        return GuardFailure(reason, entry, kind, source, dim, expected=reason, involves=involves)
+    if single and (m := _EQ_CONST.match(reason)) and _SYM_SIZE.fullmatch(m["sym"].strip()):
+        return GuardFailure(reason, entry, "size", source, dim, expected=int(m["value"]), involves=involves)
+    return GuardFailure(reason, entry, "relation", source, dim if single else None, expected=reason, involves=involves)
+
+
+# ----------------------------------------------------------------------------- guard walks
+
+_CHECK_TENSOR = re.compile(
+    r"check_tensor\((?P<src>.+?), \w+, DispatchKeySet\((?P<keys>[^)]*)\), torch\.(?P<dtype>\w+), "
+    r"device=(?P<device>[^,]+), requires_grad=(?P<rg>True|False), size=\[(?P<size>[^\]]*)\], "
+    r"stride=\[(?P<stride>[^\]]*)\]"
+)
+
+
+def _ints(text: str) -> list[int | None]:
+    return [None if t.strip() == "None" else int(t) for t in text.split(",") if t.strip()]
+
+
+def _tensor_name(source: str) -> str:
+    """``L['x']`` → ``x``; ``L['args'][0]`` → ``args[0]`` (as PyTorch names tensors)."""
+    m = re.match(r"^L\['(?P<root>[^']+)'\](?P<rest>.*)$", source)
+    return f"{m['root']}{m['rest']}" if m else source
+
+
+def explain_tensor_match(text: str, value: Any, entry: str | None) -> list[GuardFailure]:
+    """A failing ``TENSOR_MATCH``, field by field: the tensor against the metadata the guard
+    recorded (rank, each size, each stride, dtype, device, requires_grad, dispatch keys),
+    worded as PyTorch words tensor mismatches."""
+    import torch
+
+    m = _CHECK_TENSOR.search(text)
+    if m is None or not isinstance(value, torch.Tensor):
+        return [GuardFailure(text.split("  #", 1)[0].strip(), entry, "other", found_by="compilescope")]
+    name = _tensor_name(m["src"].strip())
+    sizes, strides = _ints(m["size"]), _ints(m["stride"])
+    texts: list[str] = []
+    if len(sizes) != value.dim():
+        texts.append(f"tensor '{name}' rank mismatch. expected {len(sizes)}, actual {value.dim()}")
+    else:
+        for i, expected in enumerate(sizes):
+            if expected is not None and expected != value.size(i):
+                texts.append(f"tensor '{name}' size mismatch at index {i}. expected {expected}, actual {value.size(i)}")
+        if not texts:  # a layout change is one guard: name its first differing index, as PyTorch does
+            for i, expected in enumerate(strides):
+                if expected is not None and expected != value.stride(i):
+                    texts.append(f"tensor '{name}' stride mismatch at index {i}. expected {expected}, actual {value.stride(i)}")
+                    break
+    actual_dtype = str(value.dtype).replace("torch.", "")
+    if m["dtype"] != actual_dtype:
+        texts.append(f"tensor '{name}' dtype mismatch. expected {m['dtype']}, actual {actual_dtype}")
+    rg = m["rg"] == "True"
+    if rg != value.requires_grad:
+        texts.append(f"tensor '{name}' requires_grad mismatch. expected requires_grad={int(rg)}")
+    device = m["device"].strip()
+    if device not in ("None",) and device.isdigit() and (value.device.index or 0) != int(device):
+        texts.append(f"tensor '{name}' device mismatch. expected {device}, actual {value.device.index}")
+    if not texts:
+        texts.append(f"tensor '{name}' dispatch keys mismatch. expected {m['keys']}")
+    out = []
+    for t in texts:
+        g = parse_guard_failure(t)
+        out.append(dataclasses.replace(g, failed_entry=entry, found_by="compilescope"))
+    return out
+
+
+def _global_state(text: str) -> GuardFailure:
+    """``___check_global_state() against {…}``: which of grad mode / thread count changed."""
+    import json
+
+    import torch
+
+    _, _, blob = text.partition(" against ")
+    try:
+        state = json.loads(blob.split("  #", 1)[0])
+    except ValueError:
+        state = {}
+    if isinstance(state, dict):
+        if "grad_mode" in state and bool(state["grad_mode"]) != torch.is_grad_enabled():
+            return GuardFailure("GLOBAL_STATE changed: grad_mode", None, "grad_mode")
+        if "num_threads" in state and state["num_threads"] != torch.get_num_threads():
+            return GuardFailure(f"GLOBAL_STATE changed: num_threads (expected {state['num_threads']}, actual "
+                                f"{torch.get_num_threads()})", None, "other", source="torch.get_num_threads()",
+                                expected=state["num_threads"], actual=torch.get_num_threads())
+    return GuardFailure("GLOBAL_STATE changed", None, "other")
+
+
+def explain_checks(checks: Iterable[Any], entry: str | None) -> tuple[list[GuardFailure], dict[str, int]]:
+    """Parsed failures from one entry's guard walk (:func:`compilescope.compat.walk_guards`),
+    every one marked ``found_by="compilescope"``, and the guards that could not be evaluated,
+    counted by kind (never guessed)."""
+    failures: list[GuardFailure] = []
+    unevaluated: dict[str, int] = {}
+    for c in checks:
+        if c.failed is None:
+            unevaluated[c.kind] = unevaluated.get(c.kind, 0) + 1
+            continue
+        if c.kind == "TENSOR_MATCH":
+            failures.extend(explain_tensor_match(c.text, c.value, entry))
+            continue
+        if c.kind == "GLOBAL_STATE":
+            g = _global_state(c.text)
+        else:
+            g = parse_guard_failure(c.text)
+        failures.append(dataclasses.replace(g, failed_entry=entry, found_by="compilescope"))
+    return failures, unevaluated
+
+
+def failure_key(g: GuardFailure) -> tuple[object, ...]:
+    """What makes two failures the same guard: a tensor property by (source, kind, dim),
+    anything else by its text with ``L['x']`` written as ``x``."""
+    if g.kind in ("size", "stride", "rank", "dtype", "device", "requires_grad", "grad_mode") and g.source:
+        return (g.kind, g.source, g.dim)
+    if g.kind == "grad_mode":
+        return ("grad_mode",)
+    text = re.sub(r"L\['([^']+)'\]", r"\1", g.reason)
+    return ("text", " ".join(text.split()))
 
 
 def enrich_actual(failure: GuardFailure, arguments: Mapping[str, Any]) -> GuardFailure:
@@ -154,9 +314,10 @@ def enrich_actual(failure: GuardFailure, arguments: Mapping[str, Any]) -> GuardF
     for attr in filter(None, m["attr"].split(".")):
         value = getattr(value, attr, None)
     actual: Scalar = None
-    if failure.kind in ("size", "stride") and failure.dim is not None and hasattr(value, failure.kind):
+    if failure.kind in ("size", "stride", "range", "specialization") and failure.dim is not None and hasattr(value, "size"):
+        attr = "stride" if failure.kind == "stride" else "size"
         try:
-            actual = int(getattr(value, failure.kind)(failure.dim))
+            actual = int(getattr(value, attr)(failure.dim))
         except (IndexError, RuntimeError):
             return failure
     elif failure.kind == "length" and hasattr(value, "__len__"):

@@ -19,11 +19,11 @@ last poll into records; the hot path (a steady call) only compares two lengths.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat
-from ..analysis.guards import enrich_actual, parse_guard_failure
+from ..analysis.guards import enrich_actual, explain_checks, parse_guard_failure
 from ..model import CompileRecord, GraphBreak, GuardFailure
 from .records import CodeKey, RecordBuilder, TargetInfo, break_location, code_key
 
@@ -35,12 +35,36 @@ class Polled:
     unattributed: tuple[GuardFailure, ...]  # reasons recorded outside any compile
 
 
+@dataclass(frozen=True)
+class Observed:
+    """One rejecting entry's reason as PyTorch recorded it, and what walking that entry's
+    guards against the same call found (every failing guard; those it could not evaluate)."""
+
+    code: CodeKey
+    text: str
+    walked: tuple[GuardFailure, ...] = ()
+    unevaluated: dict[str, int] = field(default_factory=dict)
+
+
+def _merge_counts(counts: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for c in counts:
+        for k, v in c.items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
 class CaptureSession:
-    def __init__(self) -> None:
+    """``walk_guards``: on each recompile, evaluate every guard of each rejecting entry (to
+    find the failures PyTorch's reason does not name). It runs only when a call is rejected,
+    never on a steady call."""
+
+    def __init__(self, walk_guards: bool = True) -> None:
+        self.walk_guards = walk_guards
         self.builder = RecordBuilder()
         self.graph_breaks: list[GraphBreak] = []
         self.epoch = 0
-        self._failures: dict[tuple[int, str], list[tuple[CodeKey, str]]] = {}
+        self._failures: dict[tuple[int, str], list[Observed]] = {}
         self._loose_failures: list[str] = []
         self._boundaries: list[int] = []  # metrics index where each later epoch starts
         self._metrics_seen = 0
@@ -75,7 +99,17 @@ class CaptureSession:
         if cid is None:
             self._loose_failures.append(text)
             return
-        self._failures.setdefault((self.epoch, cid), []).append((code_key(code), text))
+        walked: tuple[GuardFailure, ...] = ()
+        unevaluated: dict[str, int] = {}
+        context = compat.rejecting_entry() if self.walk_guards else None
+        if context is not None:
+            entry = text.split(":", 1)[0].strip() if ":" in text else None
+            try:
+                found, unevaluated = explain_checks(compat.walk_guards(*context), entry)
+                walked = tuple(found)
+            except Exception as exc:  # never break PyTorch's compile decision
+                unevaluated = {f"walk raised {type(exc).__name__}": 1}
+        self._failures.setdefault((self.epoch, cid), []).append(Observed(code_key(code), text, walked, unevaluated))
 
     def _before_reset(self) -> None:
         records = compat.graph_break_reasons()
@@ -121,12 +155,14 @@ class CaptureSession:
             record = self.builder.add(
                 view,
                 epoch=epoch,
-                reasons=[text for _, text in tagged],
+                reasons=[o.text for o in tagged],
+                walked=[g for o in tagged for g in o.walked],
+                unevaluated=_merge_counts(o.unevaluated for o in tagged),
                 arguments=arguments,
                 call_index=call_index,
                 phase=phase,
                 target=target,
-                fallback_key=tagged[0][0] if tagged else None,
+                fallback_key=tagged[0].code if tagged else None,
             )
             if record is not None:
                 compiles.append(record)

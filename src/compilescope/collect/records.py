@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import compat
-from ..analysis.guards import enrich_actual, parse_guard_failure, split_entry_reasons
+from ..analysis.guards import enrich_actual, failure_key, parse_guard_failure, split_entry_reasons
 from ..model import CompiledTarget, CompileId, CompileRecord, GuardFailure
 
 CodeKey = tuple[str, str, int]
@@ -121,6 +121,26 @@ def parse_reasons(
     return tuple(out)
 
 
+def merge_walked(
+    named: tuple[GuardFailure, ...], walked: Sequence[GuardFailure], arguments: Mapping[str, Any] | None,
+    params: Sequence[str] | None,
+) -> tuple[GuardFailure, ...]:
+    """PyTorch's failures, then each failing guard the walk found that PyTorch did not name
+    (per rejecting entry), marked ``found_by="compilescope"``."""
+    seen = {(g.failed_entry, failure_key(g)) for g in named}
+    extra = []
+    for g in walked:
+        if params is not None:
+            g = dataclasses.replace(g, source=rename_source(g.source, params))
+        if arguments:
+            g = enrich_actual(g, arguments)
+        key = (g.failed_entry, failure_key(g))
+        if key not in seen:
+            seen.add(key)
+            extra.append(g)
+    return named + tuple(extra)
+
+
 class RecordBuilder:
     """Accumulates :class:`CompileRecord`s in PyTorch's order; see the module docstring."""
 
@@ -135,6 +155,8 @@ class RecordBuilder:
         *,
         epoch: int,
         reasons: Sequence[str] = (),
+        walked: Sequence[GuardFailure] = (),
+        unevaluated: Mapping[str, int] | None = None,
         arguments: Mapping[str, Any] | None = None,
         call_index: int | None = None,
         phase: str = "stream",
@@ -175,7 +197,8 @@ class RecordBuilder:
             epoch=epoch,
             reasons=tuple(_strip_entry(r)[1] for r in reasons),
             rejected_by=tuple(_strip_entry(r)[0] for r in reasons),
-            guard_failures=parse_reasons(reasons, arguments, params),
+            guard_failures=merge_walked(parse_reasons(reasons, arguments, params), walked, arguments, params),
+            guards_unevaluated=dict(unevaluated or {}),
             compile_time_s=view.duration_s,
             phases_s=dict(view.phases_s),
             cache=dict(view.cache),
