@@ -8,6 +8,7 @@ is a change to the program, stated plainly.
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -38,7 +39,9 @@ class Cause:
         if what and seen:
             head = f"{where} {what} {seen}"
         elif self.kind == "relation":
-            head = f"relation over {', '.join(self.involves) or where}: {self.example}"
+            texts = self.values
+            shown = "; ".join(str(t) for t in texts[:2]) + (f"; +{len(texts) - 2} more" if len(texts) > 2 else "")
+            head = f"{len(texts)} relation guard(s) over {', '.join(self.involves) or where}: {shown}"
         elif self.kind in ("range", "specialization"):
             head = f"{where} outside its range: {self.example}"
         elif self.kind == "other" or self.source is None:
@@ -63,13 +66,7 @@ def _next_step(
             f"torch._dynamo.decorators.mark_unbacked({_local(src)}, {dim}) if those sizes occur"
         )
     if kind == "relation":
-        return False, (
-            "a relation between sizes that exists because the dims are already dynamic (parity, divisibility, a "
-            "threshold on a product — typically from an op's lowering, e.g. ceil_mode pooling or a conv's "
-            "algorithm choice); marking dims dynamic cannot remove it: pad or bucket the dims it names to a "
-            "multiple that fixes the relation, hold the graphs it splits into (raise "
-            "torch._dynamo.config.recompile_limit if the stream needs more than 8), or change the op"
-        )
+        return False, relation_step(tuple(str(v) for v in values), exprs)
     if kind == "size":
         ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
         lo, hi = (min(ints), max(ints)) if ints else (None, None)
@@ -107,6 +104,27 @@ def _next_step(
     return False, steps.get(kind, "not a guard compilescope recognises: read PyTorch's text (left)")
 
 
+def relation_step(texts: tuple[str, ...], involves: tuple[str, ...]) -> str:
+    """What can remove relation guards: they exist because the dims are already dynamic, so
+    marking dims dynamic cannot. The multiple to pad to is read from the ``// N`` they use."""
+    import math
+    import re
+
+    divisors = [int(d) for t in texts for d in re.findall(r"//\s*(\d+)", t)]
+    thresholds = [t for t in texts if re.search(r"[<>]=?\s*\d+\s*$", t)]
+    dims = ", ".join(involves) or "the dims they name"
+    steps = []
+    if divisors:
+        multiple = math.lcm(*divisors)
+        steps.append(f"pad {dims} to a multiple of {multiple} (parity/divisibility guards then always hold)")
+    if thresholds:
+        steps.append("keep each input on one side of the size threshold(s) (a kernel choice switches there)")
+    steps.append("or hold the graphs they split into (raise torch._dynamo.config.recompile_limit above the "
+                 "number of variants), or change the op (e.g. ceil_mode=False)")
+    return ("not removable by mark_dynamic — these relations exist because the dims are already dynamic: "
+            + "; ".join(steps))
+
+
 def _local(source: str) -> str:
     if source.startswith("L['") and source.endswith("']"):
         return source[3:-2]
@@ -123,23 +141,33 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     for c in compiles:
         seen_here = set()
         for g in c.guard_failures:
-            key = (g.source, g.kind, g.dim) if g.kind not in ("other", "relation") else (g.source, g.kind, hash(g.reason))
-            examples.setdefault(key, g.reason)
-            symbolic = g.kind in ("range", "specialization", "relation")
-            if symbolic:
-                if isinstance(g.expected, str) and g.expected not in exprs[key]:
+            if g.kind == "relation":  # one cause for all of a function's relation guards
+                key = (None, "relation", None)
+                text = re.sub(r"L\['([^']+)'\]", r"\1", g.reason)
+                examples.setdefault(key, text)
+                if text not in values[key]:
+                    values[key].append(text)
+                for d in g.involves:
+                    if d not in exprs[key]:
+                        exprs[key].append(d)
+                involves[key] = tuple(sorted(exprs[key]))
+            else:
+                key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+                examples.setdefault(key, g.reason)
+                symbolic = g.kind in ("range", "specialization")
+                if symbolic and isinstance(g.expected, str) and g.expected not in exprs[key]:
                     exprs[key].append(g.expected)
-                involves.setdefault(key, g.involves)
-            for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
-                if v is not None and v not in values[key]:
-                    values[key].append(v)
+                for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
+                    if v is not None and v not in values[key]:
+                        values[key].append(v)
             if key not in seen_here:
                 ids[key].append(str(c.compile_id))
                 seen_here.add(key)
     causes = []
     for key, compile_ids in ids.items():
         source, kind, dim = key
-        reducible, step = _next_step(kind, source, dim, tuple(values[key]), tuple(exprs[key]))
+        exprs_or_dims = tuple(involves.get(key, ())) if kind == "relation" else tuple(exprs[key])
+        reducible, step = _next_step(kind, source, dim, tuple(values[key]), exprs_or_dims)
         causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(values[key]),
                             tuple(compile_ids), reducible, step, examples[key], involves.get(key, ())))
     return tuple(causes)
