@@ -183,3 +183,42 @@ def test_relations_are_never_advised_as_mark_dynamic():
     assert cause.describe().startswith("2 relation guard(s) over L['x'] dim 2, L['x'] dim 3: (x.size()[2] // 2)")
     assert "pad L['x'] dim 2, L['x'] dim 3 to a multiple of 2" in cause.next_step
     assert "size threshold" in cause.next_step
+
+
+@pytest.mark.parametrize("text, source, dim", [
+    ("tensor 'kwargs['input_ids']' size mismatch at index 1. expected 8, actual 16", "L['kwargs']['input_ids']", 1),
+    ("tensor 'batch['ids'][0]' size mismatch at index 0. expected 2, actual 3", "L['batch']['ids'][0]", 0),
+    ("tensor 'self.buf' size mismatch at index 0. expected 4, actual 5", "L['self'].buf", 0),
+    ("tensor 'args[0]' stride mismatch at index 0. expected 3, actual 1", "L['args'][0]", 0),
+])
+def test_nested_and_keyword_sources_parse_to_source_and_dim(text, source, dim):
+    g = parse_guard_failure(f"0/0: {text}")
+    assert (g.source, g.dim, g.kind in ("size", "stride")) == (source, dim, True)
+
+
+def test_a_module_driven_through_kwargs_is_named_by_its_parameters():
+    class Encoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = torch.nn.Embedding(100, 8)
+
+        def forward(self, input_ids, attention_mask=None):
+            return self.emb(input_ids) * attention_mask.unsqueeze(-1)
+
+    from compilescope.collect.records import TargetInfo
+
+    model = Encoder()
+    compiled = torch.compile(model, backend="eager", dynamic=False)
+    capture = CaptureSession().install()
+    try:
+        for seq in (8, 16):
+            ids = torch.zeros(2, seq, dtype=torch.long)
+            compiled(**{"input_ids": ids, "attention_mask": torch.ones(2, seq)})
+        capture.poll(target=TargetInfo(model))
+    finally:
+        capture.uninstall()
+    recompile = next(r for r in capture.records if r.is_recompile)
+    assert recompile.display_name == "Encoder.forward"
+    assert "input_ids' size mismatch at index 1. expected 8, actual 16" in recompile.reasons[0]
+    sources = {(g.source, g.dim) for g in recompile.guard_failures}
+    assert ("L['input_ids']", 1) in sources and ("L['attention_mask']", 1) in sources  # the second found by the walk

@@ -203,6 +203,22 @@ class CauseRow:
 
 
 @dataclass(frozen=True)
+class GuardRow:
+    """One distinct failing guard of a function: how often it failed and which cache
+    entries it failed on, and which compiles it caused."""
+
+    text: str
+    kind: str
+    source: str | None
+    involves: tuple[str, ...]
+    found_by: str  # "pytorch" when PyTorch's reason named it at least once
+    count: int
+    entries: tuple[str, ...]
+    compiles: tuple[str, ...]
+    user_line: str | None
+
+
+@dataclass(frozen=True)
 class FunctionReport:
     name: str
     location: str
@@ -214,6 +230,8 @@ class FunctionReport:
     backward_s: float
     causes: tuple[CauseRow, ...]
     failures: tuple[str, ...]  # "compile 0/2 failed: …"
+    guards: tuple[GuardRow, ...] = ()
+    unevaluated: tuple[tuple[str, int], ...] = ()  # guards a walk could not evaluate, by kind
 
 
 @dataclass(frozen=True)

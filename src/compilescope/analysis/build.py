@@ -26,6 +26,7 @@ from ..report import (
     ChangeRow,
     CompileCounts,
     FunctionReport,
+    GuardRow,
     Note,
     ProbeReport,
     RunReport,
@@ -459,6 +460,29 @@ def run_summary(report: RunReport) -> dict[str, object]:
 # ----------------------------------------------------------------------------- probe
 
 
+def guard_rows(records: Sequence[CompileRecord]) -> tuple[GuardRow, ...]:
+    """Each distinct failing guard once, with its count and the entries it failed on."""
+    from .guards import failure_key
+
+    rows: dict[tuple[object, ...], dict[str, object]] = {}
+    for r in records:
+        for g in r.guard_failures:
+            row = rows.setdefault(failure_key(g), {"g": g, "count": 0, "entries": [], "compiles": [], "pytorch": False})
+            row["count"] = int(row["count"]) + 1  # type: ignore[call-overload]
+            if g.failed_entry and g.failed_entry not in row["entries"]:  # type: ignore[operator]
+                row["entries"].append(g.failed_entry)  # type: ignore[union-attr]
+            if str(r.compile_id) not in row["compiles"]:  # type: ignore[operator]
+                row["compiles"].append(str(r.compile_id))  # type: ignore[union-attr]
+            row["pytorch"] = bool(row["pytorch"]) or g.found_by == "pytorch"
+    out = []
+    for row in rows.values():
+        g = row["g"]
+        assert isinstance(g, GuardFailure)
+        out.append(GuardRow(g.reason, g.kind, g.source, g.involves, "pytorch" if row["pytorch"] else "compilescope",
+                            int(row["count"]), tuple(row["entries"]), tuple(row["compiles"]), g.user_line))  # type: ignore[arg-type]
+    return tuple(out)
+
+
 def build_probe_report(result: ProbeResult) -> ProbeReport:
     groups: dict[tuple[str, str, str], list[CompileRecord]] = {}
     for c in result.compiles:
@@ -478,8 +502,13 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
         first = records[0]
         renamed = first.target is not None and (first.display_location != f"{first.filename}:{first.line}")
         shown_frame = frame if renamed else ""
+        unevaluated: dict[str, int] = {}
+        for r in records:
+            for k, v in r.guards_unevaluated.items():
+                unevaluated[k] = unevaluated.get(k, 0) + v
         functions.append(FunctionReport(name, location, shown_frame, counts.compiles, counts.recompiles, counts.refused,
-                                        counts.compile_s, counts.backward_s, causes, failures))
+                                        counts.compile_s, counts.backward_s, causes, failures, guard_rows(records),
+                                        tuple(sorted(unevaluated.items()))))
     totals = count_compiles(result.compiles)
     return ProbeReport(
         source=result.source,

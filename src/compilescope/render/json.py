@@ -36,6 +36,8 @@ def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
     data["summary"] = {
         "compiles": report.compiles, "frames": report.frames, "compile_s": report.compile_s,
         "functions": [{"name": f.name, "location": f.location, "compiles": f.compiles,
-                       "recompiles": f.recompiles, "refused": f.refused} for f in report.functions],
+                       "recompiles": f.recompiles, "refused": f.refused,
+                       "guards": [to_data(g) for g in f.guards], "guards_unevaluated": dict(f.unevaluated)}
+                      for f in report.functions],
     }
     return json.dumps(data, indent=1, allow_nan=False)
