@@ -3,13 +3,13 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install clean
+.PHONY: demo test bench install clean browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,html]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -17,8 +17,16 @@ install: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/compilescope demo
 
-test: $(STAMP)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest
+
+# Headless Chromium from Debian's packages for the browser tests, when missing and possible
+# (root and apt-get); otherwise those tests skip with the reason.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && \
+	  { timeout 900 apt-get install -y -q chromium >/dev/null 2>&1 || \
+	    { timeout 300 apt-get update -q >/dev/null 2>&1 && timeout 900 apt-get install -y -q chromium >/dev/null 2>&1; }; }; } || \
+	  echo "chromium is not installed and could not be: the browser tests will skip"
 
 bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'

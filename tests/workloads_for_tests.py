@@ -199,3 +199,22 @@ def slow_eager() -> Workload:
         return f
 
     return Workload("slow", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(4, 8))
+
+
+def compiled_slowdown() -> Workload:
+    """With COMPILESCOPE_TEST_SLOWDOWN=1 the compiled graph carries 300 extra ops that eager
+    never runs: compiled code slower, eager unchanged (an injected regression)."""
+
+    def build():
+        slow = bool(os.environ.get("COMPILESCOPE_TEST_SLOWDOWN"))
+
+        def f(x):
+            y = x.sin() + x.cos()
+            if slow and torch.compiler.is_compiling():
+                for _ in range(300):
+                    y = y * 1.0
+            return y
+
+        return f
+
+    return Workload("slowdown", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(64, 64, 128))

@@ -88,20 +88,53 @@ def _execute(args: dict[str, Any], console: Console) -> RunResult:
     ))
 
 
-def _report_run(result: RunResult, console: Console, csv_path: Path | None) -> Any:
+def _report_run(result: RunResult, console: Console, csv_path: Path | None, html_path: Path | None = None,
+                perfetto_path: Path | None = None) -> Any:
     """Render a run whose records are already on disk; returns the report model."""
     from .analysis.build import build_run_report
     from .render import console as console_render
     from .render import csv as csv_render
 
     report = build_run_report(result)
+    written = []
     if csv_path is not None:
         _write_text(csv_path, csv_render.render(report))
+        written.append(("csv", csv_path))
+    if html_path is not None:
+        from .render import html as html_render
+
+        _write_text(html_path, html_render.render_run(report, command=result.command, created=result.created))
+        written.append(("html report", html_path))
+    if perfetto_path is not None:
+        from .render import perfetto
+
+        _write_text(perfetto_path, perfetto.render_run(report))
+        written.append(("perfetto trace", perfetto_path))
     for part in console_render.renderables(report):
         console.print(part)
-    if csv_path is not None:
-        _say(console, f"csv: {csv_path}")
+    for what, path in written:
+        _say(console, f"{what}: {path}")
     return report
+
+
+def _check_outputs(csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None) -> None:
+    """Before any trial: every output path writable, plotly present for --html."""
+    from .options import check_writable
+
+    for path, what in ((csv_path, "csv"), (html_path, "html report"), (perfetto_path, "perfetto trace")):
+        if path is not None:
+            check_writable(path, what)
+    if html_path is not None:
+        from .render.html import _plotly
+
+        _plotly()
+
+
+def html_options(f: Any) -> Any:
+    f = click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, path_type=Path),
+                     help="also write a Chrome/Perfetto trace of calls and compiles.")(f)
+    return click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+                        help="also write a self-contained HTML report with plots (needs compilescope[html]).")(f)
 
 
 def _exit_status(report: Any, fail_on: frozenset[str]) -> int:
@@ -184,11 +217,13 @@ def cli() -> None:
               help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
                    "Exit 1 always when every compiled trial failed.")
 @lifetime_options
+@html_options
 @measure_options
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
                 buckets: str, recompile_limit: int | None, resume_path: Path | None, fail_on: str | None,
-                lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
+                lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
+                threads: int, warmup: int, samples: int, budget: float,
                 device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
     from .api import default_results_path, resume_run
@@ -196,15 +231,14 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
 
     console = _console()
     failing = parse_fail_on(fail_on)
-    if csv_path is not None:
-        check_writable(csv_path, "csv")
+    _check_outputs(csv_path, html_path, perfetto_path)
     if resume_path is not None:
         if workload is not None:
             raise click.UsageError("--resume takes the results file; give no WORKLOAD")
         _say(console, f"resuming {resume_path}", "dim")
         result = _with_progress(console, 0, lambda cb: resume_run(resume_path, on_progress=cb))
         _say(console, f"results: {resume_path}")
-        return _exit_status(_report_run(result, console, csv_path), failing)
+        return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
     if workload is None:
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
     options = StrategyOptions(
@@ -221,7 +255,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     )
     result = _execute(args, console)
     _say(console, f"results: {results}")
-    return _exit_status(_report_run(result, console, csv_path), failing)
+    return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
 
 
 @cli.command("demo")
@@ -239,6 +273,11 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     requests = parse_lifetime(lifetime, qps)
     check_writable(out / "demo.json", "results")
     check_writable(out / "demo.csv", "csv")
+    try:
+        _check_outputs(None, out / "demo.html", None)
+        html_path: Path | None = out / "demo.html"
+    except OptionError:
+        html_path = None  # plotly absent: the demo still runs, without the HTML report
     intro = Text("compilescope demo", style="bold")
     intro.append(f": built-in workload {workload!r}, inductor, cold cache, one fresh process per trial, "
                  f"verdict over {requests:,} requests")
@@ -250,14 +289,16 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     )
     result = _execute(args, console)
     _say(console, f"results: {out / 'demo.json'}")
-    return _exit_status(_report_run(result, console, out / "demo.csv"), frozenset())
+    return _exit_status(_report_run(result, console, out / "demo.csv", html_path), frozenset())
 
 
 @cli.command("report")
 @click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV (runs).")
+@html_options
 @lifetime_options
-def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qps: float | None) -> None:
+def report_command(result: Path, csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None,
+                   lifetime: str | None, qps: float | None) -> None:
     """Print the report of a results JSON written by run, demo or probe."""
     import dataclasses
 
@@ -265,17 +306,73 @@ def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qp
     from .render import probe as probe_render
     from .schema import load
 
+    _check_outputs(csv_path, html_path, perfetto_path)
     loaded = load(result)
     if isinstance(loaded, ProbeResult):
         if csv_path is not None or lifetime is not None:
             raise OptionError("--csv and --lifetime apply to run results, not a probe's")
         console = _console()
-        for part in probe_render.renderables(build_probe_report(loaded)):
-            console.print(part)
+        _probe_outputs(build_probe_report(loaded), console, html_path, perfetto_path)
         return
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
-    _report_run(loaded, _console(), csv_path)
+    _report_run(loaded, _console(), csv_path, html_path, perfetto_path)
+
+
+def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfetto_path: Path | None) -> None:
+    from .render import probe as probe_render
+
+    if html_path is not None:
+        from .render import html as html_render
+
+        _write_text(html_path, html_render.render_probe(report))
+    if perfetto_path is not None:
+        from .render import perfetto
+
+        _write_text(perfetto_path, perfetto.render_probe(report))
+    for part in probe_render.renderables(report):
+        console.print(part)
+    if html_path is not None:
+        _say(console, f"html report: {html_path}")
+    if perfetto_path is not None:
+        _say(console, f"perfetto trace: {perfetto_path}")
+
+
+@cli.command("compare")
+@click.argument("a", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("b", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--fail-on-regression", default=None, metavar="PCT",
+              help="exit 1 when a flagged regression is beyond PCT (e.g. 5%).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="also write a side-by-side HTML page (needs compilescope[html]).")
+def compare_command(a: Path, b: Path, fail_on_regression: str | None, html_path: Path | None) -> int:
+    """Compare two run results (A the baseline): steady state, first call, compiles and compile
+    time per trial and shape, flagged only beyond the noise."""
+    from .analysis.compare import compare_runs, parse_threshold
+    from .render import console as console_render
+    from .schema import load
+
+    threshold = parse_threshold(fail_on_regression) if fail_on_regression is not None else None
+    _check_outputs(None, html_path, None)
+    runs = []
+    for path in (a, b):
+        got = load(path)
+        if not isinstance(got, RunResult):
+            raise OptionError(f"{path} is a probe result; compare takes two run results")
+        runs.append(got)
+    report = compare_runs(runs[0], runs[1], str(a), str(b))
+    if html_path is not None:
+        from .render import html as html_render
+
+        _write_text(html_path, html_render.render_compare(report))
+    console = _console()
+    for part in console_render.compare_renderables(report):
+        console.print(part)
+    if html_path is not None:
+        _say(console, f"html: {html_path}")
+    if threshold is not None and any(c.change is not None and c.change > threshold for c in report.regressions):
+        return EXIT_FAILED
+    return 0
 
 
 @cli.command("probe", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
@@ -284,10 +381,11 @@ def report_command(result: Path, csv_path: Path | None, lifetime: str | None, qp
               help="write the input shapes seen as a stream for `run --stream @FILE`.")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path), help="read a TORCH_TRACE directory instead.")
 @click.option("--strict", is_flag=True, help="with --trace: fail when any event was unknown or malformed.")
+@html_options
 @click.argument("script", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Path | None, strict: bool,
-                  script: str | None, args: tuple[str, ...]) -> int:
+                  html_path: Path | None, perfetto_path: Path | None, script: str | None, args: tuple[str, ...]) -> int:
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
     graph break; or read an existing TORCH_TRACE directory with --trace. The report goes to
     stderr; the exit status is the script's."""
@@ -301,18 +399,24 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
     rest = list(args)
     # The documented form `probe SCRIPT [args…] [--json OUT] [--stream-out OUT]`: trailing
     # probe options after the script's own arguments are taken as the probe's.
-    while len(rest) >= 2 and rest[-2] in ("--json", "--stream-out"):
+    while len(rest) >= 2 and rest[-2] in ("--json", "--stream-out", "--html", "--perfetto"):
         value = Path(rest.pop())
-        if rest.pop() == "--json":
+        flag = rest.pop()
+        if flag == "--json":
             json_path = value
-        else:
+        elif flag == "--stream-out":
             stream_out = value
+        elif flag == "--html":
+            html_path = value
+        else:
+            perfetto_path = value
     args = tuple(rest)
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
     for path, what in ((json_path, "probe JSON"), (stream_out, "shape stream")):
         if path is not None:
             check_writable(path, what)
+    _check_outputs(None, html_path, perfetto_path)
     if trace_dir is not None:
         result = read_trace(trace_dir, strict=strict)
     else:
@@ -326,8 +430,7 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
         _write_text(json_path, json_render.render_probe(result, report))
     if stream_out is not None:
         _write_text(stream_out, "".join(json.dumps(row) + "\n" for row in probe_stream(result)))
-    for part in probe_render.renderables(report):
-        console.print(part)
+    _probe_outputs(report, console, html_path, perfetto_path)
     if json_path is not None:
         _say(console, f"probe JSON: {json_path}")
     if stream_out is not None:

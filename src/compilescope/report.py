@@ -83,6 +83,36 @@ class ChangeRow:
 
 
 @dataclass(frozen=True)
+class CallPoint:
+    """One stream request, for timelines: its latency, the running total, and what happened."""
+
+    index: int
+    shape: str
+    latency_s: float | None
+    cumulative_s: float
+    event: Literal["first compile", "recompile", "eager fallback", "refused", "error", ""]
+    compile_ids: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CompileRow:
+    """One compile attempt, with its time split into exclusive phases (PyTorch's phases nest:
+    dynamo ⊇ aot_autograd ⊇ inductor ⊇ inductor code gen)."""
+
+    compile_id: str
+    epoch: int
+    name: str
+    outcome: str
+    phase: str
+    call_index: int | None
+    compile_s: float | None
+    backward_s: float | None
+    exclusive_s: tuple[tuple[str, float], ...]  # (phase, seconds) that add up to compile_s
+    start_us: int | None
+
+
+@dataclass(frozen=True)
 class CompileCounts:
     compiles: int = 0
     recompiles: int = 0
@@ -164,6 +194,8 @@ class TrialReport:
     rows: tuple[ShapeRow, ...]
     changes: tuple[ChangeRow, ...]
     reused_median_s: float | None  # median latency of the shape changes that reused a graph
+    timeline: tuple[CallPoint, ...]
+    compile_rows: tuple[CompileRow, ...]
     verdict: tuple[str, ...]
     notes: tuple[Note, ...]
 
@@ -232,6 +264,7 @@ class FunctionReport:
     failures: tuple[str, ...]  # "compile 0/2 failed: …"
     guards: tuple[GuardRow, ...] = ()
     unevaluated: tuple[tuple[str, int], ...] = ()  # guards a walk could not evaluate, by kind
+    compile_rows: tuple[CompileRow, ...] = ()
 
 
 @dataclass(frozen=True)

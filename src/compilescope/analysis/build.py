@@ -22,9 +22,11 @@ from ..model import (
 )
 from ..report import (
     BreakRow,
+    CallPoint,
     CauseRow,
     ChangeRow,
     CompileCounts,
+    CompileRow,
     FunctionReport,
     GuardRow,
     Note,
@@ -60,6 +62,54 @@ def count_compiles(records: Sequence[CompileRecord]) -> CompileCounts:
         compile_s=sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in compiles),
         backward_s=sum(r.backward_compile_s or 0.0 for r in compiles),
     )
+
+
+NESTED_PHASES = (("dynamo", "aot_autograd"), ("aot_autograd", "inductor"), ("inductor", "inductor_codegen"),
+                 ("inductor_codegen", None))
+
+
+def compile_row(r: CompileRecord) -> CompileRow:
+    """A compile with its time in exclusive phases: each nested phase minus the one inside it,
+    the rest (outside dynamo's own count) as "other"."""
+    phases = r.phases_s
+    parts: list[tuple[str, float]] = []
+    for outer, inner in NESTED_PHASES:
+        if outer in phases:
+            value = phases[outer] - (phases.get(inner, 0.0) if inner else 0.0)
+            if value > 0:
+                parts.append((outer if inner is None or inner in phases else outer, value))
+    total = r.compile_time_s or 0.0
+    accounted = sum(v for _, v in parts)
+    if total - accounted > 1e-6:
+        parts.append(("other", total - accounted))
+    return CompileRow(str(r.compile_id), r.epoch, r.display_name, r.outcome, r.phase, r.call_index, r.compile_time_s,
+                      r.backward_compile_s, tuple(parts), r.start_time_us)
+
+
+def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> tuple[CallPoint, ...]:
+    out = []
+    total = 0.0
+    for c in trial.calls:
+        total += c.latency_s or 0.0
+        records = by_call.get(c.index, [])
+        made = [r for r in records if r.is_compile]
+        if c.error:
+            event = "error"
+        elif any(r.refused for r in records):
+            event = "refused"
+        elif c.ran_eagerly:
+            event = "eager fallback"
+        elif any(r.is_recompile for r in made):
+            event = "recompile"
+        elif made:
+            event = "first compile"
+        else:
+            event = ""
+        # PyTorch's own words, with the user's source line it quotes (the hover shows them)
+        reasons = tuple(f"{entry}: {text}" for r in records for entry, text in zip(r.rejected_by, r.reasons))
+        out.append(CallPoint(c.index, shape_label(c.shape), c.latency_s, total, event,  # type: ignore[arg-type]
+                             tuple(str(r.compile_id) for r in made), reasons))
+    return tuple(out)
 
 
 def group_breaks(breaks: Sequence[GraphBreak]) -> tuple[BreakRow, ...]:
@@ -291,6 +341,8 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         rows=tuple(rows),
         changes=changes,
         reused_median_s=statistics.median(reused) if reused else None,
+        timeline=timeline(trial, by_call),
+        compile_rows=tuple(compile_row(r) for r in trial.compiles),
         verdict=(),
         notes=(),
     )
@@ -508,7 +560,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
                 unevaluated[k] = unevaluated.get(k, 0) + v
         functions.append(FunctionReport(name, location, shown_frame, counts.compiles, counts.recompiles, counts.refused,
                                         counts.compile_s, counts.backward_s, causes, failures, guard_rows(records),
-                                        tuple(sorted(unevaluated.items()))))
+                                        tuple(sorted(unevaluated.items())), tuple(compile_row(r) for r in records)))
     totals = count_compiles(result.compiles)
     return ProbeReport(
         source=result.source,

@@ -77,6 +77,7 @@ class TargetInfo:
             name = f"{type(obj).__name__}.forward"
         else:
             name = str(getattr(innermost, "__qualname__", None) or getattr(innermost, "__name__", None) or type(obj).__name__)
+            name = name.rsplit("<locals>.", 1)[-1]  # a nested function: its own name
         try:
             params = tuple(p for p in inspect.signature(innermost).parameters if p != "self")
         except (TypeError, ValueError):

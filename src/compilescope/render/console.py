@@ -272,3 +272,37 @@ def to_text(parts: list[RenderableType], width: int = 160) -> str:
 def render(report: RunReport, width: int = 160) -> str:
     """The whole terminal report as plain text."""
     return to_text(renderables(report), width)
+
+
+def compare_renderables(report: object) -> list[RenderableType]:
+    """``compilescope compare``: every compared figure, flagged ones coloured."""
+    from ..analysis.compare import CompareReport
+
+    assert isinstance(report, CompareReport)
+    table = Table(title=T(f"compare: A = {report.a}, B = {report.b}"), title_justify="left")
+    for name, justify in (("trial", "left"), ("shape", "left"), ("figure", "left"), ("A", "right"), ("B", "right"),
+                          ("change", "right"), ("flag", "left"), ("why", "left")):
+        table.add_column(T(name), justify=justify)  # type: ignore[arg-type]
+
+    def value(c: object, v: float | None) -> str:
+        if v is None:
+            return "—"
+        figure = getattr(c, "figure")
+        if figure == "compiles":
+            return str(int(v))
+        if figure == "steady p50 / eager":
+            return f"{v:.3f}"
+        return fmt_time(v)
+
+    for c in report.changes:
+        style = {"regression": "bold red", "improvement": "green"}.get(c.flag, "")
+        table.add_row(T(c.trial), T(c.shape), T(c.figure), T(value(c, c.a)), T(value(c, c.b)),
+                      T("—" if c.change is None else f"{c.change:+.1%}", style), T(c.flag or "·", style), T(c.why, "dim"))
+    parts: list[RenderableType] = [table]
+    for label in report.only_in_a:
+        parts.append(T(f"! only in A: {label}", "yellow"))
+    for label in report.only_in_b:
+        parts.append(T(f"! only in B: {label}", "yellow"))
+    n = len(report.regressions)
+    parts.append(T(f"{n} flagged regression(s)" if n else "no regression beyond the noise", "bold red" if n else "green"))
+    return parts
