@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
 	$(BIN)/python benchmarks/steady_overhead.py
 	$(BIN)/python benchmarks/watch_overhead.py
+	$(BIN)/python benchmarks/guard_walk_cost.py
 	$(BIN)/python benchmarks/probe_overhead.py
 
 clean:

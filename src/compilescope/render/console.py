@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..analysis.verdict import verdict_text
 from ..report import Note, RunReport, ShapeRow, TrialReport
-from .units import fmt_time
+from .units import fmt_time, n_star_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
 _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
@@ -158,12 +158,7 @@ def summary_table(report: RunReport) -> Table:
             table.add_row(T(t.label), T(fmt_time(t.first_call_s)), *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
         be = "not within the stream" if t.break_even_request is None else f"after request {t.break_even_request}"
-        if t.n_star is not None:
-            n_star = f"{t.n_star:,}"
-        elif t.saving_per_request_s is None:
-            n_star = "—"
-        else:
-            n_star = "never" if t.saving_significant else "within noise"
+        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
         if t.numerics_failed:
             numerics = T(f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bold red")
         else:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import OptionError
 from ..report import ProbeReport, RunReport, Stats, TrialReport
-from .units import fmt_time
+from .units import fmt_time, n_star_text
 
 EXTRA = "pip install 'compilescope[html]'"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -110,8 +110,7 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
             rows.append([(t.label, ""), (f"{t.status} ({t.completed}/{t.requests} requests)", "bad")] + [("", "")] * 7)
             continue
         counts = f"{t.stream.compiles} ({t.stream.recompiles})" + (f", {t.stream.refused} refused" if t.stream.refused else "")
-        n_star = f"{t.n_star:,}" if t.n_star is not None else ("—" if t.saving_per_request_s is None else
-                                                                 "never" if t.saving_significant else "within noise")
+        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
         rows.append([
             (t.label, ""), (fmt_time(t.first_call_s), "num"), (counts if t.compiles_code else "", "num"),
             (fmt_time(t.stream.compile_s) if t.compiles_code else "", "num"), (str(len(t.graph_breaks)), "num"),

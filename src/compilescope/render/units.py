@@ -12,3 +12,13 @@ def fmt_time(seconds: float | None) -> str:
             value = seconds / scale
             return f"{value:.3g} {unit}" if value < 100 else f"{value:.0f} {unit}"
     return f"{seconds * 1e9:.0f} ns"
+
+
+def n_star_text(n_star: int | None, saving_per_request_s: float | None, significant: bool) -> str:
+    """The projected break-even column: a request count, "never" (compiled is slower beyond the
+    noise), "within noise" (no saving to project from) or "—" (nothing measured)."""
+    if n_star is not None:
+        return f"{n_star:,}"
+    if saving_per_request_s is None:
+        return "—"
+    return "never" if significant else "within noise"
