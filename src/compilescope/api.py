@@ -269,4 +269,55 @@ def variant(strategy: str, name: str, options: StrategyOptions) -> tuple[str, st
     return (strategy, name, options)
 
 
-__all__ = ["RunInterrupted", "execute_run", "prepare_run", "resume_run", "run", "variant"]
+__all__ = ["RunInterrupted", "advise", "execute_run", "prepare_run", "resume_run", "run", "variant"]
+
+
+def advise(
+    workload: str | Workload,
+    stream: str | Sequence[Shape] | None = None,
+    *,
+    backend: str = "inductor",
+    mode: str | None = None,
+    measure: MeasureOptions = MeasureOptions(),
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    lifetime: int | None = None,
+    objective: str = "total",
+    on_progress: ProgressFn | None = None,
+    results_path: str | Path | None = None,
+    command: str = "",
+) -> tuple[RunResult, Any]:
+    """Run the default strategy, propose the narrowest fix for each recorded cause, run every
+    proposal as a cold trial of the same run, and judge them (see
+    :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
+    from . import compat
+    from .analysis.advise import OBJECTIVES, judge, observed_sizes, propose
+    from .analysis.build import build_run_report
+    from .stream import distinct_shapes
+
+    if objective not in OBJECTIVES:
+        raise OptionError(f"unknown --objective {objective!r} (use {', '.join(OBJECTIVES)})")
+    options = StrategyOptions(backend=backend, mode=mode)
+    loaded, base, _ = prepare_run(workload, stream, ("eager", "default"), options=options, measure=measure)
+    first = execute_run(base, ("eager", "default"), "cold", timeout_s=timeout_s, on_progress=on_progress,
+                        command=command, lifetime=lifetime)
+    default = next(t for t in first.trials if t.spec.strategy == "default")
+    target = build_target(loaded)
+    distinct = distinct_shapes(base.stream)
+    inputs = {}
+    for shape in distinct:
+        args, kwargs = as_call_args(seeded_inputs(loaded, shape))
+        inputs[",".join(f"{k}={v}" for k, v in shape.items())] = bind_arguments(target, args, kwargs)
+    sizes = observed_sizes(inputs, base.stream)
+    limit = base.options.recompile_limit or compat.recompile_limit_value()
+    proposals, fixes = propose(default, base.options, sizes, len(distinct), limit) if default.ok else ([], [])
+    trials = list(first.trials)
+    if proposals:
+        second = execute_run(base, [variant(p.strategy, p.name, p.options) for p in proposals], "cold",
+                             timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime)
+        trials += [t for t in second.trials if t.spec.strategy != "eager"]
+    result = RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials), created=first.created,
+                       command=command, lifetime=lifetime)
+    if results_path is not None:
+        check_writable(Path(results_path), "results")
+        write_results(result, Path(results_path))
+    return result, judge(build_run_report(result), proposals, objective, lifetime, fixes)

@@ -292,6 +292,42 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     return _exit_status(_report_run(result, console, out / "demo.csv", html_path), frozenset())
 
 
+@cli.command("advise")
+@click.argument("workload")
+@click.option("--stream", help="shapes, as for run.")
+@click.option("--backend", default="inductor", show_default=True)
+@click.option("--mode", default=None, help="torch.compile mode (inductor).")
+@click.option("--objective", type=click.Choice(["total", "p99", "steady"]), default="total", show_default=True,
+              help="total: stream wall time plus the rest of --lifetime at the steady mean; p99: the stream's p99 "
+                   "latency; steady: the steady mean per request.")
+@lifetime_options
+@measure_options
+def advise_command(workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
+                   lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
+                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
+    """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
+    proposal in the same run, and recommend only what measured better."""
+    from .api import advise, default_results_path
+    from .options import check_writable
+    from .render import console as console_render
+
+    console = _console()
+    results = json_path or default_results_path(workload)
+    check_writable(results, "results")
+    _check_outputs(csv_path, None, None)
+    measure = _measure(threads, warmup, samples, budget, device)
+    command = shlex.join(["compilescope", *sys.argv[1:]])
+    _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
+    result, advice = _with_progress(console, 0, lambda cb: advise(
+        workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
+        lifetime=parse_lifetime(lifetime, qps), objective=objective, on_progress=cb, results_path=results,
+        command=command))
+    report = _report_run(result, console, csv_path)
+    for part in console_render.advice_renderables(advice):
+        console.print(part)
+    return _exit_status(report, frozenset())
+
+
 @cli.command("report")
 @click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV (runs).")

@@ -301,3 +301,41 @@ def compare_renderables(report: object) -> list[RenderableType]:
     n = len(report.regressions)
     parts.append(T(f"{n} flagged regression(s)" if n else "no regression beyond the noise", "bold red" if n else "green"))
     return parts
+
+
+def advice_renderables(advice: object) -> list[RenderableType]:
+    """``compilescope advise``: the default and each proposal, measured, with the verdict."""
+    from ..analysis.advise import AdviceReport
+
+    assert isinstance(advice, AdviceReport)
+    table = Table(title=T(f"advise — objective: {advice.objective} over {advice.lifetime:,} requests"),
+                  title_justify="left")
+    for name, justify in (("trial", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("compile time", "right"),
+                          ("stream total", "right"), ("fallbacks", "right"), ("numerics", "left"),
+                          ("score", "right"), ("why", "left")):
+        table.add_column(T(name), justify=justify, no_wrap=name not in ("why",),  # type: ignore[arg-type]
+                         min_width=40 if name == "why" else None)
+    styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
+    for row in advice.rows:
+        t = row.trial
+        numerics = "FAIL" if t.numerics_failed else (f"{t.numerics_checked} pass" if t.numerics_checked else "—")
+        table.add_row(
+            T(row.label), T(row.verdict, styles[row.verdict]), T(f"{t.stream.compiles} ({t.stream.recompiles})"),
+            T(fmt_time(t.stream.compile_s)), T(fmt_time(t.stream_s)), T(t.fallbacks), T(numerics),
+            T(fmt_time(row.score)), T(row.why),
+        )
+    parts: list[RenderableType] = [table]
+    if advice.recommendation is not None and advice.recommendation.proposal is not None:
+        rec = advice.recommendation
+        assert rec.proposal is not None
+        line = T("recommended: ", "bold green")
+        line.append(f"{rec.label} — {rec.proposal.code}")
+        parts.append(line)
+        parts.append(T("  addresses: " + "; ".join(rec.proposal.addresses), "dim"))
+    else:
+        parts.append(T("no measured proposal beat the default on this objective", "yellow"))
+    if advice.code_fixes:
+        parts.append(T("needs a code change (not measured):", "bold"))
+        for fix in advice.code_fixes:
+            parts.append(T(f"  - {fix.cause}: {fix.step}"))
+    return parts

@@ -1,0 +1,244 @@
+"""advise: from the default strategy's recorded causes, propose the narrowest fix for each,
+then judge the proposals by their measured trials — nothing is recommended unmeasured.
+
+* a size guard on a static dim that varied → ``mark_dynamic`` on every such (input, dim), once
+  with a range covering every size the stream feeds it and once without bounds (a bound can
+  contradict a guard PyTorch adds, e.g. a parity from a lowering); the equivalent
+  ``dynamic_sources`` setting is printed with it;
+* relation guards (parity, divisibility, a threshold) on dims that are already dynamic →
+  padding the varying dims to buckets that are multiples of the divisor the guards use, and
+  holding the graphs (``dynamic=False`` with the recompile limit raised to the number of
+  distinct shapes) when the stream has more shapes than the limit;
+* causes no shape setting fixes (dtype, rank, requires_grad, grad mode, Python values, module
+  attributes, globals, containers, 0/1 specialisation, a range too narrow) → the code-level
+  remedy, listed as unmeasured.
+
+A proposal that fails, raises on a request, falls back to eager, fails numerics or does not
+reduce the recompiles it targets is *rejected, with why*. The recommendation is the best
+accepted proposal by the objective, and only when it beats the default.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass, replace
+from typing import Any, Literal
+
+from ..model import CompileRecord, MarkSpec, Shape, StrategyOptions, TrialResult
+from ..report import RunReport, TrialReport
+from .advice import group_causes
+
+Objective = Literal["total", "p99", "steady"]
+TIE = 0.05  # scores within 5% of the best are a tie: the narrowest proposal is recommended
+OBJECTIVES = ("total", "p99", "steady")
+
+
+@dataclass(frozen=True)
+class Proposal:
+    name: str  # the variant, shown as strategy[name]
+    strategy: str
+    options: StrategyOptions
+    addresses: tuple[str, ...]  # the causes it targets
+    code: str  # what to write to apply it
+
+
+@dataclass(frozen=True)
+class CodeFix:
+    cause: str
+    step: str
+
+
+@dataclass(frozen=True)
+class Judged:
+    label: str
+    proposal: Proposal | None  # None: the default baseline
+    trial: TrialReport
+    score: float | None
+    verdict: Literal["baseline", "recommended", "accepted", "rejected"]
+    why: str
+
+
+@dataclass(frozen=True)
+class AdviceReport:
+    objective: str
+    lifetime: int
+    rows: tuple[Judged, ...]
+    code_fixes: tuple[CodeFix, ...]
+    recommendation: Judged | None
+
+
+def observed_sizes(inputs_by_shape: dict[str, dict[str, Any]], stream: tuple[Shape, ...]) -> dict[tuple[str, int], list[int]]:
+    """(input, dim) → the distinct sizes the stream feeds it, from the workload's own inputs."""
+    import torch
+
+    out: dict[tuple[str, int], set[int]] = {}
+    for shape in stream:
+        key = ",".join(f"{k}={v}" for k, v in shape.items())
+        for name, value in inputs_by_shape.get(key, {}).items():
+            if isinstance(value, torch.Tensor):
+                for d, size in enumerate(value.shape):
+                    out.setdefault((name, d), set()).add(int(size))
+    return {k: sorted(v) for k, v in out.items() if len(v) > 1}
+
+
+def _local(source: str | None) -> str | None:
+    if source and source.startswith("L['") and source.endswith("']"):
+        return source[3:-2]
+    return None
+
+
+def propose(
+    default: TrialResult, base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], distinct_shapes: int,
+    recompile_limit: int,
+) -> tuple[list[Proposal], list[CodeFix]]:
+    records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
+    causes = group_causes(records)
+    marks: dict[tuple[str, int], str] = {}
+    relation = None
+    fixes: list[CodeFix] = []
+    for c in causes:
+        name = _local(c.source)
+        if c.kind == "size" and name is not None and c.dim is not None:
+            marks[(name, c.dim)] = c.describe()
+        elif c.kind == "relation":
+            relation = c
+        else:
+            fixes.append(CodeFix(c.describe(), c.next_step))
+    proposals: list[Proposal] = []
+    if marks:
+        chosen = sorted(marks)
+        bounded = []
+        for name, dim in chosen:
+            values = sizes.get((name, dim), [])
+            lo = max(2, min(values)) if values else None  # sizes 0 and 1 are specialised: no range holds them
+            hi = max(values) if values else None
+            bounded.append(MarkSpec(name, dim, lo, hi))
+        unbounded = [MarkSpec(name, dim) for name, dim in chosen]
+        sources = ",".join(f"L['{n}']:{d}" for n, d in chosen)
+        marks_code = "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded)
+        proposals.append(Proposal(",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
+                                  tuple(marks.values()), f"before each call: {marks_code}"))
+        proposals.append(Proposal(",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
+                                  tuple(marks.values()),
+                                  "before each call: " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})"
+                                                                   for m in unbounded)
+                                  + f"  (or, with no code change: torch.compiler.config.patch(dynamic_sources=\"{sources}\"))"))
+        if any(min(sizes.get(key, [2])) < 2 for key in chosen):
+            # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
+            proposals.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
+                                      replace(base, marks=tuple(unbounded)), tuple(marks.values()),
+                                      _shapes_spec_code(chosen)))
+    if relation is not None:
+        divisors = [int(d) for t in relation.values for d in _divisors(str(t))]
+        multiple = math.lcm(*divisors) if divisors else 8
+        top = max((v for vs in sizes.values() for v in vs), default=multiple)
+        buckets = tuple(range(multiple, top + multiple, multiple))[:64]
+        if buckets:
+            proposals.append(Proposal(f"multiples of {multiple}", "bucket", replace(base, buckets=buckets),
+                                      (relation.describe(),),
+                                      f"pad the varying dims up to the next multiple of {multiple} before the call, "
+                                      "slice the outputs back"))
+        if distinct_shapes > recompile_limit:
+            proposals.append(Proposal(f"limit {distinct_shapes}", "static",
+                                      replace(base, recompile_limit=distinct_shapes), (relation.describe(),),
+                                      f"torch.compile(model, dynamic=False); torch._dynamo.config.recompile_limit = "
+                                      f"{distinct_shapes}"))
+        fixes.append(CodeFix(relation.describe(), relation.next_step))
+    return proposals, fixes
+
+
+def _shapes_spec_code(dims: list[tuple[str, int]]) -> str:
+    by_input: dict[str, list[int]] = {}
+    for name, dim in dims:
+        by_input.setdefault(name, []).append(dim)
+    specs = ", ".join(
+        f"{name!r}: TensorSpec([" + ", ".join(
+            f"ShapeVar('{name}_{d}', min=0)" if d in ds else "None" for d in range(max(ds) + 1)) + ", …])"
+        for name, ds in by_input.items())
+    return ("from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec; "
+            f"torch.compile(model, shapes_spec=ParamsSpec({{{specs}}}))  (unbacked: sizes 0 and 1 included; "
+            "None keeps a dim static)")
+
+
+def _divisors(text: str) -> list[str]:
+    import re
+
+    return re.findall(r"//\s*(\d+)", text)
+
+
+def steady_per_request(t: TrialReport) -> float | None:
+    rows = [r for r in t.rows if r.steady is not None]
+    n = sum(r.requests for r in rows)
+    if not n:
+        return None
+    return sum(r.requests * r.steady.median for r in rows if r.steady) / n
+
+
+def score(t: TrialReport, objective: str, lifetime: int) -> float | None:
+    """Lower is better: total → the stream's wall time plus the rest of the lifetime at the
+    steady per-request mean; p99 → the stream's 99th-percentile latency; steady → the steady
+    per-request mean over the stream's mix."""
+    steady = steady_per_request(t)
+    if objective == "steady":
+        return steady
+    latencies = sorted(p.latency_s for p in t.timeline if p.latency_s is not None)
+    if objective == "p99":
+        if not latencies:
+            return None
+        return latencies[min(len(latencies) - 1, math.ceil(0.99 * len(latencies)) - 1)]
+    if t.stream_s is None:
+        return None
+    extra = max(0, lifetime - t.requests)
+    return t.stream_s + extra * (steady if steady is not None else statistics.mean(latencies) if latencies else 0.0)
+
+
+def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime: int | None,
+          fixes: list[CodeFix]) -> AdviceReport:
+    life = lifetime if lifetime is not None else report.requests
+    by_label = {t.label: t for t in report.trials}
+    default = next((t for t in report.trials if t.strategy == "default"), None)
+    rows: list[Judged] = []
+    if default is not None:
+        rows.append(Judged(default.label, None, default, score(default, objective, life), "baseline", "the default"))
+    for p in proposals:
+        label = f"{p.strategy}[{p.name}] (cold)"
+        t = by_label.get(label)
+        if t is None:
+            continue
+        why = _rejection(t, default)
+        rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
+                           why or "measured: " + _gain(t, default)))
+    accepted = [r for r in rows if r.verdict == "accepted" and r.score is not None]
+    lowest = min((r.score or math.inf for r in accepted), default=math.inf)
+    # within TIE of the best, the narrowest (proposals come narrowest first) wins
+    best = next((r for r in accepted if (r.score or math.inf) <= lowest * (1 + TIE)), None)
+    base_score = rows[0].score if rows and rows[0].proposal is None else None
+    recommendation = None
+    if best is not None and (base_score is None or (best.score or math.inf) < base_score):
+        recommendation = replace(best, verdict="recommended")
+        rows = [recommendation if r is best else r for r in rows]
+    return AdviceReport(objective, life, tuple(rows), tuple(fixes), recommendation)
+
+
+def _gain(t: TrialReport, default: TrialReport | None) -> str:
+    if default is None:
+        return f"{t.stream.compiles} compile(s)"
+    return (f"{t.stream.compiles} compile(s) against {default.stream.compiles}, "
+            f"{t.stream.recompiles} recompile(s) against {default.stream.recompiles}")
+
+
+def _rejection(t: TrialReport, default: TrialReport | None) -> str:
+    if t.status != "ok":
+        return f"the trial {t.status}: {t.error}"
+    if t.call_errors:
+        first = next((r.error for r in t.rows if r.error), "") or ""
+        return f"{t.call_errors} request(s) raised ({first.split('. ')[0][:90]})"
+    if t.fallbacks:
+        return f"{t.fallbacks} request(s) ran eagerly"
+    if t.numerics_failed:
+        return f"outputs differed from eager on {t.numerics_failed} shape(s)"
+    if default is not None and t.stream.recompiles >= default.stream.recompiles and t.stream.compiles >= default.stream.compiles:
+        return (f"did not reduce what it targets: {t.stream.compiles} compile(s), {t.stream.recompiles} recompile(s) "
+                f"against the default's {default.stream.compiles} and {default.stream.recompiles}")
+    return ""
