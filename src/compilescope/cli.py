@@ -475,8 +475,9 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
 
 
 def _install_signal_handlers() -> None:
-    """SIGTERM and SIGHUP end a run like Ctrl-C: the running trial is killed, finished
-    trials are saved, and the way to resume is printed."""
+    """SIGINT, SIGTERM and SIGHUP end a run the same way: the running trial is killed,
+    finished trials are saved, and the way to resume is printed. SIGINT is installed
+    explicitly too: a process started in the background by a shell inherits it ignored."""
     import signal
 
     from .execute.local import Interrupted
@@ -484,7 +485,7 @@ def _install_signal_handlers() -> None:
     def handler(signum: int, _frame: Any) -> None:
         raise Interrupted(signum)
 
-    for sig in (signal.SIGTERM, signal.SIGHUP):
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
             signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread, or not supported
