@@ -155,6 +155,9 @@ def test_two_variants_of_one_strategy_in_one_plan():
     plan = plan_trials(base, ("eager", a, b), "cold")
     assert [p.spec.label for p in plan] == ["eager", "mark-dynamic[x:0] (cold)", "mark-dynamic[x:0:1:64] (cold)"]
     assert len({p.spec for p in plan}) == 3 and plan[1].cache_key != plan[2].cache_key
+    # the cache directory never carries the variant's spaces or brackets (g++ gets the path unquoted)
+    spaced = plan_trials(base, (variant("static", "limit 10", StrategyOptions(recompile_limit=10)),), "cold")
+    assert all(ch.isalnum() or ch in "._-" for ch in spaced[0].cache_key)
 
 
 def test_recompile_limit_falls_back_to_the_config_where_compile_lacks_the_argument(monkeypatch):

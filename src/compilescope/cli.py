@@ -1,4 +1,5 @@
-"""Command line: ``compilescope run|demo|report``. Bad input → one line on stderr, exit 2."""
+"""Command line: ``compilescope run|demo|advise|report|compare|probe``. Bad input → one line on
+stderr, exit 2; an interrupted run saves what finished and exits 128 + the signal."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import click
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
 from rich.text import Text
 
 from .errors import CompilescopeError, OptionError
@@ -64,7 +64,7 @@ def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
     return on_progress
 
 
-def _with_progress(console: Console, total: int, work: Any) -> Any:
+def _with_progress(console: Console, total: int | None, work: Any) -> Any:
     with Progress(
         SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
         TimeElapsedColumn(), console=console, transient=True,
@@ -236,7 +236,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         if workload is not None:
             raise click.UsageError("--resume takes the results file; give no WORKLOAD")
         _say(console, f"resuming {resume_path}", "dim")
-        result = _with_progress(console, 0, lambda cb: resume_run(resume_path, on_progress=cb))
+        result = _with_progress(console, None, lambda cb: resume_run(resume_path, on_progress=cb))
         _say(console, f"results: {resume_path}")
         return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
     if workload is None:
@@ -318,7 +318,7 @@ def advise_command(workload: str, stream: str | None, backend: str, mode: str | 
     measure = _measure(threads, warmup, samples, budget, device)
     command = shlex.join(["compilescope", *sys.argv[1:]])
     _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
-    result, advice = _with_progress(console, 0, lambda cb: advise(
+    result, advice = _with_progress(console, None, lambda cb: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
         lifetime=parse_lifetime(lifetime, qps), objective=objective, on_progress=cb, results_path=results,
         command=command))

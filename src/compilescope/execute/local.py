@@ -78,7 +78,7 @@ def plan_trials(base: TrialSpec, strategies: Iterable[str | tuple[str, str, obje
             name, variant, options = item
             spec = dataclasses.replace(base, strategy=name, variant=variant, options=options)  # type: ignore[arg-type]
         strategy = get_strategy(spec.strategy)
-        key = spec.name
+        key = cache_key(spec.name)
         if not strategy.compiles:
             plan.append(PlannedTrial(dataclasses.replace(spec, cache="none"), key))
             continue
@@ -95,6 +95,17 @@ def plan_trials(base: TrialSpec, strategies: Iterable[str | tuple[str, str, obje
         if mega:
             plan.append(PlannedTrial(dataclasses.replace(spec, cache="mega"), f"{key}-mega", after=cold))
     return plan
+
+
+def cache_key(name: str) -> str:
+    """A directory name for a strategy's compile cache: letters, digits, ``._-`` only (inductor
+    passes the cache path to g++ unquoted: a space or a bracket in it breaks every compile),
+    with a short hash so two variants never share one."""
+    import hashlib
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:48] or "trial"
+    return f"{safe}-{hashlib.sha1(name.encode()).hexdigest()[:8]}" if safe != name else safe
 
 
 def _tail(text: str) -> str:
