@@ -47,7 +47,7 @@ START_MODES = ("cold", "warm", "mega")
 
 
 def _fmt_s(seconds: float | None) -> str:
-    from ..render.units import fmt_time
+    from ..units import fmt_time
 
     return fmt_time(seconds)
 

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from ..analysis.verdict import verdict_text
 from ..report import Note, RunReport, ShapeRow, TrialReport
-from .units import fmt_time, n_star_text
+from ..units import fmt_time, n_star_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
 _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}

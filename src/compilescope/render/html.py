@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import OptionError
 from ..report import ProbeReport, RunReport, Stats, TrialReport
-from .units import fmt_time, n_star_text
+from ..units import fmt_time, n_star_text
 
 EXTRA = "pip install 'compilescope[html]'"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")

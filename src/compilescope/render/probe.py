@@ -8,7 +8,7 @@ from rich.text import Text
 
 from ..report import ProbeReport
 from .console import T, to_text
-from .units import fmt_time
+from ..units import fmt_time
 
 
 def renderables(report: ProbeReport) -> list[RenderableType]:

@@ -1,4 +1,4 @@
-"""Number formatting shared by the renderers (formatting only, no figures)."""
+"""Number formatting shared by analysis (the start-mode cells) and the renderers: formatting only."""
 
 from __future__ import annotations
 
