@@ -41,6 +41,7 @@ class Proposal:
     options: StrategyOptions
     addresses: tuple[str, ...]  # the causes it targets
     code: str  # what to write to apply it
+    target: Literal["recompiles", "fallbacks"] = "recompiles"  # what it must reduce to be accepted
 
 
 @dataclass(frozen=True)
@@ -143,7 +144,7 @@ def propose(
             proposals.append(Proposal(f"limit {distinct_shapes}", "static",
                                       replace(base, recompile_limit=distinct_shapes), (relation.describe(),),
                                       f"torch.compile(model, dynamic=False); torch._dynamo.config.recompile_limit = "
-                                      f"{distinct_shapes}"))
+                                      f"{distinct_shapes}", target="fallbacks"))
         fixes.append(CodeFix(relation.describe(), relation.next_step))
     return proposals, fixes
 
@@ -168,11 +169,15 @@ def _divisors(text: str) -> list[str]:
 
 
 def steady_per_request(t: TrialReport) -> float | None:
-    rows = [r for r in t.rows if r.steady is not None]
-    n = sum(r.requests for r in rows)
-    if not n:
-        return None
-    return sum(r.requests * r.steady.median for r in rows if r.steady) / n
+    """The steady time per request over the stream's mix; a shape that ran eagerly counts at
+    its eager cost (sampled in the same process), never left out."""
+    total, n = 0.0, 0
+    for r in t.rows:
+        value = r.steady.median if r.steady is not None else (r.eager.median if r.eager is not None else None)
+        if value is not None:
+            total += r.requests * value
+            n += r.requests
+    return total / n if n else None
 
 
 def score(t: TrialReport, objective: str, lifetime: int) -> float | None:
@@ -206,7 +211,7 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
         t = by_label.get(label)
         if t is None:
             continue
-        why = _rejection(t, default)
+        why = _rejection(t, default, p.target)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
                            why or "measured: " + _gain(t, default)))
     accepted = [r for r in rows if r.verdict == "accepted" and r.score is not None]
@@ -224,11 +229,14 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
 def _gain(t: TrialReport, default: TrialReport | None) -> str:
     if default is None:
         return f"{t.stream.compiles} compile(s)"
-    return (f"{t.stream.compiles} compile(s) against {default.stream.compiles}, "
+    text = (f"{t.stream.compiles} compile(s) against {default.stream.compiles}, "
             f"{t.stream.recompiles} recompile(s) against {default.stream.recompiles}")
+    if default.fallbacks or t.fallbacks:
+        text += f", {t.fallbacks} request(s) eager against {default.fallbacks}"
+    return text
 
 
-def _rejection(t: TrialReport, default: TrialReport | None) -> str:
+def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recompiles") -> str:
     if t.status != "ok":
         return f"the trial {t.status}: {t.error}"
     if t.call_errors:
@@ -238,6 +246,10 @@ def _rejection(t: TrialReport, default: TrialReport | None) -> str:
         return f"{t.fallbacks} request(s) ran eagerly"
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
+    if target == "fallbacks":
+        if default is not None and default.fallbacks == 0:
+            return "did not reduce what it targets: the default ran no request eagerly"
+        return ""
     if default is not None and t.stream.recompiles >= default.stream.recompiles and t.stream.compiles >= default.stream.compiles:
         return (f"did not reduce what it targets: {t.stream.compiles} compile(s), {t.stream.recompiles} recompile(s) "
                 f"against the default's {default.stream.compiles} and {default.stream.recompiles}")
