@@ -31,3 +31,13 @@ def test_transformer_proposes_both_varying_dims_and_rejects_what_fails():
             assert row.why  # a rejection always says why
     if advice.recommendation is not None:
         assert advice.recommendation.trial.fallbacks == 0 and advice.recommendation.trial.status == "ok"
+
+
+def test_run_advise_is_advise(cli, tmp_path):
+    out = tmp_path / "a.json"
+    proc = cli("run", "sincos", "--stream", "16,16,32,32,64,16", "--advise", "--backend", "eager", "--samples", "5",
+               "--budget", "0.05", "--json", str(out))
+    assert proc.returncode == 0, proc.stderr
+    text = " ".join(proc.stdout.split())
+    assert "advise — objective: total" in text and "recommended: mark-dynamic[x:0" in text
+    assert out.exists()

@@ -213,6 +213,9 @@ def cli() -> None:
               help="recompile limit for every compiled strategy (torch's default is 8).")
 @click.option("--resume", "resume_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="finish an interrupted run: re-run only the trials missing from RESULT.json's journal.")
+@click.option("--advise", "advise_flag", is_flag=True,
+              help="instead of the strategy matrix: run the default, propose a fix for each recompile cause, "
+                   "measure every proposal and recommend (as `compilescope advise`).")
 @click.option("--fail-on", default=None, metavar="WHAT",
               help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
                    "Exit 1 always when every compiled trial failed.")
@@ -221,7 +224,8 @@ def cli() -> None:
 @measure_options
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
-                buckets: str, recompile_limit: int | None, resume_path: Path | None, fail_on: str | None,
+                buckets: str, recompile_limit: int | None, resume_path: Path | None, advise_flag: bool,
+                fail_on: str | None,
                 lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                 threads: int, warmup: int, samples: int, budget: float,
                 device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
@@ -241,6 +245,9 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
     if workload is None:
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
+    if advise_flag:
+        return _advise(console, workload, stream, backend, mode, "total", parse_lifetime(lifetime, qps),
+                       _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path)
     options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
@@ -307,21 +314,25 @@ def advise_command(workload: str, stream: str | None, backend: str, mode: str | 
                    device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
     proposal in the same run, and recommend only what measured better."""
+    return _advise(_console(), workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
+                   _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path)
+
+
+def _advise(console: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
+            lifetime: int | None, measure: MeasureOptions, timeout: float, json_path: Path | None,
+            csv_path: Path | None) -> int:
     from .api import advise, default_results_path
     from .options import check_writable
     from .render import console as console_render
 
-    console = _console()
     results = json_path or default_results_path(workload)
     check_writable(results, "results")
     _check_outputs(csv_path, None, None)
-    measure = _measure(threads, warmup, samples, budget, device)
     command = shlex.join(["compilescope", *sys.argv[1:]])
     _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
     result, advice = _with_progress(console, None, lambda cb: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
-        lifetime=parse_lifetime(lifetime, qps), objective=objective, on_progress=cb, results_path=results,
-        command=command))
+        lifetime=lifetime, objective=objective, on_progress=cb, results_path=results, command=command))
     report = _report_run(result, console, csv_path)
     for part in console_render.advice_renderables(advice):
         console.print(part)
