@@ -48,15 +48,15 @@ def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...]
     apply_marks(marks, probe)
 
 
-def prepare_run(
+def _prepare(
     workload: str | Workload,
     stream: str | Sequence[Shape] | None = None,
     strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
     *,
     options: StrategyOptions = StrategyOptions(),
     measure: MeasureOptions = MeasureOptions(),
-) -> tuple[Workload, TrialSpec, tuple[str, ...]]:
-    """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
+) -> tuple[Workload, Any, TrialSpec, tuple[str, ...]]:
+    """:func:`prepare_run`, also returning the target it built (so a caller needing it builds once)."""
     if isinstance(workload, Workload):
         if workload.ref is None:
             raise WorkloadError(
@@ -89,6 +89,19 @@ def prepare_run(
         names = ("eager", *names)  # the baseline every comparison needs
     assert loaded.ref is not None
     spec = TrialSpec(loaded.ref, "eager", "none", tuple(shapes), options, measure)
+    return loaded, target, spec, names
+
+
+def prepare_run(
+    workload: str | Workload,
+    stream: str | Sequence[Shape] | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    *,
+    options: StrategyOptions = StrategyOptions(),
+    measure: MeasureOptions = MeasureOptions(),
+) -> tuple[Workload, TrialSpec, tuple[str, ...]]:
+    """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
+    loaded, _, spec, names = _prepare(workload, stream, strategies, options=options, measure=measure)
     return loaded, spec, names
 
 
@@ -297,17 +310,12 @@ def advise(
     if objective not in OBJECTIVES:
         raise OptionError(f"unknown --objective {objective!r} (use {', '.join(OBJECTIVES)})")
     options = StrategyOptions(backend=backend, mode=mode)
-    loaded, base, _ = prepare_run(workload, stream, ("eager", "default"), options=options, measure=measure)
+    loaded, target, base, _ = _prepare(workload, stream, ("eager", "default"), options=options, measure=measure)
     first = execute_run(base, ("eager", "default"), "cold", timeout_s=timeout_s, on_progress=on_progress,
                         command=command, lifetime=lifetime)
     default = next(t for t in first.trials if t.spec.strategy == "default")
-    target = build_target(loaded)
     distinct = distinct_shapes(base.stream)
-    inputs = {}
-    for shape in distinct:
-        args, kwargs = as_call_args(seeded_inputs(loaded, shape))
-        inputs[",".join(f"{k}={v}" for k, v in shape.items())] = bind_arguments(target, args, kwargs)
-    sizes = observed_sizes(inputs, base.stream)
+    sizes = observed_sizes(bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct)
     limit = base.options.recompile_limit or compat.recompile_limit_value()
     proposals, fixes = propose(default, base.options, sizes, len(distinct), limit) if default.ok else ([], [])
     trials = list(first.trials)

@@ -125,9 +125,9 @@ def _check_outputs(csv_path: Path | None, html_path: Path | None, perfetto_path:
         if path is not None:
             check_writable(path, what)
     if html_path is not None:
-        from .render.html import _plotly
+        from .render.html import require_plotly
 
-        _plotly()
+        require_plotly()
 
 
 def html_options(f: Any) -> Any:

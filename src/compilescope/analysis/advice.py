@@ -8,8 +8,10 @@ is a change to the program, stated plainly.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..model import CompileRecord, Scalar
@@ -104,18 +106,21 @@ def _next_step(
     return False, steps.get(kind, "not a guard compilescope recognises: read PyTorch's text (left)")
 
 
+def relation_multiple(texts: Iterable[object]) -> int | None:
+    """The multiple that makes relation guards' parity/divisibility hold: the least common
+    multiple of the ``// N`` they use (None when they use none)."""
+    divisors = [int(d) for t in texts for d in re.findall(r"//\s*(\d+)", str(t))]
+    return math.lcm(*divisors) if divisors else None
+
+
 def relation_step(texts: tuple[str, ...], involves: tuple[str, ...]) -> str:
     """What can remove relation guards: they exist because the dims are already dynamic, so
     marking dims dynamic cannot. The multiple to pad to is read from the ``// N`` they use."""
-    import math
-    import re
-
-    divisors = [int(d) for t in texts for d in re.findall(r"//\s*(\d+)", t)]
+    multiple = relation_multiple(texts)
     thresholds = [t for t in texts if re.search(r"[<>]=?\s*\d+\s*$", t)]
     dims = ", ".join(involves) or "the dims they name"
     steps = []
-    if divisors:
-        multiple = math.lcm(*divisors)
+    if multiple is not None:
         steps.append(f"pad {dims} to a multiple of {multiple} (parity/divisibility guards then always hold)")
     if thresholds:
         steps.append("keep each input on one side of the size threshold(s) (a kernel choice switches there)")

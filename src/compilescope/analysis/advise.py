@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..model import CompileRecord, MarkSpec, Shape, StrategyOptions, TrialResult
+from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult
 from ..report import RunReport, TrialReport
-from .advice import group_causes
+from .advice import group_causes, relation_multiple
 
 Objective = Literal["total", "p99", "steady"]
 TIE = 0.05  # scores within 5% of the best are a tie: the narrowest proposal is recommended
@@ -69,14 +70,14 @@ class AdviceReport:
     recommendation: Judged | None
 
 
-def observed_sizes(inputs_by_shape: dict[str, dict[str, Any]], stream: tuple[Shape, ...]) -> dict[tuple[str, int], list[int]]:
-    """(input, dim) → the distinct sizes the stream feeds it, from the workload's own inputs."""
+def observed_sizes(named_inputs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
+    """(input, dim) → the distinct sizes it takes, over the named inputs of each distinct shape
+    the stream feeds (the workload's own inputs); dims that never vary are left out."""
     import torch
 
     out: dict[tuple[str, int], set[int]] = {}
-    for shape in stream:
-        key = ",".join(f"{k}={v}" for k, v in shape.items())
-        for name, value in inputs_by_shape.get(key, {}).items():
+    for named in named_inputs:
+        for name, value in named.items():
             if isinstance(value, torch.Tensor):
                 for d, size in enumerate(value.shape):
                     out.setdefault((name, d), set()).add(int(size))
@@ -131,8 +132,7 @@ def propose(
                                       replace(base, marks=tuple(unbounded)), tuple(marks.values()),
                                       _shapes_spec_code(chosen)))
     if relation is not None:
-        divisors = [int(d) for t in relation.values for d in _divisors(str(t))]
-        multiple = math.lcm(*divisors) if divisors else 8
+        multiple = relation_multiple(relation.values) or 8
         top = max((v for vs in sizes.values() for v in vs), default=multiple)
         buckets = tuple(range(multiple, top + multiple, multiple))[:64]
         if buckets:
@@ -160,12 +160,6 @@ def _shapes_spec_code(dims: list[tuple[str, int]]) -> str:
     return ("from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec; "
             f"torch.compile(model, shapes_spec=ParamsSpec({{{specs}}}))  (unbacked: sizes 0 and 1 included; "
             "None keeps a dim static)")
-
-
-def _divisors(text: str) -> list[str]:
-    import re
-
-    return re.findall(r"//\s*(\d+)", text)
 
 
 def steady_per_request(t: TrialReport) -> float | None:

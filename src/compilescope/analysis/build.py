@@ -9,7 +9,6 @@ import statistics
 from collections.abc import Sequence
 
 from ..model import (
-    CallRecord,
     CompileRecord,
     GraphBreak,
     GuardFailure,
@@ -39,17 +38,14 @@ from ..report import (
     SteadySummary,
     TrialReport,
 )
+from ..stream import distinct_shapes
+from ..units import fmt_time
 from .advice import group_causes
+from .guards import failure_key
 from .regimes import break_even_request, summarize_samples
 from .verdict import STEADY_TOLERANCE, verdict_clauses
 
 START_MODES = ("cold", "warm", "mega")
-
-
-def _fmt_s(seconds: float | None) -> str:
-    from ..units import fmt_time
-
-    return fmt_time(seconds)
 
 
 def count_compiles(records: Sequence[CompileRecord]) -> CompileCounts:
@@ -77,7 +73,7 @@ def compile_row(r: CompileRecord) -> CompileRow:
         if outer in phases:
             value = phases[outer] - (phases.get(inner, 0.0) if inner else 0.0)
             if value > 0:
-                parts.append((outer if inner is None or inner in phases else outer, value))
+                parts.append((outer, value))
     total = r.compile_time_s or 0.0
     accounted = sum(v for _, v in parts)
     if total - accounted > 1e-6:
@@ -118,13 +114,6 @@ def group_breaks(breaks: Sequence[GraphBreak]) -> tuple[BreakRow, ...]:
         key = (b.reason.strip().split("\n", 1)[0], b.filename, b.line)
         counts[key] = counts.get(key, 0) + 1
     return tuple(BreakRow(r, f, ln, n) for (r, f, ln), n in counts.items())
-
-
-def _distinct(calls: Sequence[CallRecord]) -> list[Shape]:
-    seen: dict[tuple[tuple[str, int], ...], Shape] = {}
-    for c in calls:
-        seen.setdefault(shape_key(c.shape), c.shape)
-    return list(seen.values())
 
 
 def _classify(steady: Stats, eager: Stats) -> str:
@@ -196,7 +185,7 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
 
     rows: list[ShapeRow] = []
     row_shapes: dict[str, Shape] = {}
-    for shape in _distinct(trial.calls):
+    for shape in distinct_shapes(tuple(c.shape for c in trial.calls)):
         key = shape_key(shape)
         calls = [c for c in trial.calls if shape_key(c.shape) == key]
         first = calls[0]
@@ -379,10 +368,7 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
     entry per size, so the same guard fails on each)."""
     groups: dict[tuple[object, ...], list[GuardFailure]] = {}
     for g in failures:
-        # a tensor-property mismatch is the same guard across entries (only the expected value
-        # differs); any other guard (a relation, a threshold…) is only the same by its text
-        key = (g.kind, g.source, g.dim) if g.reason.startswith("tensor '") else ("text", g.reason)
-        groups.setdefault(key, []).append(g)
+        groups.setdefault(failure_key(g), []).append(g)
     out = []
     for items in groups.values():
         text = items[0].reason
@@ -408,7 +394,7 @@ def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[
     if t.later.compiles or t.later.refused:
         parts = []
         if t.later.compiles:
-            parts.append(f"{t.later.compiles} compile(s) ({_fmt_s(t.later.compile_s)})")
+            parts.append(f"{t.later.compiles} compile(s) ({fmt_time(t.later.compile_s)})")
         if t.later.refused:
             lim = f" ({limit})" if limit is not None else ""
             parts.append(f"{t.later.refused} recompile-limit hit(s){lim}")
@@ -445,9 +431,9 @@ def _start_rows(result: RunResult, modes: tuple[str, ...]) -> tuple[StartRow, ..
                 cells.append(t.status)
             else:
                 n = count_compiles([r for r in t.compiles if r.phase == "stream"]).compiles
-                cell = f"{_fmt_s(t.calls[0].latency_s if t.calls else None)} ({n})"
+                cell = f"{fmt_time(t.calls[0].latency_s if t.calls else None)} ({n})"
                 if t.cache_load_s is not None:
-                    cell += f" +{_fmt_s(t.cache_load_s)} load"
+                    cell += f" +{fmt_time(t.cache_load_s)} load"
                 cells.append(cell)
         rows.append(StartRow(name, tuple(cells)))
     return tuple(rows)
@@ -514,8 +500,6 @@ def run_summary(report: RunReport) -> dict[str, object]:
 
 def guard_rows(records: Sequence[CompileRecord]) -> tuple[GuardRow, ...]:
     """Each distinct failing guard once, with its count and the entries it failed on."""
-    from .guards import failure_key
-
     rows: dict[tuple[object, ...], dict[str, object]] = {}
     for r in records:
         for g in r.guard_failures:

@@ -82,8 +82,10 @@ def _steady(trial: str, shape: str, figure: str, a: Stats, b: Stats, a_scale: fl
 
 def _single(trial: str, figure: str, a: float | None, b: float | None) -> Change:
     rel = _rel(a, b)
-    if rel is None or abs(rel) <= SINGLE_SAMPLE_TOLERANCE or abs((b or 0.0) - (a or 0.0)) < SINGLE_SAMPLE_MIN_S:
+    if rel is None or abs(rel) <= SINGLE_SAMPLE_TOLERANCE:
         return Change(trial, "", figure, a, b, rel, "", f"within ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)")
+    if abs((b or 0.0) - (a or 0.0)) < SINGLE_SAMPLE_MIN_S:
+        return Change(trial, "", figure, a, b, rel, "", f"under {SINGLE_SAMPLE_MIN_S * 1e3:.0f} ms apart (one sample)")
     return Change(trial, "", figure, a, b, rel, "regression" if rel > 0 else "improvement",
                   f"beyond ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)")
 

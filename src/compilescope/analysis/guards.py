@@ -290,9 +290,11 @@ def explain_checks(checks: Iterable[Any], entry: str | None) -> tuple[list[Guard
 
 
 def failure_key(g: GuardFailure) -> tuple[object, ...]:
-    """What makes two failures the same guard: a tensor property by (source, kind, dim),
-    anything else by its text with ``L['x']`` written as ``x``."""
-    if g.kind in ("size", "stride", "rank", "dtype", "device", "requires_grad", "grad_mode") and g.source:
+    """What makes two failures the same guard: a tensor-property mismatch (PyTorch's
+    ``tensor 'x' … mismatch`` wording, which the guard walk also uses) by (kind, source, dim),
+    whatever values it expected; grad mode as one guard; anything else — a symbolic size, a
+    relation, a value — by its text, with ``L['x']`` written as ``x``."""
+    if g.reason.startswith("tensor '") and g.source:
         return (g.kind, g.source, g.dim)
     if g.kind == "grad_mode":
         return ("grad_mode",)

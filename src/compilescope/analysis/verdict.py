@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..options import parse_lifetime  # noqa: F401  (re-exported: the verdict's lifetime option)
-
 if TYPE_CHECKING:
     from ..report import SpeedGroup, TrialReport
 

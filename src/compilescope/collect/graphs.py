@@ -42,10 +42,6 @@ class GraphRunLog:
         counting_backend.__name__ = f"compilescope_{name}"
         return counting_backend
 
-    @property
-    def has_graphs(self) -> bool:
-        return bool(self.compiled)
-
     def start(self) -> None:
         """Begin one call (or one batch of calls): forget what ran before."""
         del self._ran[:]

@@ -25,7 +25,7 @@ EVENT_SYMBOLS = {"first compile": "diamond", "recompile": "triangle-up", "eager 
                  "error": "circle-open"}
 
 
-def _plotly() -> Any:
+def require_plotly() -> Any:
     try:
         import plotly.graph_objects as go  # noqa: F401
         import plotly.offline  # noqa: F401
@@ -74,19 +74,19 @@ class _Page:
         self.add(f'<div class="plot" id="{div}" data-caption="{e(caption)}"></div>')
 
     def render(self) -> str:
-        plotly = _plotly()
+        plotly = require_plotly()
         js = plotly.offline.get_plotlyjs()
-        calls = "\n".join(
-            f"Plotly.newPlot({json.dumps(div)}, {script_json(fig.to_plotly_json()['data'])}, "
-            f"{script_json(fig.to_plotly_json()['layout'])}, {{responsive: true, displaylogo: false}});"
-            for div, fig in self.figures
-        )
+        calls = []
+        for div, fig in self.figures:
+            spec = fig.to_plotly_json()
+            calls.append(f"Plotly.newPlot({json.dumps(div)}, {script_json(spec['data'])}, "
+                         f"{script_json(spec['layout'])}, {{responsive: true, displaylogo: false}});")
         return (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
             f"<title>{e(self.title)}</title><style>{STYLE}</style>"
             f"<script>{js}</script></head><body>\n"
             + "\n".join(self.parts)
-            + f"\n<script>\n{calls}\n</script>\n</body></html>\n"
+            + "\n<script>\n" + "\n".join(calls) + "\n</script>\n</body></html>\n"
         )
 
 
@@ -237,7 +237,7 @@ def _trial_tables(t: TrialReport) -> str:
 
 
 def render_run(report: RunReport, *, title: str | None = None, command: str = "", created: str = "") -> str:
-    _plotly()
+    require_plotly()
     page = _Page(title or f"compilescope — {report.workload}")
     page.add(f"<h1>compilescope — {e(report.workload)}</h1>")
     meta = [f"{report.requests} requests"]
@@ -291,7 +291,7 @@ def render_run(report: RunReport, *, title: str | None = None, command: str = ""
 def render_probe(report: ProbeReport) -> str:
     import plotly.graph_objects as go
 
-    _plotly()
+    require_plotly()
     page = _Page(f"compilescope probe — {report.source}")
     page.add(f"<h1>compilescope probe — {e(report.source)}</h1>")
     page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling "
@@ -334,7 +334,7 @@ def render_compare(report: object) -> str:
     from ..analysis.compare import CompareReport
 
     assert isinstance(report, CompareReport)
-    _plotly()
+    require_plotly()
     page = _Page(f"compilescope compare — {report.a} vs {report.b}")
     page.add(f"<h1>compare</h1><p>A = <code>{e(report.a)}</code><br>B = <code>{e(report.b)}</code></p>")
     rows = []
