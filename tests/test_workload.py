@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from compilescope.errors import WorkloadError
-from compilescope.workload import BUILTINS, bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.workload import BUILTINS, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
 WORKLOAD_FILE = textwrap.dedent(
     """
@@ -53,11 +53,13 @@ def workload_file(tmp_path):
 def test_builtins_build_and_run_their_default_stream(name):
     w = load_workload(name)
     target = build_target(w)
-    with torch.no_grad():
+    with torch.set_grad_enabled(w.grad):
         for shape in w.default_stream[:2]:
-            (x,) = seeded_inputs(w, shape)
-            assert torch.is_tensor(target(x))
-    assert w.ref == name
+            args, kwargs = as_call_args(seeded_inputs(w, shape))
+            out = w.step(target, *args, **kwargs) if w.step else target(*args, **kwargs)
+            first = out[0] if isinstance(out, tuple) else out
+            assert torch.is_tensor(first) and torch.isfinite(first).all()
+    assert w.ref == name and w.description
 
 
 def test_inputs_are_reproducible_per_shape():

@@ -34,6 +34,13 @@ class Workload:
     keyword arguments (a dict) for one request of that shape; it is called with the torch RNG
     seeded from the shape, so inputs are reproducible. ``dims`` names the shape dimensions a
     stream varies, in order.
+
+    ``step(fn, *args, **kwargs)``, when given, is how one request runs the (compiled) target:
+    a training workload compiles the model and runs forward, loss, backward and the optimizer
+    step around it, so the request's latency is the whole step. ``grad`` enables autograd.
+    ``snapshot()``, for a step that changes state, saves it and returns a function restoring
+    it: the numerics check then runs eager and compiled steps from the same state.
+    ``details`` holds what the docs list per workload (install line, size, compile time).
     """
 
     name: str
@@ -43,6 +50,9 @@ class Workload:
     default_stream: tuple[Shape, ...]
     description: str = ""
     grad: bool = False
+    step: Callable[..., Any] | None = field(default=None, compare=False)
+    snapshot: Callable[[], Callable[[], None]] | None = field(default=None, compare=False)
+    details: Mapping[str, str] = field(default_factory=dict, compare=False)
     ref: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -152,11 +162,34 @@ def transformer_workload(layers: int = 4, d_model: int = 128, heads: int = 4, ff
     )
 
 
-BUILTINS: dict[str, Callable[[], Workload]] = {
-    "sincos": _sincos,
-    "mlp": _mlp,
-    "transformer": transformer_workload,
-}
+def _builtins() -> dict[str, Callable[[], Workload]]:
+    from . import zoo
+
+    return {
+        "sincos": _sincos,
+        "mlp": _mlp,
+        "transformer": transformer_workload,
+        "convnet": zoo.convnet,
+        "mlp-train": zoo.mlp_train,
+        "gpt2-tiny": zoo.gpt2_tiny,
+        "minilm": zoo.minilm,
+    }
+
+
+class _Builtins(Mapping[str, Callable[[], Workload]]):
+    """The built-in workloads by name; the real models import their libraries only when built."""
+
+    def __getitem__(self, key: str) -> Callable[[], Workload]:
+        return _builtins()[key]
+
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        return iter(_builtins())
+
+    def __len__(self) -> int:
+        return len(_builtins())
+
+
+BUILTINS: Mapping[str, Callable[[], Workload]] = _Builtins()
 
 
 # ----------------------------------------------------------------------------- loading

@@ -156,11 +156,20 @@ class _Runner:
                            ran_eagerly=self.graphs.ran_eagerly(ran) if self.compiles else None)
 
     def numerics(self, shape: Shape) -> NumericsCheck:
+        restore = self.workload.snapshot() if self.workload.snapshot is not None else None
+
+        def from_same_state(fn: Callable[..., Any]) -> Any:
+            if restore is not None:
+                restore()
+            return self._call(fn, shape)()
+
         try:
-            expected = self._call(self.eager, shape)()
-            again = self._call(self.eager, shape)()
+            expected = from_same_state(self.eager)
+            again = from_same_state(self.eager)
             self.graphs.start()
-            actual = self._call(self.prepared.fn, shape)()
+            actual = from_same_state(self.prepared.fn)
+            if restore is not None:
+                restore()
         except Exception as exc:
             self._poll(None, {}, "numerics")
             return NumericsCheck(shape, None, None, None, None, None, False, _error_text(exc))
@@ -172,6 +181,20 @@ class _Runner:
             detail = "eager gave different outputs on two calls with the same input (state or randomness)"
             return dataclasses.replace(check, comparable=False, passed=False, detail=detail)
         return check
+
+
+def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable[..., Any]) -> Prepared:
+    """Run each request as the workload's step (e.g. forward, loss, backward, optimizer step)
+    around the compiled target, and the eager reference as the same step around the eager one."""
+    compiled, eager = prepared.fn, prepared.eager or target
+
+    def run_compiled(*args: Any, **kwargs: Any) -> Any:
+        return step(compiled, *args, **kwargs)
+
+    def run_eager(*args: Any, **kwargs: Any) -> Any:
+        return step(eager, *args, **kwargs)
+
+    return dataclasses.replace(prepared, fn=run_compiled, eager=run_eager)
 
 
 def _env(measure: MeasureOptions) -> dict[str, str]:
@@ -227,6 +250,8 @@ def run_trial(
     graphs = GraphRunLog()
     with torch.set_grad_enabled(workload.grad):
         prepared = strategy.prepare(target, spec.options, PrepareContext(make_inputs, spec.stream, graphs))
+    if workload.step is not None:
+        prepared = _through_step(workload.step, prepared, target)
     call_clock, sample_clock = clocks or clocks_for_device(measure.device)
     capture = CaptureSession().install()
     runner = _Runner(workload, target, prepared, strategy.compiles, measure, call_clock, sample_clock, graphs, capture)

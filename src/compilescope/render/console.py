@@ -215,6 +215,32 @@ def shape_change_lines(report: RunReport) -> list[Text]:
     return lines
 
 
+def backward_lines(report: RunReport) -> list[Text]:
+    """Each frame compile of a run that compiled a backward: forward and backward seconds.
+
+    AOTAutograd traces the joint forward+backward graph when the forward compiles; the backward
+    graph's own compile runs either lazily at the first backward call (a separate PyTorch
+    metrics entry, merged here into its frame) or, when it needs the forward's symbolic sizes,
+    inside the forward compile. Either way its time is part of the frame compile."""
+    trials = [t for t in report.trials if any(c.backward_s for c in t.compile_rows)]
+    lines = []
+    for t in trials:
+        for c in t.compile_rows:
+            if c.outcome != "compiled" or c.phase != "stream":
+                continue
+            forward = c.compile_s or 0.0
+            text = T(f"  {t.label}: {c.compile_id} {c.name}"
+                     + (f" at request {c.call_index}" if c.call_index is not None else "") + "  ")
+            if c.backward_s:
+                text.append(f"{fmt_time(forward + c.backward_s)}", style="bold")
+                text.append(f" = forward {fmt_time(forward)} + backward {fmt_time(c.backward_s)} (at the first backward)")
+            else:
+                text.append(f"{fmt_time(forward)}", style="bold")
+                text.append(" = forward with its backward compiled inside it (no separate backward compile)")
+            lines.append(text)
+    return lines
+
+
 def start_table(report: RunReport) -> Table | None:
     if not report.start_modes:
         return None
@@ -245,6 +271,9 @@ def renderables(report: RunReport) -> list[RenderableType]:
     changes = shape_change_lines(report)
     if changes:
         parts.append(Group(T("shape changes (stream order)", "bold"), *changes))
+    backward = backward_lines(report)
+    if backward:
+        parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
     verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), verdict_text(t.verdict)) for t in report.trials if t.verdict]
     if verdicts:
         head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")

