@@ -9,7 +9,7 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,html]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,html,models,ray]'
 	touch $(STAMP)
 
 install: $(STAMP)

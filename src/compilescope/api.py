@@ -285,6 +285,11 @@ def variant(strategy: str, name: str, options: StrategyOptions) -> tuple[str, st
 __all__ = ["RunInterrupted", "advise", "execute_run", "prepare_run", "resume_run", "run", "variant"]
 
 
+def _dim_size(named: dict[str, Any], key: tuple[str, int]) -> int:
+    value = named.get(key[0])
+    return int(value.shape[key[1]]) if value is not None and value.dim() > key[1] else 0
+
+
 def advise(
     workload: str | Workload,
     stream: str | Sequence[Shape] | None = None,
@@ -298,12 +303,14 @@ def advise(
     on_progress: ProgressFn | None = None,
     results_path: str | Path | None = None,
     command: str = "",
+    max_waste: float = 0.125,
 ) -> tuple[RunResult, Any]:
     """Run the default strategy, propose the narrowest fix for each recorded cause, run every
     proposal as a cold trial of the same run, and judge them (see
     :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
     from . import compat
     from .analysis.advise import OBJECTIVES, judge, observed_sizes, propose
+    from .strategies import repeated_block
     from .analysis.build import build_run_report
     from .stream import distinct_shapes
 
@@ -315,14 +322,34 @@ def advise(
                         command=command, lifetime=lifetime)
     default = next(t for t in first.trials if t.spec.strategy == "default")
     distinct = distinct_shapes(base.stream)
-    sizes = observed_sizes(bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct)
+    named = {repr(sorted(shape.items())): bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape)))
+             for shape in distinct}
+    sizes = observed_sizes(named.values())
+    stream_values = {key: [_dim_size(named[repr(sorted(shape.items()))], key) for shape in base.stream]
+                     for key in sizes}
+    found = repeated_block(target, None)
+    block = None if isinstance(found, str) else found[0].__name__
     limit = base.options.recompile_limit or compat.recompile_limit_value()
-    proposals, fixes = propose(default, base.options, sizes, len(distinct), limit) if default.ok else ([], [])
+    proposals, fixes = propose(default, base.options, sizes, len(distinct), limit, block=block) if default.ok else ([], [])
     trials = list(first.trials)
-    if proposals:
-        second = execute_run(base, [variant(p.strategy, p.name, p.options) for p in proposals], "cold",
-                             timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime)
-        trials += [t for t in second.trials if t.spec.strategy != "eager"]
+
+    def more(names: list[Any]) -> None:
+        if names:
+            second = execute_run(base, names, "cold", timeout_s=timeout_s, on_progress=on_progress, command=command,
+                                 lifetime=lifetime)
+            trials.extend(t for t in second.trials if t.spec.strategy != "eager")
+
+    # static alongside the proposals when the default went dynamic: is the dynamic graph slower?
+    went_dynamic = default.ok and any(r.is_recompile for r in default.compiles if r.phase == "stream")
+    more([variant(p.strategy, p.name, p.options) for p in proposals] + (["static"] if went_dynamic else []))
+    if went_dynamic:
+        partial = build_run_report(RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials)))
+        by = {t.label: t for t in partial.trials}
+        extra, _ = propose(default, base.options, sizes, len(distinct), limit, static=by.get("static (cold)"),
+                           default_report=by.get("default (cold)"), stream_values=stream_values, max_waste=max_waste)
+        extra = [p for p in extra if p.strategy == "bucket" and p.target == "steady"]
+        more([variant(p.strategy, p.name, p.options) for p in extra])
+        proposals += extra
     result = RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials), created=first.created,
                        command=command, lifetime=lifetime)
     if results_path is not None:

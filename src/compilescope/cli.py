@@ -311,16 +311,17 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
 @measure_options
 def advise_command(workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
                    lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
-                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
+                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None,
+                   max_waste: float) -> int:
     """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
     proposal in the same run, and recommend only what measured better."""
     return _advise(_console(), workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
-                   _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path)
+                   _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path, max_waste)
 
 
 def _advise(console: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
             lifetime: int | None, measure: MeasureOptions, timeout: float, json_path: Path | None,
-            csv_path: Path | None) -> int:
+            csv_path: Path | None, max_waste: float = 0.125) -> int:
     from .api import advise, default_results_path
     from .options import check_writable
     from .render import console as console_render
@@ -332,7 +333,8 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
     _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
     result, advice = _with_progress(console, None, lambda cb: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
-        lifetime=lifetime, objective=objective, on_progress=cb, results_path=results, command=command))
+        lifetime=lifetime, objective=objective, on_progress=cb, results_path=results, command=command,
+        max_waste=max_waste))
     report = _report_run(result, console, csv_path)
     for part in console_render.advice_renderables(advice):
         console.print(part)

@@ -42,7 +42,7 @@ class Proposal:
     options: StrategyOptions
     addresses: tuple[str, ...]  # the causes it targets
     code: str  # what to write to apply it
-    target: Literal["recompiles", "fallbacks"] = "recompiles"  # what it must reduce to be accepted
+    target: Literal["recompiles", "fallbacks", "compile_s", "steady"] = "recompiles"  # what it must reduce
 
 
 @dataclass(frozen=True)
@@ -90,10 +90,44 @@ def _local(source: str | None) -> str | None:
     return None
 
 
+COMPILE_DOMINATES = 0.5  # compile seconds at least this share of the default's stream wall
+PAD_WASTE = 0.125  # default bound on the mean padding waste of distribution buckets
+
+
+def distribution_buckets(values: Iterable[int], max_waste: float = PAD_WASTE) -> tuple[int, ...]:
+    """The fewest bucket sizes (each an observed value) such that padding every observed
+    value up to its bucket wastes at most ``max_waste`` of the padded elements on average
+    (weighted by how often each value occurs). Greedy from the largest value down: a bucket
+    covers the smallest values it can while the waste of what it covers stays in bound."""
+    ordered = sorted(values)
+    if not ordered:
+        return ()
+    buckets: list[int] = []
+    hi = len(ordered) - 1
+    while hi >= 0:
+        top = ordered[hi]
+        lo = hi
+        while lo > 0:
+            cover = ordered[lo - 1:hi + 1]
+            if sum(top - v for v in cover) / (top * len(cover)) > max_waste:
+                break
+            lo -= 1
+        buckets.append(top)
+        hi = lo - 1
+    return tuple(sorted(set(buckets)))
+
+
 def propose(
     default: TrialResult, base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], distinct_shapes: int,
-    recompile_limit: int,
+    recompile_limit: int, *, block: str | None = None, static: TrialReport | None = None,
+    default_report: TrialReport | None = None, stream_values: dict[tuple[str, int], list[int]] | None = None,
+    max_waste: float = PAD_WASTE,
 ) -> tuple[list[Proposal], list[CodeFix]]:
+    """Proposals for the default's causes, narrowest first. ``block`` names the model's
+    repeated block (for regional compilation when compile time dominates); ``static`` and
+    ``default_report`` (the two trials' reports) say whether the dynamic graph runs slower
+    than static ones; ``stream_values`` are each varying (input, dim)'s values request by
+    request, for buckets from the observed distribution."""
     records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
     causes = group_causes(records)
     marks: dict[tuple[str, int], str] = {}
@@ -146,7 +180,49 @@ def propose(
                                       f"torch.compile(model, dynamic=False); torch._dynamo.config.recompile_limit = "
                                       f"{distinct_shapes}", target="fallbacks"))
         fixes.append(CodeFix(relation.describe(), relation.next_step))
+    slower = _dynamic_slower(default_report, static)
+    if slower and stream_values:
+        varying = {k: v for k, v in stream_values.items() if k in sizes}
+        chosen_dims = sorted(varying)
+        if chosen_dims:
+            name, dim = max(chosen_dims, key=lambda k: len(set(varying[k])))
+            buckets = distribution_buckets(varying[(name, dim)], max_waste)
+            if 1 < len(buckets) < len(set(varying[(name, dim)])):
+                proposals.append(Proposal(
+                    f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
+                    (f"the dynamic graph ran slower than static ones ({slower})",),
+                    f"pad {name} dim {dim} up to the next of {', '.join(map(str, buckets))} (mean padding waste "
+                    f"≤ {max_waste:.1%}), compile with dynamic=False, slice the outputs back",
+                    target="steady"))
+    compile_s = sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in records if r.is_compile)
+    stream_s = sum(c.latency_s or 0.0 for c in default.calls)
+    if block is not None and stream_s > 0 and compile_s >= COMPILE_DOMINATES * stream_s:
+        why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
+        proposals.append(Proposal(block, "regional", replace(base, block=block), (why,),
+                                  f"for each {block} in the model: block.compile()  (the rest runs eager)",
+                                  target="compile_s"))
+        proposals.append(Proposal(block, "nested", replace(base, block=block), (why,),
+                                  f"{block}.forward = torch.compiler.nested_compile_region({block}.forward); "
+                                  "torch.compile(model)", target="compile_s"))
     return proposals, fixes
+
+
+def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> str:
+    """Where the default's graphs run measurably slower than the static graphs on most shapes
+    both measured: a description, else ''. Each trial is compared through its own speedup over
+    eager sampled in its own process (timing on a shared machine is bimodal per process, so a
+    raw cross-process ratio is not evidence); a shape counts when the static speedup is more
+    than 5% higher."""
+    if default is None or static is None:
+        return ""
+    theirs = {r.shape: r.speedup for r in static.rows}
+    ratios = [theirs[r.shape] / r.speedup for r in default.rows
+              if r.speedup and theirs.get(r.shape) and r.status != "eager"]
+    slower = [x for x in ratios if x > 1.05]
+    if ratios and len(slower) * 2 > len(ratios):
+        return (f"static graphs were ×{min(slower):.2f}–{max(slower):.2f} faster relative to eager on "
+                f"{len(slower)} of {len(ratios)} shapes")
+    return ""
 
 
 def _shapes_spec_code(dims: list[tuple[str, int]]) -> str:
@@ -240,6 +316,16 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
         return f"{t.fallbacks} request(s) ran eagerly"
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
+    if target == "compile_s":
+        if default is not None and t.stream.compile_s >= default.stream.compile_s:
+            return (f"did not reduce what it targets: {t.stream.compile_s:.1f} s compiling against the default's "
+                    f"{default.stream.compile_s:.1f} s")
+        return ""
+    if target == "steady":
+        mine, theirs = steady_per_request(t), steady_per_request(default) if default is not None else None
+        if mine is not None and theirs is not None and mine >= theirs:
+            return "did not reduce what it targets: its steady time per request is no lower than the default's"
+        return ""
     if target == "fallbacks":
         if default is not None and default.fallbacks == 0:
             return "did not reduce what it targets: the default ran no request eagerly"

@@ -1,0 +1,33 @@
+"""Shared by the benchmark scripts: robust summaries and the JSON each one writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+from pathlib import Path
+from typing import Any
+
+RESULTS = Path(os.environ.get("COMPILESCOPE_BENCH_DIR", "bench-results"))
+
+
+def spread(values: list[float]) -> dict[str, float]:
+    """Median, interquartile range and extremes of a list of samples."""
+    ordered = sorted(values)
+    q = statistics.quantiles(ordered, n=4) if len(ordered) > 1 else [ordered[0]] * 3
+    return {"median": statistics.median(ordered), "q1": q[0], "q3": q[2], "min": ordered[0], "max": ordered[-1],
+            "n": len(ordered)}
+
+
+def write(name: str, data: dict[str, Any]) -> Path:
+    """Write ``bench-results/<name>.json`` (with the machine it ran on) and return its path."""
+    import torch
+
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    env = {"torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
+           "machine": platform.machine()}
+    path.write_text(json.dumps({"benchmark": name, "env": env, **data}, indent=1))
+    print(f"(results in {path})")
+    return path

@@ -1,0 +1,62 @@
+"""`compilescope run`'s wall time against the work its trials do.
+
+    python benchmarks/run_overhead.py [--repeat 2] [--workload mlp] [--backend inductor]
+
+Runs ``compilescope run WORKLOAD --strategies eager,default,static`` as a user would (fresh
+processes, cold caches) and compares its wall time with
+
+* the trials' own work: each trial's time after its process imported torch and compilescope
+  (build, stream, steady state, numerics), summed over trials;
+* the trials' processes: the same plus each process's start and imports.
+
+The ratio wall / work is the price of isolation and orchestration (goal ≤ 1.25×).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import spread, write
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--workload", default="mlp")
+    parser.add_argument("--backend", default="inductor")
+    args = parser.parse_args()
+    runs = []
+    for _ in range(args.repeat):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = Path(tmp) / "r.json"
+            cmd = [sys.executable, "-m", "compilescope.cli", "run", args.workload, "--strategies",
+                   "eager,default,static", "--backend", args.backend, "--samples", "10", "--budget", "0.2",
+                   "--json", str(out)]
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=dict(os.environ, OMP_NUM_THREADS="1"))
+            wall = time.perf_counter() - start
+            trials = json.loads(out.read_text())["trials"]
+        work = sum(t["process_s"] - t["import_s"] for t in trials)
+        processes = sum(t["process_s"] for t in trials)
+        runs.append({"wall_s": wall, "work_s": work, "processes_s": processes, "trials": len(trials),
+                     "wall_vs_work": wall / work, "wall_vs_processes": wall / processes})
+    print(f"compilescope run {args.workload} --strategies eager,default,static --backend {args.backend}, "
+          f"{args.repeat} runs")
+    print(f"{'run':<4} {'wall':>8} {'trial work':>11} {'trial processes':>16} {'wall/work':>10} {'wall/processes':>15}")
+    for i, r in enumerate(runs):
+        print(f"{i:<4} {r['wall_s']:7.1f}s {r['work_s']:10.1f}s {r['processes_s']:15.1f}s {r['wall_vs_work']:10.3f} "
+              f"{r['wall_vs_processes']:15.3f}")
+    ratio = spread([r["wall_vs_work"] for r in runs])
+    print(f"median wall / trial work {ratio['median']:.3f}x (goal ≤ 1.25x)")
+    write("run_overhead", {"workload": args.workload, "backend": args.backend, "runs": runs, "wall_vs_work": ratio})
+
+
+if __name__ == "__main__":
+    main()
