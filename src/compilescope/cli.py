@@ -299,8 +299,14 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     return _exit_status(_report_run(result, console, out / "demo.csv", html_path), frozenset())
 
 
-@cli.command("advise")
-@click.argument("workload")
+@cli.command("advise", context_settings={"ignore_unknown_options": True})
+@click.argument("workload", required=False)
+@click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
+@click.option("--script", "script", is_flag=True,
+              help="WORKLOAD is a script to run unmodified (its arguments follow it; put them after -- when "
+                   "they share a name with an advise option): re-run it under each setting-only fix.")
+@click.option("--max-waste", type=click.FloatRange(min=0, max=0.9), default=0.125, show_default=True,
+              help="buckets from the observed distribution: the most mean padding waste allowed.")
 @click.option("--stream", help="shapes, as for run.")
 @click.option("--backend", default="inductor", show_default=True)
 @click.option("--mode", default=None, help="torch.compile mode (inductor).")
@@ -309,14 +315,34 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
                    "latency; steady: the steady mean per request.")
 @lifetime_options
 @measure_options
-def advise_command(workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
+def advise_command(workload: str | None, script_args: tuple[str, ...], script: bool, max_waste: float,
+                   stream: str | None, backend: str, mode: str | None, objective: str,
                    lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
-                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None,
-                   max_waste: float) -> int:
+                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
-    proposal in the same run, and recommend only what measured better."""
+    proposal in the same run, and recommend only what measured better. With --script, WORKLOAD is
+    a script re-run unmodified under each fix a setting can apply."""
+    if workload is None:
+        raise click.UsageError("give a WORKLOAD, or --script SCRIPT [ARGS…]")
+    if script:
+        return _advise_script(workload, list(script_args), timeout)
+    if script_args:
+        raise click.UsageError(f"unexpected argument {script_args[0]!r} (arguments follow a script: --script)")
     return _advise(_console(), workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                    _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path, max_waste)
+
+
+def _advise_script(script: str, args: list[str], timeout: float) -> int:
+    from .render import console as console_render
+    from .script_advise import advise_script
+
+    console = _console()
+    _say(console, "each run: the script in a fresh process, under probe, with an empty inductor cache", "dim")
+    advice = advise_script(script, args, timeout_s=timeout,
+                           on_progress=lambda label: _say(console, f"running: {label}", "dim"))
+    for part in console_render.script_advice_renderables(advice):
+        console.print(part)
+    return 0
 
 
 def _advise(console: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
@@ -430,16 +456,21 @@ def compare_command(a: Path, b: Path, fail_on_regression: str | None, html_path:
               help="write the input shapes seen as a stream for `run --stream @FILE`.")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path), help="read a TORCH_TRACE directory instead.")
 @click.option("--strict", is_flag=True, help="with --trace: fail when any event was unknown or malformed.")
+@click.option("--config", "settings", multiple=True, metavar="NAME=VALUE",
+              help="run the script with a setting applied (repeatable): dynamic_sources, recompile_limit, "
+                   "automatic_dynamic_shapes, assume_static_by_default, inductor.NAME; VALUE is JSON or text.")
 @html_options
 @click.argument("script", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Path | None, strict: bool,
-                  html_path: Path | None, perfetto_path: Path | None, script: str | None, args: tuple[str, ...]) -> int:
+                  settings: tuple[str, ...], html_path: Path | None, perfetto_path: Path | None, script: str | None,
+                  args: tuple[str, ...]) -> int:
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
     graph break; or read an existing TORCH_TRACE directory with --trace. The report goes to
     stderr; the exit status is the script's."""
+    from . import compat
     from .analysis.build import build_probe_report, probe_stream
-    from .options import check_writable
+    from .options import check_writable, parse_settings
     from .probe.capture import probe_script
     from .probe.trace import read_trace
     from .render import json as json_render
@@ -472,7 +503,11 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
         assert script is not None
         if not Path(script).is_file():
             raise CompilescopeError(f"script {script!r} does not exist")
-        result = probe_script(script, list(args))
+        undo = compat.patch_settings(parse_settings(settings))
+        try:
+            result = probe_script(script, list(args))
+        finally:
+            undo()
     report = build_probe_report(result)
     console = _console(stderr=True)
     if json_path is not None:  # the records first: a rendering fault never loses them

@@ -159,3 +159,24 @@ def check_writable(path: Path, what: str) -> None:
         raise OptionError(f"cannot write {what} {str(path)!r}: it is a directory")
     if (path.exists() and not os.access(path, os.W_OK)) or not os.access(parent, os.W_OK):
         raise OptionError(f"cannot write {what} {str(path)!r}: permission denied")
+
+
+def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
+    """``NAME=VALUE`` items (``probe --config``): VALUE as JSON when it parses, else text."""
+    import json
+
+    known = ("dynamic_sources", "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default")
+    out: dict[str, object] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise OptionError(f"malformed --config {item!r}: use NAME=VALUE")
+        if name not in known and not name.startswith("inductor."):
+            raise OptionError(f"unknown --config {name!r} (use {', '.join(known)} or inductor.NAME)")
+        try:
+            out[name] = json.loads(value)
+        except ValueError:
+            out[name] = value
+    if "dynamic_sources" in out:
+        parse_dynamic_sources(str(out["dynamic_sources"]))
+    return out

@@ -368,3 +368,38 @@ def advice_renderables(advice: object) -> list[RenderableType]:
         for fix in advice.code_fixes:
             parts.append(T(f"  - {fix.cause}: {fix.step}"))
     return parts
+
+
+def script_advice_renderables(advice: object) -> list[RenderableType]:
+    """``compilescope advise --script``: the script as it is and under each setting, measured."""
+    from ..script_advise import ScriptAdvice
+
+    assert isinstance(advice, ScriptAdvice)
+    table = Table(title=T(f"advise --script {advice.command}: each a fresh process, cold cache"), title_justify="left")
+    for name, justify in (("run", "left"), ("verdict", "left"), ("exit", "right"), ("compiles (re)", "right"),
+                          ("refused", "right"), ("compile time", "right"), ("script wall", "right"), ("why", "left")):
+        table.add_column(T(name), justify=justify, no_wrap=name != "why",  # type: ignore[arg-type]
+                         min_width=36 if name == "why" else None)
+    styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
+    for r in advice.rows:
+        table.add_row(T(r.label), T(r.verdict, styles[r.verdict]), T(r.exit_code), T(f"{r.compiles} ({r.recompiles})"),
+                      T(r.refused), T(fmt_time(r.compile_s)), T(fmt_time(r.wall_s)), T(r.why or r.error or ""))
+    parts: list[RenderableType] = [table]
+    rec = advice.recommendation
+    if rec is not None and rec.proposal is not None:
+        line = T("recommended: ", "bold green")
+        line.append(f"{rec.proposal.code}  (in the script, before the first compiled call)")
+        env = rec.proposal.env
+        if env:
+            parts.append(line)
+            line = T("  or with no code change: ", "green")
+            line.append(f"{env} python {advice.command}")
+        parts.append(line)
+        parts.append(T("  addresses: " + rec.proposal.addresses, "dim"))
+    else:
+        parts.append(T("no setting measured better than the script as it is", "yellow"))
+    if advice.code_fixes:
+        parts.append(T("needs a code change (not measured):", "bold"))
+        for cause, step in advice.code_fixes:
+            parts.append(T(f"  - {cause}: {step}"))
+    return parts

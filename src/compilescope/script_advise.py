@@ -1,0 +1,227 @@
+"""``advise --script``: fixes for an unmodified script, measured by re-running it.
+
+The script runs once under ``probe`` as it is (the baseline), then once per proposal that a
+setting can apply without editing it — ``dynamic_sources`` for the dims that varied,
+``recompile_limit`` raised to the number of graphs a stream needed, dynamic-by-default
+(``assume_static_by_default=False``) or static-only (``automatic_dynamic_shapes=False``).
+Every run is a fresh process with its own empty inductor cache, so each pays its own cold
+start. Proposals that need a code change are listed with the code, marked unmeasured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from .analysis.advice import group_causes
+from .errors import CompilescopeError
+from .model import CompileRecord, ProbeResult
+from .schema import load
+
+# settings a script run can take without a code change: name → what it patches
+SETTINGS = {
+    "dynamic_sources": "torch.compiler.config.dynamic_sources",
+    "recompile_limit": "torch._dynamo.config.recompile_limit",
+    "automatic_dynamic_shapes": "torch._dynamo.config.automatic_dynamic_shapes",
+    "assume_static_by_default": "torch._dynamo.config.assume_static_by_default",
+}
+
+
+@dataclass(frozen=True)
+class ScriptProposal:
+    name: str
+    settings: dict[str, Any]
+    addresses: str
+    target: Literal["compiles", "refused"] = "compiles"
+
+    @property
+    def env(self) -> str:
+        """The environment variables that apply every setting without a code change, or ''."""
+        if set(self.settings) == {"dynamic_sources"}:
+            return "TORCH_COMPILE_DYNAMIC_SOURCES=" + shlex.quote(str(self.settings["dynamic_sources"]))
+        return ""
+
+    @property
+    def code(self) -> str:
+        return "; ".join(f"{SETTINGS.get(k, 'torch._inductor.config.' + k.removeprefix('inductor.'))} = {v!r}"
+                         for k, v in self.settings.items())
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    label: str
+    proposal: ScriptProposal | None
+    exit_code: int
+    error: str | None
+    compiles: int
+    recompiles: int
+    refused: int
+    failed: int
+    compile_s: float
+    wall_s: float
+    verdict: Literal["baseline", "recommended", "accepted", "rejected"] = "baseline"
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class ScriptAdvice:
+    command: str
+    rows: tuple[ScriptRun, ...]
+    code_fixes: tuple[tuple[str, str], ...] = field(default=())
+    recommendation: ScriptRun | None = None
+
+
+def _count(result: ProbeResult) -> dict[str, Any]:
+    records: tuple[CompileRecord, ...] = result.compiles
+    outcomes = Counter(r.outcome for r in records)
+    compiled = [r for r in records if r.outcome == "compiled"]
+    return {
+        "compiles": outcomes["compiled"],
+        "recompiles": sum(1 for r in compiled if r.compile_id.attempt > 0),
+        "refused": outcomes["refused"],
+        "failed": outcomes["failed"],
+        "compile_s": sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in compiled),
+    }
+
+
+def probe_once(script: str, args: list[str], settings: dict[str, Any], workdir: Path, label: str,
+               timeout_s: float) -> tuple[ProbeResult | None, float, str | None]:
+    """``compilescope probe`` on the script in a fresh process with the settings applied and
+    an empty inductor cache. Returns the probe result (None when the probe itself died),
+    the wall time and an error line."""
+    out = workdir / f"{label}.json"
+    cache = workdir / f"cache-{label}"
+    cmd = [sys.executable, "-m", "compilescope.cli", "probe", "--json", str(out)]
+    for key, value in settings.items():
+        cmd += ["--config", f"{key}={json.dumps(value)}"]
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(cache))
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run([*cmd, script, *args], env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return None, time.perf_counter() - start, f"timed out after {timeout_s:.0f} s"
+    wall = time.perf_counter() - start
+    if not out.exists():
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return None, wall, f"the probe exited with status {proc.returncode}: {tail[:200]}"
+    result = load(out)
+    assert isinstance(result, ProbeResult)
+    return result, wall, None
+
+
+def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tuple[str, str]]]:
+    """Setting-only proposals for the baseline's recorded causes, narrowest first; and the
+    causes only a code change fixes, with the change."""
+    proposals: list[ScriptProposal] = []
+    fixes: list[tuple[str, str]] = []
+    sources: list[str] = []
+    described: list[str] = []
+    relation = False
+    by_frame: Counter[str] = Counter()
+    for r in base.compiles:
+        if r.outcome in ("compiled", "refused"):
+            by_frame[f"{r.epoch}:{r.compile_id.frame}"] += 1
+    compiled = tuple(r for r in base.compiles if r.outcome == "compiled")
+    for cause in group_causes(compiled):
+        if cause.kind == "size" and cause.source and cause.dim is not None:
+            for item in _raw_sources(cause.source, cause.dim, compiled):
+                if item not in sources:
+                    sources.append(item)
+            described.append(cause.describe())
+        elif cause.kind == "relation":
+            relation = True
+            fixes.append((cause.describe(), cause.next_step))
+        else:
+            fixes.append((cause.describe(), cause.next_step))
+    if sources:
+        proposals.append(ScriptProposal("dynamic_sources", {"dynamic_sources": ",".join(sources)}, "; ".join(described)))
+    needed = max(by_frame.values(), default=0)
+    refused = sum(1 for r in base.compiles if r.outcome == "refused")
+    if refused:
+        limit = max(needed, base.recompile_limit or 8) * 2
+        proposals.append(ScriptProposal(f"recompile_limit {limit}", {"recompile_limit": limit},
+                                        f"{refused} compile(s) refused by the recompile limit", target="refused"))
+    if sources or relation:
+        proposals.append(ScriptProposal("dynamic by default", {"assume_static_by_default": False},
+                                        "every varying dim at once (the broad fix the narrow ones are judged against)"))
+    return proposals, fixes
+
+
+def _raw_sources(source: str, dim: int, records: tuple[CompileRecord, ...]) -> list[str]:
+    """The ``dynamic_sources`` entries for a (renamed) source: the name itself, and — where
+    the compiled frame is a wrapper around ``forward`` (how ``torch.compile(module)`` runs),
+    which sees the arguments as ``L['args'][i]``/``L['kwargs'][name]`` — those forms too."""
+    items = [f"{source}:{dim}"]
+    name = source[3:-2] if source.startswith("L['") and source.endswith("']") else None
+    for r in records:
+        t = r.target
+        if name is not None and t is not None and name in t.params and r.function != t.name.rsplit(".", 1)[-1]:
+            items += [f"L['args'][{t.params.index(name)}]:{dim}", f"L['kwargs']['{name}']:{dim}"]
+            break
+    return items
+
+
+def _judge(run: ScriptRun, base: ScriptRun) -> str:
+    if run.error:
+        return run.error
+    if run.exit_code != base.exit_code:
+        return f"the script exited with status {run.exit_code} (as it was: {base.exit_code})"
+    if run.failed > base.failed:
+        return f"{run.failed} compile(s) failed (as it was: {base.failed})"
+    target = run.proposal.target if run.proposal else "compiles"
+    if target == "refused":
+        if run.refused >= base.refused:
+            return f"did not reduce what it targets: {run.refused} refused compile(s) against {base.refused}"
+        return ""
+    if run.compiles >= base.compiles:
+        return f"did not reduce what it targets: {run.compiles} compile(s) against {base.compiles}"
+    return ""
+
+
+def advise_script(script: str, args: list[str], *, timeout_s: float = 900.0,
+                  on_progress: Any = None) -> ScriptAdvice:
+    """Run the baseline and every setting-only proposal; recommend the accepted one with the
+    lowest compile seconds, when it beats the baseline's."""
+    if not Path(script).is_file():
+        raise CompilescopeError(f"script {script!r} does not exist")
+    with tempfile.TemporaryDirectory(prefix="compilescope-advise-") as tmp:
+        workdir = Path(tmp)
+
+        def measured(label: str, proposal: ScriptProposal | None) -> tuple[ScriptRun, ProbeResult | None]:
+            if on_progress is not None:
+                on_progress(label)
+            result, wall, error = probe_once(script, args, proposal.settings if proposal else {}, workdir,
+                                             f"run{len(rows)}", timeout_s)
+            counts = _count(result) if result is not None else {"compiles": 0, "recompiles": 0, "refused": 0,
+                                                                 "failed": 0, "compile_s": 0.0}
+            exit_code = result.exit_code if result is not None else -1
+            return ScriptRun(label, proposal, exit_code, error or (result.error if result else None),
+                             wall_s=wall, **counts), result
+
+        rows: list[ScriptRun] = []
+        base_run, base = measured("as it is", None)
+        rows.append(base_run)
+        if base is None:
+            raise CompilescopeError(f"the script could not be probed: {base_run.error}")
+        proposals, fixes = propose_settings(base)
+        for p in proposals:
+            run, _ = measured(p.name, p)
+            why = _judge(run, base_run)
+            rows.append(ScriptRun(**{**run.__dict__, "verdict": "rejected" if why else "accepted",
+                                     "why": why or f"{run.compiles} compile(s) against {base_run.compiles}"}))
+    accepted = [r for r in rows if r.verdict == "accepted"]
+    best = min(accepted, key=lambda r: r.compile_s, default=None)
+    recommendation = None
+    if best is not None and best.compile_s < base_run.compile_s:
+        recommendation = ScriptRun(**{**best.__dict__, "verdict": "recommended"})
+        rows = [recommendation if r is best else r for r in rows]
+    return ScriptAdvice(" ".join([script, *args]), tuple(rows), tuple(fixes), recommendation)

@@ -1,0 +1,40 @@
+"""advise --script: an unmodified script re-run under setting-only fixes, measured."""
+
+from __future__ import annotations
+
+import json
+
+SCRIPT = """
+import torch
+m = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+f = torch.compile(m, backend="eager", dynamic=False)
+for b in (4, 8, 12, 16, 20):
+    f(torch.randn(b, 16))
+"""
+
+
+def test_advise_script_measures_dynamic_sources_against_the_script_as_it_is(cli, tmp_path):
+    (tmp_path / "serve.py").write_text(SCRIPT)
+    proc = cli("advise", "--script", "serve.py")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
+    assert "5 (4)" in rows["as it is"]  # dynamic=False: one graph per batch size
+    assert "recommended" in rows["dynamic_sources"] and "1 (0)" in rows["dynamic_sources"]
+    # the module is compiled through a wrapper frame: the sources it sees are named too
+    assert "L['args'][0]:0" in out and "TORCH_COMPILE_DYNAMIC_SOURCES=" in out
+
+
+def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, tmp_path):
+    (tmp_path / "serve.py").write_text(SCRIPT)
+    proc = cli("probe", "--config", "recompile_limit=2", "--json", "p.json", "serve.py")
+    assert proc.returncode == 0, proc.stderr
+    outcomes = [c["outcome"] for c in json.loads((tmp_path / "p.json").read_text())["compiles"]]
+    assert outcomes.count("compiled") == 2 and "refused" in outcomes
+    bad = cli("probe", "--config", "nope=1", "serve.py")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown --config 'nope'" in bad.stderr
+
+
+def test_advise_needs_a_workload_or_a_script(cli):
+    proc = cli("advise")
+    assert proc.returncode == 2 and "WORKLOAD" in proc.stderr
