@@ -368,13 +368,19 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
 
 
 @cli.command("report")
-@click.argument("result", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("result", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="read the trials from a results store (sweep) instead of a results JSON.")
+@click.option("--where", "where", multiple=True, metavar="COLUMN=VALUE",
+              help="with --store: only trials matching (workload, strategy, label, cache, backend, status, torch, "
+                   "host, device, sweep); repeatable.")
 @click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV (runs).")
 @html_options
 @lifetime_options
-def report_command(result: Path, csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None,
-                   lifetime: str | None, qps: float | None) -> None:
-    """Print the report of a results JSON written by run, demo or probe."""
+def report_command(result: Path | None, store_path: Path | None, where: tuple[str, ...], csv_path: Path | None,
+                   html_path: Path | None, perfetto_path: Path | None, lifetime: str | None, qps: float | None) -> None:
+    """Print the report of a results JSON written by run, demo or probe, or of the runs in a
+    results store (one report per workload, stream, backend and torch version)."""
     import dataclasses
 
     from .analysis.build import build_probe_report
@@ -382,6 +388,16 @@ def report_command(result: Path, csv_path: Path | None, html_path: Path | None, 
     from .schema import load
 
     _check_outputs(csv_path, html_path, perfetto_path)
+    if (result is None) == (store_path is None):
+        raise click.UsageError("give a RESULT file or --store PATH (one of them)")
+    if store_path is not None:
+        for run in _store_runs(store_path, where):
+            if lifetime is not None:
+                run = dataclasses.replace(run, lifetime=parse_lifetime(lifetime, qps))
+            _say(_console(), f"{run.workload}: {len(run.trials)} trial(s) from {store_path}", "bold")
+            _report_run(run, _console(), csv_path, html_path, perfetto_path)
+        return
+    assert result is not None
     loaded = load(result)
     if isinstance(loaded, ProbeResult):
         if csv_path is not None or lifetime is not None:
@@ -392,6 +408,79 @@ def report_command(result: Path, csv_path: Path | None, html_path: Path | None, 
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
     _report_run(loaded, _console(), csv_path, html_path, perfetto_path)
+
+
+def _store_runs(path: Path, where: tuple[str, ...] | list[str]) -> list[RunResult]:
+    from .store import Store, parse_where
+
+    if not path.is_file():
+        raise OptionError(f"results store {str(path)!r} does not exist")
+    with Store(path) as store:
+        runs = store.runs(parse_where(where))
+    if not runs:
+        raise OptionError(f"no trials in {path} match {', '.join(where) or 'anything'}")
+    return runs
+
+
+@cli.command("sweep")
+@click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: one fresh subprocess at a time; ray: each trial a Ray task in a fresh worker process.")
+@click.option("--ray-address", default=None, help="the Ray cluster to join (default: RAY_ADDRESS, else a local one).")
+@click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+              help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow).")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="the SQLite results store [default: compilescope-results/sweep-NAME.sqlite].")
+def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus_per_trial: float,
+                  store_path: Path | None) -> int:
+    """Run SWEEP_FILE's workloads × strategies × start modes × settings; each finished trial is
+    stored at once, and a sweep run again runs only the trials its store lacks."""
+    from .options import check_writable
+    from .store import Store
+    from .sweep import LocalSweepExecutor, load_sweep, plan_sweep, run_sweep
+    from .units import fmt_time
+
+    console = _console()
+    config = load_sweep(sweep_file)
+    store_path = store_path or Path("compilescope-results") / f"sweep-{config.name}.sqlite"
+    check_writable(store_path, "results store")
+    plan = plan_sweep(config)
+    if executor == "ray":
+        from .execute.ray_executor import RayExecutor
+
+        gpus = 1.0 if config.measure.device.startswith("cuda") else 0.0
+        runner: Any = RayExecutor(ray_address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus)
+        parallel = max(1, int(runner.ray.cluster_resources().get("CPU", 1) // cpus_per_trial))
+    else:
+        runner, parallel = LocalSweepExecutor(), 1
+
+    def event(progress: Any, trial: Any, result: Any) -> None:
+        if result is None:
+            return
+        left = progress.left_s(parallel)
+        status = Text(f"[{progress.done}/{progress.total} done · {progress.running} running · "
+                      f"{progress.failed} failed" + (f" · ~{fmt_time(left)} left" if left else "") + "] ", "dim")
+        status.append(f"{trial.spec.workload} {trial.label} ")
+        status.append(result.status, "green" if result.status == "ok" else "red")
+        if result.error:
+            status.append(f": {result.error}")
+        console.print(status)
+
+    with Store(store_path) as store:
+        _say(console, f"sweep {config.name}: {len(plan)} planned trial(s), executor {executor}, store {store_path}",
+             "dim")
+        progress = run_sweep(config, plan, runner, store, on_event=event, parallel=parallel)
+        if progress.skipped:
+            _say(console, f"{progress.skipped} trial(s) already in the store were skipped", "dim")
+        runs = store.runs([("sweep", config.name)])
+    from .analysis.build import build_run_report
+    from .render.console import summary_table
+
+    for run in runs:
+        _say(console, f"{run.workload} (backend {run.trials[0].spec.options.backend})", "bold")
+        console.print(summary_table(build_run_report(run)))
+    _say(console, f"store: {store_path} (compilescope report --store {store_path} --where workload=…)")
+    return EXIT_FAILED if progress.failed and progress.failed == progress.done else 0
 
 
 def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfetto_path: Path | None) -> None:
@@ -414,13 +503,16 @@ def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfet
 
 
 @cli.command("compare")
-@click.argument("a", type=click.Path(dir_okay=False, path_type=Path))
-@click.argument("b", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("a")
+@click.argument("b")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="A and B are --where filters (COLUMN=VALUE,…) selecting one run each from this results store.")
 @click.option("--fail-on-regression", default=None, metavar="PCT",
               help="exit 1 when a flagged regression is beyond PCT (e.g. 5%).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
               help="also write a side-by-side HTML page (needs compilescope[html]).")
-def compare_command(a: Path, b: Path, fail_on_regression: str | None, html_path: Path | None) -> int:
+def compare_command(a: str, b: str, store_path: Path | None, fail_on_regression: str | None,
+                    html_path: Path | None) -> int:
     """Compare two run results (A the baseline): steady state, first call, compiles and compile
     time per trial and shape, flagged only beyond the noise."""
     from .analysis.compare import compare_runs, parse_threshold
@@ -431,7 +523,14 @@ def compare_command(a: Path, b: Path, fail_on_regression: str | None, html_path:
     _check_outputs(None, html_path, None)
     runs = []
     for path in (a, b):
-        got = load(path)
+        if store_path is not None:
+            found = _store_runs(store_path, (path,))
+            if len(found) != 1:
+                raise OptionError(f"--where {path!r} selects {len(found)} runs in {store_path}; narrow it to one "
+                                  "(e.g. add workload=…, backend=…, torch=…)")
+            runs.append(found[0])
+            continue
+        got = load(Path(path))
         if not isinstance(got, RunResult):
             raise OptionError(f"{path} is a probe result; compare takes two run results")
         runs.append(got)

@@ -160,6 +160,9 @@ def propose(
                                   "before each call: " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})"
                                                                    for m in unbounded)
                                   + f"  (or, with no code change: torch.compiler.config.patch(dynamic_sources=\"{sources}\"))"))
+        # the broad fix the narrow ones are judged against: every dim of every input symbolic
+        proposals.append(Proposal("everything", "dynamic", base, tuple(marks.values()),
+                                  "torch.compile(model, dynamic=True)"))
         if any(min(sizes.get(key, [2])) < 2 for key in chosen):
             # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
             proposals.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import platform
 import signal
 import subprocess
 import sys
@@ -187,7 +188,7 @@ class LocalExecutor:
             stderr = errfile.read().decode(errors="replace")
         partial = dict(
             calls=tuple(progress.calls), compiles=tuple(progress.compiles), graph_breaks=tuple(progress.graph_breaks),
-            stderr_tail=_tail(stderr), process_s=elapsed, env={"pid": str(proc.pid)},
+            stderr_tail=_tail(stderr), process_s=elapsed, env={"pid": str(proc.pid), "host": platform.node()},
         )
         where = _where(spec.stream, len(progress.calls))
         if timed_out:

@@ -26,6 +26,10 @@ class TrialTask:
     save_artifacts: bool = False
     load_artifacts: bytes | None = None
     launched_at: float = 0.0
+    # executors without a shared disk (Ray): the cold trial's cache directory as a tar to
+    # start a warm trial from, and whether to send this trial's own back for one
+    cache_tar: bytes | None = None
+    return_cache: bool = False
 
     def to_json(self) -> str:
         data = {
@@ -54,6 +58,7 @@ class TrialTask:
 class TrialOutcome:
     result: TrialResult
     artifacts: bytes | None = None
+    cache_tar: bytes | None = None  # the trial's cache directory, when the task asked for it
 
 
 @dataclass

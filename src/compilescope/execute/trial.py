@@ -201,6 +201,7 @@ def _env(measure: MeasureOptions) -> dict[str, str]:
     return {
         "torch": compat.torch_version(),
         "python": platform.python_version(),
+        "host": platform.node(),
         "platform": platform.platform(),
         "threads": str(torch.get_num_threads()),
         "device": measure.device,

@@ -1,0 +1,136 @@
+"""The results store: one SQLite file, one row per finished trial, queryable.
+
+Each row holds the trial's JSON record unchanged (``result``, the same schema as a results
+file) beside columns to query by: workload, strategy, start mode, backend, status, and the
+environment the trial ran in (torch version, host, device). A row's key is a hash of the
+trial spec and the torch version and device, so a sweep that resumes skips exactly the
+trials already finished in that environment, whichever host of a cluster ran them.
+
+    sqlite3 results.sqlite "select workload, label, status, json_extract(result, '$.process_s') from trials"
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from .errors import CompilescopeError
+from .model import RunResult, TrialResult, TrialSpec
+from .schema import SCHEMA_VERSION, from_data, to_data
+
+COLUMNS = ("workload", "strategy", "label", "cache", "backend", "status", "torch", "host", "device", "sweep")
+SCHEMA = """
+create table if not exists trials (
+    key text primary key,
+    sweep text not null,
+    workload text not null,
+    strategy text not null,
+    label text not null,
+    cache text not null,
+    backend text not null,
+    status text not null,
+    torch text not null,
+    host text not null,
+    device text not null,
+    stream text not null,
+    spec text not null,
+    result text not null,
+    finished text not null,
+    schema_version integer not null
+);
+create index if not exists trials_workload on trials (workload, strategy);
+"""
+
+
+class StoreError(CompilescopeError):
+    pass
+
+
+def trial_key(spec: TrialSpec, torch_version: str) -> str:
+    """The identity of a trial in the store: its spec, the torch version and the device."""
+    text = json.dumps({"spec": to_data(spec), "torch": torch_version, "device": spec.measure.device}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+class Store:
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        try:
+            self.db = sqlite3.connect(str(self.path), timeout=30)
+            self.db.executescript(SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path} is not a compilescope results store: {exc}") from None
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def finished_keys(self) -> set[str]:
+        return {row[0] for row in self.db.execute("select key from trials")}
+
+    def add(self, result: TrialResult, *, torch_version: str, sweep: str = "") -> str:
+        """Insert (or replace) one finished trial, committed at once."""
+        spec = result.spec
+        key = trial_key(spec, torch_version)
+        env = result.env or {}
+        row = {
+            "key": key, "sweep": sweep, "workload": spec.workload, "strategy": spec.name, "label": spec.label,
+            "cache": spec.cache, "backend": spec.options.backend, "status": result.status, "torch": torch_version,
+            "host": env.get("host", ""), "device": spec.measure.device, "stream": json.dumps(to_data(spec.stream)),
+            "spec": json.dumps(to_data(spec)), "result": json.dumps(to_data(result)),
+            "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            "schema_version": SCHEMA_VERSION,
+        }
+        names = ", ".join(row)
+        marks = ", ".join("?" for _ in row)
+        with self.db:
+            self.db.execute(f"insert or replace into trials ({names}) values ({marks})", tuple(row.values()))
+        return key
+
+    def trials(self, where: Sequence[tuple[str, str]] = ()) -> list[TrialResult]:
+        """Finished trials matching every ``column = value`` filter, oldest first."""
+        clauses, values = [], []
+        for column, value in where:
+            if column not in COLUMNS:
+                raise StoreError(f"unknown --where column {column!r} (use {', '.join(COLUMNS)})")
+            clauses.append(f"{column} = ?")
+            values.append(value)
+        sql = "select result from trials" + (" where " + " and ".join(clauses) if clauses else "") + " order by rowid"
+        out = []
+        for (text,) in self.db.execute(sql, values):
+            out.append(from_data(TrialResult, json.loads(text)))
+        return out
+
+    def runs(self, where: Sequence[tuple[str, str]] = ()) -> list[RunResult]:
+        """The matching trials grouped into runs: one per (workload, stream, backend, torch)."""
+        groups: dict[tuple[Any, ...], list[TrialResult]] = {}
+        for t in self.trials(where):
+            key = (t.spec.workload, json.dumps(to_data(t.spec.stream)), t.spec.options.backend,
+                   (t.env or {}).get("torch", ""))
+            groups.setdefault(key, []).append(t)
+        return [RunResult(workload=k[0], stream=ts[0].spec.stream, trials=tuple(ts), command=f"store {self.path}")
+                for k, ts in groups.items()]
+
+
+def parse_where(items: Iterable[str]) -> list[tuple[str, str]]:
+    """``workload=minilm`` (repeatable, or comma-separated) → [(column, value)]."""
+    out = []
+    for item in items:
+        for part in item.split(","):
+            column, sep, value = part.partition("=")
+            if not sep or not column.strip():
+                raise StoreError(f"malformed --where {part!r}: use COLUMN=VALUE ({', '.join(COLUMNS)})")
+            if column.strip() not in COLUMNS:
+                raise StoreError(f"unknown --where column {column.strip()!r} (use {', '.join(COLUMNS)})")
+            out.append((column.strip(), value.strip()))
+    return out

@@ -1,0 +1,142 @@
+"""compilescope sweep: the matrix from a file, a SQLite results store, resume, and Ray."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+ROOT = HERE.parent
+
+SWEEP = """
+name = "t"
+workloads = ["sincos", "{tests}/workloads_for_tests.py:fault_segfault"]
+strategies = ["eager", "default", "static"]
+cache = ["cold", "warm"]
+
+[settings]
+backend = ["eager"]
+
+[streams]
+sincos = "16,16,32,64"
+
+[measure]
+samples = 3
+budget = 0.02
+warmup = 1
+"""
+
+
+def write_sweep(tmp_path: Path, text: str = SWEEP) -> Path:
+    path = tmp_path / "sweep.toml"
+    path.write_text(text.replace("{tests}", str(HERE)))
+    return path
+
+
+def rows(store: Path) -> list[dict]:
+    db = sqlite3.connect(str(store))
+    db.row_factory = sqlite3.Row
+    out = [dict(r) for r in db.execute("select * from trials order by rowid")]
+    db.close()
+    return out
+
+
+def counts(store: Path) -> dict[tuple[str, str], tuple]:
+    """Per trial: status, compile ids and the reasons of each compile."""
+    out = {}
+    for r in rows(store):
+        result = json.loads(r["result"])
+        compiles = tuple((c["compile_id"], tuple(c["reasons"])) for c in result["compiles"] if c["phase"] == "stream")
+        out[(r["workload"].rsplit(":", 1)[-1], r["label"])] = (r["status"], compiles)
+    return out
+
+
+def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing_to_do(cli, tmp_path):
+    sweep = write_sweep(tmp_path)
+    proc = cli("sweep", str(sweep), "--store", "s.sqlite")
+    assert proc.returncode == 0, proc.stderr
+    got = counts(tmp_path / "s.sqlite")
+    assert len(got) == 10  # per workload: eager + (default, static) × (cold, warm)
+    assert got[("sincos", "default (cold)")][0] == "ok"
+    assert [cid for cid, _ in got[("sincos", "static (cold)")][1]] == ["0/0", "0/1", "0/2"]
+    crashed = rows(tmp_path / "s.sqlite")
+    dead = [r for r in crashed if r["workload"].endswith("fault_segfault") and r["status"] == "failed"]
+    assert dead and all("SIGSEGV" in json.loads(r["result"])["error"] for r in dead)
+    assert all(r["torch"] and r["host"] and r["device"] == "cpu" for r in crashed)
+    again = cli("sweep", str(sweep), "--store", "s.sqlite")
+    assert again.returncode == 0 and "10 trial(s) already in the store were skipped" in again.stdout
+    assert len(rows(tmp_path / "s.sqlite")) == 10
+    # report and compare read the store
+    report = cli("report", "--store", "s.sqlite", "--where", "workload=sincos")
+    assert report.returncode == 0 and "static (warm)" in report.stdout and "fault_segfault" not in report.stdout
+    cmp = cli("compare", "--store", "s.sqlite", "workload=sincos,cache=cold", "workload=sincos,cache=warm")
+    assert cmp.returncode == 0, cmp.stderr
+    bad = cli("report", "--store", "s.sqlite", "--where", "colour=red")
+    assert bad.returncode == 2 and "unknown --where column 'colour'" in bad.stderr
+
+
+def test_killed_sweep_reruns_only_the_missing_trials(tmp_path):
+    sweep = write_sweep(tmp_path, SWEEP.replace('"{tests}/workloads_for_tests.py:fault_segfault"', '"mlp"'))
+    store = tmp_path / "s.sqlite"
+    cmd = [sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--store", str(store)]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and (not store.exists() or len(rows(store)) < 3):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM
+    before = {r["key"]: r["finished"] for r in rows(store)}
+    assert 3 <= len(before) < 10
+    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    assert f"{len(before)} trial(s) already in the store were skipped" in again.stdout
+    after = {r["key"]: r["finished"] for r in rows(store)}
+    assert len(after) == 10 and all(after[k] == v for k, v in before.items())  # finished trials untouched
+    ran = [line for line in again.stdout.splitlines() if " done · " in line]
+    assert len(ran) == 10 - len(before)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('workloads = "sincos"\nbogus = 1', "unknown key 'bogus'"),
+    ("strategies = ['eager']", "no workloads"),
+    ("workloads = ['sincos']\n[settings]\nbackend = [1]", "settings.backend: expected str values"),
+    ("workloads = ['sincos'\n", "not valid TOML"),
+    ("workloads = ['nope']", "unknown workload 'nope'"),
+])
+def test_bad_sweep_files_are_one_line_errors(cli, tmp_path, text, message):
+    (tmp_path / "bad.toml").write_text(text)
+    proc = cli("sweep", "bad.toml")
+    assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+def test_ray_executor_without_ray_names_the_extra(tmp_path):
+    sweep = write_sweep(tmp_path)
+    code = ("import sys; sys.modules['ray'] = None\nfrom compilescope.cli import main\n"
+            f"sys.argv = ['compilescope', 'sweep', {str(sweep)!r}, '--executor', 'ray']\nsys.exit(main())\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert proc.returncode == 2 and "pip install 'compilescope[ray]'" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_ray_sweep_matches_the_local_sweep_trial_for_trial(cli, tmp_path):
+    pytest.importorskip("ray")
+    sweep = write_sweep(tmp_path)
+    local = cli("sweep", str(sweep), "--store", "local.sqlite")
+    assert local.returncode == 0, local.stderr
+    env = dict(os.environ, RAY_ADDRESS="")  # a local cluster of its own, never one found on the machine
+    ray = subprocess.run([sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--executor", "ray",
+                          "--store", "ray.sqlite"], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    assert ray.returncode == 0, ray.stderr[-2000:]
+    a, b = counts(tmp_path / "local.sqlite"), counts(tmp_path / "ray.sqlite")
+    assert a.keys() == b.keys() and a == b  # same statuses, compile ids and reasons
+    crashed = [r for r in rows(tmp_path / "ray.sqlite") if r["status"] == "failed"]
+    assert crashed and all(json.loads(r["result"])["stderr_tail"] is not None for r in crashed)
