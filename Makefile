@@ -29,11 +29,16 @@ browser:
 	  echo "chromium is not installed and could not be: the browser tests will skip"
 
 bench: $(STAMP)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench]'
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,bench,models,ray]'
+	$(BIN)/python benchmarks/steady_vs_timer.py
+	$(BIN)/python benchmarks/compile_attribution.py
 	$(BIN)/python benchmarks/steady_overhead.py
 	$(BIN)/python benchmarks/watch_overhead.py
-	$(BIN)/python benchmarks/guard_walk_cost.py
 	$(BIN)/python benchmarks/probe_overhead.py
+	$(BIN)/python benchmarks/run_overhead.py
+	$(BIN)/python benchmarks/guard_walk_cost.py
+	$(BIN)/python benchmarks/ray_overhead.py --repeat 1
+	$(BIN)/python benchmarks/advise_vs_matrix.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results

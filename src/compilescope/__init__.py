@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .api import RunInterrupted, execute_run, prepare_run, resume_run, run, variant
+from .api import RunInterrupted, advise, execute_run, prepare_run, resume_run, run, variant
 from .errors import (
     CompilescopeError,
     OptionError,
@@ -54,6 +54,7 @@ __all__ = [
     "Watch",
     "Workload",
     "WorkloadError",
+    "advise",
     "execute_run",
     "load",
     "load_workload",

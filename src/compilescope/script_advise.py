@@ -133,9 +133,9 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
     compiled = tuple(r for r in base.compiles if r.outcome == "compiled")
     for cause in group_causes(compiled):
         if cause.kind == "size" and cause.source and cause.dim is not None:
-            for item in _raw_sources(cause.source, cause.dim, compiled):
-                if item not in sources:
-                    sources.append(item)
+            item = f"{cause.frame_source or cause.source}:{cause.dim}"
+            if item not in sources:
+                sources.append(item)
             described.append(cause.describe())
         elif cause.kind == "relation":
             relation = True
@@ -154,20 +154,6 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         proposals.append(ScriptProposal("dynamic by default", {"assume_static_by_default": False},
                                         "every varying dim at once (the broad fix the narrow ones are judged against)"))
     return proposals, fixes
-
-
-def _raw_sources(source: str, dim: int, records: tuple[CompileRecord, ...]) -> list[str]:
-    """The ``dynamic_sources`` entries for a (renamed) source: the name itself, and — where
-    the compiled frame is a wrapper around ``forward`` (how ``torch.compile(module)`` runs),
-    which sees the arguments as ``L['args'][i]``/``L['kwargs'][name]`` — those forms too."""
-    items = [f"{source}:{dim}"]
-    name = source[3:-2] if source.startswith("L['") and source.endswith("']") else None
-    for r in records:
-        t = r.target
-        if name is not None and t is not None and name in t.params and r.function != t.name.rsplit(".", 1)[-1]:
-            items += [f"L['args'][{t.params.index(name)}]:{dim}", f"L['kwargs']['{name}']:{dim}"]
-            break
-    return items
 
 
 def _judge(run: ScriptRun, base: ScriptRun) -> str:

@@ -86,7 +86,7 @@ class _Hub:
     def _deliver(self) -> None:
         if self.session is None:
             return
-        polled = self.session.poll(phase="watch")
+        polled = self.session.poll(phase="watch", target=_compiled_target_on_stack())
         if not polled.compiles and not polled.graph_breaks:
             return
         thread = threading.get_ident()
@@ -97,6 +97,22 @@ class _Hub:
 
 
 _HUB = _Hub()
+
+
+def _compiled_target_on_stack(limit: int = 200) -> TargetInfo | None:
+    """What the nearest ``torch.compile``-d module on the calling stack wraps: a compiled
+    module's frame is PyTorch's wrapper (``inner``), named by it as ``Linear.forward`` with
+    its arguments' sources as the parameters (``L['input']``, not ``L['args'][0]``)."""
+    frame = sys._getframe(1)
+    for _ in range(limit):
+        if frame is None:
+            return None
+        owner = frame.f_locals.get("self")
+        inner = getattr(owner, "_orig_mod", None) if owner is not None else None
+        if inner is not None:
+            return TargetInfo(inner)
+        frame = frame.f_back
+    return None
 
 
 def _modules_on_stack(limit: int = 200) -> set[int]:

@@ -28,6 +28,7 @@ class Cause:
     next_step: str
     example: str = ""  # one of PyTorch's texts for it
     involves: tuple[str, ...] = ()  # every input dim a relation names
+    frame_source: str | None = None  # the source as the compiled frame sees it (what dynamic_sources names)
 
     def describe(self) -> str:
         where = self.source or "?"
@@ -53,8 +54,24 @@ class Cause:
         return f"{head} → {len(self.compiles)} compile(s)"
 
 
+_TENSOR_NAME = re.compile(r"^tensor '(?P<name>.+?)' (?:size|stride|dtype|requires_grad|rank|dispatch|device)")
+
+
+def frame_source(reason: str) -> str | None:
+    """The source as the compiled frame itself sees it, from PyTorch's reason text: for a
+    compiled module PyTorch's wrapper frame sees ``args[0]``/``kwargs['ids']`` (what
+    ``dynamic_sources`` must name), which the records rename to the parameter."""
+    m = _TENSOR_NAME.match(reason)
+    if not m:
+        return None
+    name = m["name"]
+    head, bracket, rest = name.partition("[")
+    return f"L['{head}']" + (bracket + rest if bracket else "")
+
+
 def _next_step(
-    kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = ()
+    kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = (),
+    frame_src: str | None = None,
 ) -> tuple[bool, str]:
     src = source or "the input"
     if kind == "range":
@@ -75,7 +92,8 @@ def _next_step(
         rng = f", min={lo}, max={hi}" if lo is not None else ""
         step = (
             f"mark it dynamic before the first call: torch._dynamo.mark_dynamic({_local(src)}, {dim}{rng}); or "
-            f"torch.compiler.config.patch(dynamic_sources=\"{src}:{dim}\"); or pad it to a few bucket sizes"
+            f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
+            "bucket sizes"
         )
         if any(v in (0, 1) for v in ints):
             step += "; sizes 0 and 1 are always specialised — use torch._dynamo.decorators.mark_unbacked for them"
@@ -143,6 +161,7 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     examples: dict[tuple[str | None, str, int | None], str] = {}
     exprs: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
     involves: dict[tuple[str | None, str, int | None], tuple[str, ...]] = {}
+    frame_sources: dict[tuple[str | None, str, int | None], str] = {}
     for c in compiles:
         seen_here = set()
         for g in c.guard_failures:
@@ -159,6 +178,9 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
             else:
                 key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
                 examples.setdefault(key, g.reason)
+                raw = frame_source(g.reason)
+                if raw is not None:
+                    frame_sources.setdefault(key, raw)
                 symbolic = g.kind in ("range", "specialization")
                 if symbolic and isinstance(g.expected, str) and g.expected not in exprs[key]:
                     exprs[key].append(g.expected)
@@ -172,7 +194,8 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
     for key, compile_ids in ids.items():
         source, kind, dim = key
         exprs_or_dims = tuple(involves.get(key, ())) if kind == "relation" else tuple(exprs[key])
-        reducible, step = _next_step(kind, source, dim, tuple(values[key]), exprs_or_dims)
+        reducible, step = _next_step(kind, source, dim, tuple(values[key]), exprs_or_dims, frame_sources.get(key))
         causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(values[key]),
-                            tuple(compile_ids), reducible, step, examples[key], involves.get(key, ())))
+                            tuple(compile_ids), reducible, step, examples[key], involves.get(key, ()),
+                            frame_sources.get(key, source)))
     return tuple(causes)

@@ -131,12 +131,14 @@ def propose(
     records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
     causes = group_causes(records)
     marks: dict[tuple[str, int], str] = {}
+    frame_sources: dict[tuple[str, int], str] = {}
     relation = None
     fixes: list[CodeFix] = []
     for c in causes:
         name = _local(c.source)
         if c.kind == "size" and name is not None and c.dim is not None:
             marks[(name, c.dim)] = c.describe()
+            frame_sources[(name, c.dim)] = c.frame_source or c.source or f"L['{name}']"
         elif c.kind == "relation":
             relation = c
         else:
@@ -151,7 +153,7 @@ def propose(
             hi = max(values) if values else None
             bounded.append(MarkSpec(name, dim, lo, hi))
         unbounded = [MarkSpec(name, dim) for name, dim in chosen]
-        sources = ",".join(f"L['{n}']:{d}" for n, d in chosen)
+        sources = ",".join(f"{frame_sources[(n, d)]}:{d}" for n, d in chosen)
         marks_code = "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded)
         proposals.append(Proposal(",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
                                   tuple(marks.values()), f"before each call: {marks_code}"))
