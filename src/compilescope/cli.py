@@ -437,6 +437,7 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
     stored at once, and a sweep run again runs only the trials its store lacks."""
     from .options import check_writable
     from .store import Store
+    from .execute.local import Interrupted
     from .sweep import LocalSweepExecutor, load_sweep, plan_sweep, run_sweep
     from .units import fmt_time
 
@@ -469,7 +470,12 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
     with Store(store_path) as store:
         _say(console, f"sweep {config.name}: {len(plan)} planned trial(s), executor {executor}, store {store_path}",
              "dim")
-        progress = run_sweep(config, plan, runner, store, on_event=event, parallel=parallel)
+        try:
+            progress = run_sweep(config, plan, runner, store, on_event=event, parallel=parallel)
+        except (Interrupted, KeyboardInterrupt):
+            click.echo(f"compilescope: every finished trial is in {store_path}; run the same command again to run "
+                       "only the rest", err=True)
+            raise
         if progress.skipped:
             _say(console, f"{progress.skipped} trial(s) already in the store were skipped", "dim")
         runs = store.runs([("sweep", config.name)])

@@ -90,6 +90,7 @@ class RayExecutor:
         self.ray = ray
         if init and not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        self.refs: list[Any] = []
         self.remote = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_calls=1,
                                  max_retries=1, retry_exceptions=False)(run_task_here)
 
@@ -98,6 +99,7 @@ class RayExecutor:
         data["cache_tar"] = base64.b64encode(task.cache_tar).decode() if task.cache_tar else None
         data["return_cache"] = task.return_cache
         ref = self.remote.remote(json.dumps(data), timeout_s)
+        self.refs.append(ref)
         raw = ref.future()
         out: Future[TrialOutcome] = Future()
 
@@ -113,4 +115,13 @@ class RayExecutor:
         return out
 
     def shutdown(self) -> None:
-        pass
+        """Cancel what is still running (an interrupted sweep): its trials are not in the store
+        and run again next time."""
+        for ref in self.refs:
+            try:
+                ready, _ = self.ray.wait([ref], timeout=0)
+                if not ready:
+                    self.ray.cancel(ref, force=True)
+            except Exception:  # the cluster may already be gone
+                pass
+        self.refs.clear()
