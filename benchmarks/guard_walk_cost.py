@@ -18,6 +18,7 @@ import time
 
 import torch
 
+from _common import write
 from compilescope import compat
 from compilescope.analysis.guards import explain_checks
 from compilescope.collect.capture import CaptureSession
@@ -59,6 +60,8 @@ def main() -> None:
         print(f"{name:<22} {statistics.median(values) * 1e3:9.2f} ms")
     off, on = (statistics.median(timings[k]) for k in ("recompile, walk off", "recompile, walk on"))
     print(f"walk on / off          {on / off:9.3f}x   ({leaves[0] if leaves else '?'} guards walked per entry)")
+    write("guard_walk_cost", {"rounds": rounds, "median_s": {k: statistics.median(v) for k, v in timings.items()},
+                              "walk_on_vs_off": on / off, "guards_per_entry": leaves[0] if leaves else None})
 
 
 def _count_leaves(manager: object) -> int:

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _common import spread, write
+
 HERE = Path(__file__).resolve().parent
 TARGET = HERE / "probe_target.py"
 
@@ -66,6 +68,9 @@ def main() -> None:
             continue
         med = statistics.median(values)
         print(f"{name:<24} {med:9.2f} {min(values):7.2f} {max(values):7.2f} {med / plain:8.2f}x")
+    write(f"probe_overhead_{args.backend}", {"backend": args.backend, "repeat": args.repeat,
+                                             "wall_s": {k: spread(v) for k, v in samples.items() if v},
+                                             "vs_plain": {k: statistics.median(v) / plain for k, v in samples.items() if v}})
 
 
 if __name__ == "__main__":

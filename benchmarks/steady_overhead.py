@@ -17,12 +17,12 @@ Prints medians and each one's ratio to plain.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 
 import torch
 
+from _common import write
 from compilescope.collect.capture import CaptureSession
 from compilescope.collect.graphs import GraphRunLog
 from compilescope.collect.timer import WallClock
@@ -31,7 +31,6 @@ from compilescope.collect.timer import WallClock
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--json", default=None)
     n = parser.parse_args().calls
     torch.set_num_threads(1)
 
@@ -70,9 +69,7 @@ def main() -> None:
     print(f"{n} interleaved calls of a compiled 16-element add (aot_eager), median µs per call")
     for name, value in med.items():
         print(f"{name:<16} {value:8.2f} µs  {value / base:6.3f}x  ({value - base:+.2f} µs)")
-    if parser.parse_args().json:
-        with open(parser.parse_args().json, "w") as fh:
-            json.dump({"calls": n, "median_us": med}, fh, indent=1)
+    write("steady_overhead", {"calls": n, "median_us": med, "ratio_to_plain": {k: v / base for k, v in med.items()}})
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ import time
 import torch
 
 import compilescope
+from _common import write
 
 
 def main() -> None:
@@ -59,6 +60,8 @@ def main() -> None:
     print(f"{args.calls} interleaved calls of a compiled sin+cos over {args.size} floats (aot_eager), median per call")
     for name, value in med.items():
         print(f"{name:<15} {value * 1e6:8.2f} µs  {value / base:6.3f}x  ({(value - base) * 1e6:+.2f} µs)")
+    write("watch_overhead", {"calls": args.calls, "size": args.size, "median_s": med,
+                             "ratio_to_plain": {k: v / base for k, v in med.items()}})
 
 
 if __name__ == "__main__":

@@ -59,10 +59,27 @@ def counts(store: Path) -> dict[tuple[str, str], tuple]:
     return out
 
 
-def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing_to_do(cli, tmp_path):
-    sweep = write_sweep(tmp_path)
-    proc = cli("sweep", str(sweep), "--store", "s.sqlite")
+def cli_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], cwd=directory, capture_output=True,
+                          text=True, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
+
+
+@pytest.fixture(scope="module")
+def local_sweep(tmp_path_factory):
+    """The sweep run once with the local executor; tests read its store (and run it again)."""
+    directory = tmp_path_factory.mktemp("local-sweep")
+    sweep = write_sweep(directory)
+    proc = cli_in(directory, "sweep", str(sweep), "--store", "s.sqlite")
     assert proc.returncode == 0, proc.stderr
+    return directory, sweep
+
+
+def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing_to_do(local_sweep):
+    tmp_path, sweep = local_sweep
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return cli_in(tmp_path, *args)
+
     got = counts(tmp_path / "s.sqlite")
     assert len(got) == 10  # per workload: eager + (default, static) × (cold, warm)
     assert got[("sincos", "default (cold)")][0] == "ok"
@@ -127,16 +144,13 @@ def test_ray_executor_without_ray_names_the_extra(tmp_path):
     assert proc.stderr.count("\n") == 1
 
 
-def test_ray_sweep_matches_the_local_sweep_trial_for_trial(cli, tmp_path):
+def test_ray_sweep_matches_the_local_sweep_trial_for_trial(local_sweep, tmp_path):
     pytest.importorskip("ray")
-    sweep = write_sweep(tmp_path)
-    local = cli("sweep", str(sweep), "--store", "local.sqlite")
-    assert local.returncode == 0, local.stderr
-    env = dict(os.environ, RAY_ADDRESS="")  # a local cluster of its own, never one found on the machine
-    ray = subprocess.run([sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--executor", "ray",
-                          "--store", "ray.sqlite"], cwd=tmp_path, capture_output=True, text=True, timeout=900, env=env)
+    local_dir, sweep = local_sweep
+    # RAY_ADDRESS="" (cli_in): a local cluster of its own, never one found on the machine
+    ray = cli_in(tmp_path, "sweep", str(sweep), "--executor", "ray", "--store", "ray.sqlite")
     assert ray.returncode == 0, ray.stderr[-2000:]
-    a, b = counts(tmp_path / "local.sqlite"), counts(tmp_path / "ray.sqlite")
+    a, b = counts(local_dir / "s.sqlite"), counts(tmp_path / "ray.sqlite")
     assert a.keys() == b.keys() and a == b  # same statuses, compile ids and reasons
     crashed = [r for r in rows(tmp_path / "ray.sqlite") if r["status"] == "failed"]
     assert crashed and all(json.loads(r["result"])["stderr_tail"] is not None for r in crashed)
