@@ -74,3 +74,30 @@ def test_distribution_buckets_bound_the_mean_padding_waste(values, bound):
     for v, b in zip(values, padded):
         groups.setdefault(b, []).append((b - v) / b)
     assert all(sum(w) / len(w) <= bound + 1e-9 for w in groups.values())  # per bucket, so overall too
+
+
+def test_buckets_from_the_distribution_are_proposed_only_when_static_beat_dynamic():
+    from types import SimpleNamespace
+
+    from compilescope.analysis.advise import propose
+    from compilescope.model import StrategyOptions, TrialResult, TrialSpec
+
+    spec = TrialSpec("sincos", "default", "cold", ({"n": 16},), StrategyOptions(backend="eager"), FAST)
+    default = TrialResult(spec, "ok")
+
+    def report(*speedups):
+        return SimpleNamespace(rows=[SimpleNamespace(shape=str(i), speedup=x, status="compiled")
+                                     for i, x in enumerate(speedups)])
+
+    values = {"n": [16, 17, 18, 30, 31, 32, 100, 120]}
+    slow_dynamic = propose(default, spec.options, {}, 8, 8, static=report(1.3, 1.3, 1.3), default_report=report(1.0, 1.0, 1.2),
+                           stream_values=values)[0]
+    (bucket,) = slow_dynamic
+    assert bucket.strategy == "bucket" and bucket.options.buckets == (18, 32, 120) and bucket.target == "steady"
+    assert "pad n up to the next of 18, 32, 120" in bucket.code
+    same = propose(default, spec.options, {}, 8, 8, static=report(1.0, 1.0, 1.0), default_report=report(1.0, 1.0, 1.0),
+                   stream_values=values)[0]
+    assert same == []  # no evidence that static graphs are faster: no buckets
+    two_dims = propose(default, spec.options, {}, 8, 8, static=report(1.3, 1.3), default_report=report(1.0, 1.0),
+                       stream_values={"batch": [1, 2, 4], "seq": [16, 32, 48]})[0]
+    assert two_dims == []  # one bucket list would pad batch to sequence sizes: not proposed

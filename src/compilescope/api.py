@@ -285,11 +285,6 @@ def variant(strategy: str, name: str, options: StrategyOptions) -> tuple[str, st
 __all__ = ["RunInterrupted", "advise", "execute_run", "prepare_run", "resume_run", "run", "variant"]
 
 
-def _dim_size(named: dict[str, Any], key: tuple[str, int]) -> int:
-    value = named.get(key[0])
-    return int(value.shape[key[1]]) if value is not None and value.dim() > key[1] else 0
-
-
 def advise(
     workload: str | Workload,
     stream: str | Sequence[Shape] | None = None,
@@ -310,8 +305,8 @@ def advise(
     :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
     from . import compat
     from .analysis.advise import OBJECTIVES, judge, observed_sizes, propose
-    from .strategies import repeated_block
     from .analysis.build import build_run_report
+    from .strategies import repeated_block
     from .stream import distinct_shapes
 
     if objective not in OBJECTIVES:
@@ -322,11 +317,8 @@ def advise(
                         command=command, lifetime=lifetime)
     default = next(t for t in first.trials if t.spec.strategy == "default")
     distinct = distinct_shapes(base.stream)
-    named = {repr(sorted(shape.items())): bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape)))
-             for shape in distinct}
-    sizes = observed_sizes(named.values())
-    stream_values = {key: [_dim_size(named[repr(sorted(shape.items()))], key) for shape in base.stream]
-                     for key in sizes}
+    sizes = observed_sizes(bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct)
+    stream_values = {d: [int(shape[d]) for shape in base.stream] for d in base.stream[0]} if base.stream else {}
     found = repeated_block(target, None)
     block = None if isinstance(found, str) else found[0].__name__
     limit = base.options.recompile_limit or compat.recompile_limit_value()

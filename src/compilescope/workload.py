@@ -40,7 +40,6 @@ class Workload:
     step around it, so the request's latency is the whole step. ``grad`` enables autograd.
     ``snapshot()``, for a step that changes state, saves it and returns a function restoring
     it: the numerics check then runs eager and compiled steps from the same state.
-    ``details`` holds what the docs list per workload (install line, size, compile time).
     """
 
     name: str
@@ -52,7 +51,6 @@ class Workload:
     grad: bool = False
     step: Callable[..., Any] | None = field(default=None, compare=False)
     snapshot: Callable[[], Callable[[], None]] | None = field(default=None, compare=False)
-    details: Mapping[str, str] = field(default_factory=dict, compare=False)
     ref: str | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:

@@ -77,7 +77,6 @@ def convnet() -> Workload:
         make_inputs=lambda s: (torch.randn(s["batch"], 3, s["size"], s["size"]),),
         dims=("batch", "size"),
         default_stream=tuple({"batch": 2, "size": n} for n in sizes),
-        details={"install": "built in (torch only)", "size": "24 k parameters"},
     )
 
 
@@ -158,7 +157,6 @@ def mlp_train() -> Workload:
         grad=True,
         step=step,
         snapshot=lambda: steps["s"].snapshot(),
-        details={"install": "built in (torch only)", "size": "83 k parameters"},
     )
 
 
@@ -190,7 +188,6 @@ def gpt2_tiny() -> Workload:
         make_inputs=make_inputs,
         dims=("batch", "seq"),
         default_stream=tuple({"batch": b, "seq": q} for b, q in prefill),
-        details={"install": MODELS_EXTRA, "size": "14.7 M parameters (13.1 M of them embeddings)"},
     )
 
 
@@ -283,5 +280,4 @@ def minilm() -> Workload:
         make_inputs=make_inputs,
         dims=("batch", "seq"),
         default_stream=text_stream(12),
-        details={"install": MODELS_EXTRA, "size": "22.7 M parameters (91 MB fp32 safetensors)"},
     )

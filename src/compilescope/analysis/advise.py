@@ -120,14 +120,14 @@ def distribution_buckets(values: Iterable[int], max_waste: float = PAD_WASTE) ->
 def propose(
     default: TrialResult, base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], distinct_shapes: int,
     recompile_limit: int, *, block: str | None = None, static: TrialReport | None = None,
-    default_report: TrialReport | None = None, stream_values: dict[tuple[str, int], list[int]] | None = None,
+    default_report: TrialReport | None = None, stream_values: dict[str, list[int]] | None = None,
     max_waste: float = PAD_WASTE,
 ) -> tuple[list[Proposal], list[CodeFix]]:
     """Proposals for the default's causes, narrowest first. ``block`` names the model's
     repeated block (for regional compilation when compile time dominates); ``static`` and
     ``default_report`` (the two trials' reports) say whether the dynamic graph runs slower
-    than static ones; ``stream_values`` are each varying (input, dim)'s values request by
-    request, for buckets from the observed distribution."""
+    than static ones; ``stream_values`` are each shape dim's values request by request, for
+    buckets from the observed distribution."""
     records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
     causes = group_causes(records)
     marks: dict[tuple[str, int], str] = {}
@@ -186,25 +186,26 @@ def propose(
                                       f"{distinct_shapes}", target="fallbacks"))
         fixes.append(CodeFix(relation.describe(), relation.next_step))
     slower = _dynamic_slower(default_report, static)
-    if slower and stream_values:
-        varying = {k: v for k, v in stream_values.items() if k in sizes}
-        chosen_dims = sorted(varying)
-        if chosen_dims:
-            name, dim = max(chosen_dims, key=lambda k: len(set(varying[k])))
-            buckets = distribution_buckets(varying[(name, dim)], max_waste)
-            if 1 < len(buckets) < len(set(varying[(name, dim)])):
-                proposals.append(Proposal(
-                    f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
-                    (f"the dynamic graph ran slower than static ones ({slower})",),
-                    f"pad {name} dim {dim} up to the next of {', '.join(map(str, buckets))} (mean padding waste "
-                    f"≤ {max_waste:.1%}), compile with dynamic=False, slice the outputs back",
-                    target="steady"))
+    varying = {d: v for d, v in (stream_values or {}).items() if len(set(v)) > 1}
+    # the bucket strategy pads every varying dim to one list of sizes: from one dim's
+    # distribution, that is only right when one shape dim varies
+    if slower and len(varying) == 1:
+        ((dim_name, values),) = varying.items()
+        buckets = distribution_buckets(values, max_waste)
+        if 1 < len(buckets) < len(set(values)):
+            proposals.append(Proposal(
+                f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
+                (f"the dynamic graph ran slower than static ones ({slower})",),
+                f"pad {dim_name} up to the next of {', '.join(map(str, buckets))} (mean padding waste "
+                f"≤ {max_waste:.1%} over the stream), compile with dynamic=False, slice the outputs back",
+                target="steady"))
     compile_s = sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in records if r.is_compile)
     stream_s = sum(c.latency_s or 0.0 for c in default.calls)
     if block is not None and stream_s > 0 and compile_s >= COMPILE_DOMINATES * stream_s:
         why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
         proposals.append(Proposal(block, "regional", replace(base, block=block), (why,),
-                                  f"for each {block} in the model: block.compile()  (the rest runs eager)",
+                                  f"replace each {block} instance by torch.compile(instance) in its parent "
+                                  "(setattr(parent, name, torch.compile(block))); the rest runs eager",
                                   target="compile_s"))
         proposals.append(Proposal(block, "nested", replace(base, block=block), (why,),
                                   f"{block}.forward = torch.compiler.nested_compile_region({block}.forward); "

@@ -55,15 +55,13 @@ def run_task_here(task_json: str, timeout_s: float) -> str:
     from .local import LocalExecutor
 
     task = TrialTask.from_json(task_json)
-    extra = json.loads(task_json)
-    cache_tar = base64.b64decode(extra["cache_tar"]) if extra.get("cache_tar") else None
     with tempfile.TemporaryDirectory(prefix="compilescope-ray-") as tmp:
         cache = Path(tmp) / "cache"
-        if cache_tar is not None:
-            _untar(cache_tar, cache)
+        if task.cache_tar is not None:
+            _untar(task.cache_tar, cache)
         local = TrialTask(task.spec, str(cache), task.save_artifacts, task.load_artifacts)
         outcome = LocalExecutor().run(local, timeout_s=timeout_s)
-        back = _tar(cache) if extra.get("return_cache") and cache.exists() else None
+        back = _tar(cache) if task.return_cache and cache.exists() else None
     return json.dumps({
         "result": to_data(outcome.result),
         "artifacts": None if outcome.artifacts is None else base64.b64encode(outcome.artifacts).decode(),
@@ -95,10 +93,7 @@ class RayExecutor:
                                  max_retries=1, retry_exceptions=False)(run_task_here)
 
     def submit(self, task: TrialTask, timeout_s: float) -> Future[TrialOutcome]:
-        data = json.loads(task.to_json())
-        data["cache_tar"] = base64.b64encode(task.cache_tar).decode() if task.cache_tar else None
-        data["return_cache"] = task.return_cache
-        ref = self.remote.remote(json.dumps(data), timeout_s)
+        ref = self.remote.remote(task.to_json(), timeout_s)
         self.refs.append(ref)
         raw = ref.future()
         out: Future[TrialOutcome] = Future()

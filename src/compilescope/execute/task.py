@@ -38,19 +38,23 @@ class TrialTask:
             "save_artifacts": self.save_artifacts,
             "load_artifacts": None if self.load_artifacts is None else base64.b64encode(self.load_artifacts).decode(),
             "launched_at": self.launched_at,
+            "cache_tar": None if self.cache_tar is None else base64.b64encode(self.cache_tar).decode(),
+            "return_cache": self.return_cache,
         }
         return json.dumps(data)
 
     @classmethod
     def from_json(cls, text: str) -> TrialTask:
         data = json.loads(text)
-        blob = data.get("load_artifacts")
+        blob, cache = data.get("load_artifacts"), data.get("cache_tar")
         return cls(
             spec=from_data(TrialSpec, data["spec"]),
             cache_dir=str(data["cache_dir"]),
             save_artifacts=bool(data.get("save_artifacts")),
             load_artifacts=None if blob is None else base64.b64decode(blob),
             launched_at=float(data.get("launched_at") or 0.0),
+            cache_tar=None if cache is None else base64.b64decode(cache),
+            return_cache=bool(data.get("return_cache")),
         )
 
 
