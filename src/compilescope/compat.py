@@ -42,6 +42,11 @@ def torch_version() -> str:
     return str(torch.__version__)
 
 
+# Backends torch always has — checked on 2.13.0. Validating one of these needs no
+# list_backends(), which imports every backend module (~2 s of a run's start-up).
+CORE_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "aot_eager_decomp_partition"})
+
+
 def backend_names() -> set[str]:
     """Every backend name ``torch.compile`` accepts, debug ones (eager, aot_eager) included.
 

@@ -127,6 +127,8 @@ def check_backend(name: str) -> None:
     """The backend must be one torch lists (debug backends such as eager/aot_eager included)."""
     from . import compat
 
+    if name in compat.CORE_BACKENDS:
+        return
     known = compat.backend_names()
     if name not in known:
         raise OptionError(f"unknown --backend {name!r} (torch {compat.torch_version()} has: {', '.join(sorted(known))})")
