@@ -20,7 +20,10 @@ def test_sincos_proposes_marking_x_dim_0_and_measures_one_compile():
     assert {r.label for r in marked} == {"mark-dynamic[x:0:16:64] (cold)", "mark-dynamic[x:0] (cold)"}
     assert all(r.trial.stream.compiles == 1 and r.verdict in ("accepted", "recommended") for r in marked)
     rec = advice.recommendation
-    assert rec is not None and rec.proposal is not None and "mark_dynamic(x, 0" in rec.proposal.code
+    # the narrowest fix wins unless a broader one (dynamic=True, also measured) beat it by >5%
+    # — with the eager backend both compile in milliseconds, so either can win on a given run
+    assert rec is not None and rec.proposal is not None and rec.trial.stream.compiles == 1
+    assert "mark_dynamic(x, 0" in rec.proposal.code or rec.proposal.strategy == "dynamic"
     assert {t.spec.name for t in result.trials} >= {"eager", "default", "mark-dynamic[x:0:16:64]"}
 
 
@@ -52,7 +55,8 @@ def test_run_advise_is_advise(cli, tmp_path):
                "--budget", "0.05", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
-    assert "advise — objective: total" in text and "recommended: mark-dynamic[x:0" in text
+    assert "advise — objective: total" in text
+    assert "recommended: mark-dynamic[x:0" in text or "recommended: dynamic[everything]" in text
     assert out.exists()
 
 
