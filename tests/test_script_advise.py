@@ -15,8 +15,11 @@ for b in (4, 8, 12, 16, 20):
 
 def test_advise_script_measures_dynamic_sources_against_the_script_as_it_is(cli, tmp_path):
     (tmp_path / "serve.py").write_text(SCRIPT)
-    proc = cli("advise", "--script", "serve.py")
+    proc = cli("advise", "--json", "advice.json", "--script", "serve.py")
     assert proc.returncode == 0, proc.stderr
+    saved = json.loads((tmp_path / "advice.json").read_text())
+    assert saved["kind"] == "advise-script" and [r["verdict"] for r in saved["rows"]][0] == "baseline"
+    assert saved["recommendation"]["proposal"]["settings"]["dynamic_sources"].startswith("L['args'][0]:0")
     out = proc.stdout
     rows = {line.split("│")[1].strip(): line for line in out.splitlines() if line.startswith("│")}
     assert "5 (4)" in rows["as it is"]  # dynamic=False: one graph per batch size

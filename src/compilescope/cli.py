@@ -325,21 +325,28 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
     if workload is None:
         raise click.UsageError("give a WORKLOAD, or --script SCRIPT [ARGS…]")
     if script:
-        return _advise_script(workload, list(script_args), timeout)
+        return _advise_script(workload, list(script_args), timeout, json_path)
     if script_args:
         raise click.UsageError(f"unexpected argument {script_args[0]!r} (arguments follow a script: --script)")
     return _advise(_console(), workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                    _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path, max_waste)
 
 
-def _advise_script(script: str, args: list[str], timeout: float) -> int:
+def _advise_script(script: str, args: list[str], timeout: float, json_path: Path | None) -> int:
+    from .api import default_results_path
+    from .options import check_writable
     from .render import console as console_render
+    from .schema import to_data
     from .script_advise import advise_script
 
     console = _console()
+    results = json_path or default_results_path(f"{Path(script).stem}-advise")
+    check_writable(results, "results")
     _say(console, "each run: the script in a fresh process, under probe, with an empty inductor cache", "dim")
     advice = advise_script(script, args, timeout_s=timeout,
                            on_progress=lambda label: _say(console, f"running: {label}", "dim"))
+    _write_text(results, json.dumps({"kind": "advise-script", **to_data(advice)}, indent=1))  # before rendering
+    _say(console, f"results: {results}", "dim")
     for part in console_render.script_advice_renderables(advice):
         console.print(part)
     return 0
