@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -20,10 +23,11 @@ def test_sincos_proposes_marking_x_dim_0_and_measures_one_compile():
     assert {r.label for r in marked} == {"mark-dynamic[x:0:16:64] (cold)", "mark-dynamic[x:0] (cold)"}
     assert all(r.trial.stream.compiles == 1 and r.verdict in ("accepted", "recommended") for r in marked)
     rec = advice.recommendation
-    # the narrowest fix wins unless a broader one (dynamic=True, also measured) beat it by >5%
-    # — with the eager backend both compile in milliseconds, so either can win on a given run
-    assert rec is not None and rec.proposal is not None and rec.trial.stream.compiles == 1
-    assert "mark_dynamic(x, 0" in rec.proposal.code or rec.proposal.strategy == "dynamic"
+    # with the eager backend every compile takes milliseconds, so whether a proposal beats the
+    # default — and which — is timing; a recommendation, when made, is one that measured 1 compile
+    if rec is not None:
+        assert rec.proposal is not None and rec.trial.stream.compiles == 1
+        assert "mark_dynamic(x, 0" in rec.proposal.code or rec.proposal.strategy == "dynamic"
     assert {t.spec.name for t in result.trials} >= {"eager", "default", "mark-dynamic[x:0:16:64]"}
 
 
@@ -56,8 +60,14 @@ def test_run_advise_is_advise(cli, tmp_path):
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert "advise — objective: total" in text
-    assert "recommended: mark-dynamic[x:0" in text or "recommended: dynamic[everything]" in text
-    assert out.exists()
+    # which proposal wins depends on milliseconds of timing with the eager backend; what each
+    # proposal measured does not
+    assert re.search(r"mark-dynamic\[x:0\] \(cold\) *│ *(accepted|recommended) *│ *1 \(0\)", proc.stdout)
+    assert re.search(r"default \(cold\) *│ baseline *│ *2 \(1\)", proc.stdout)
+    assert ("recommended: mark-dynamic[x:0" in text or "recommended: dynamic[everything]" in text
+            or "no measured proposal beat the default" in text)
+    trials = {t["spec"]["variant"] or t["spec"]["strategy"]: t for t in json.loads(out.read_text())["trials"]}
+    assert len([c for c in trials["x:0"]["compiles"] if c["phase"] == "stream"]) == 1
 
 
 def test_distribution_buckets_are_observed_sizes_within_the_waste_bound():
