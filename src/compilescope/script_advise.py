@@ -157,7 +157,7 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
 
 
 def _judge(run: ScriptRun, base: ScriptRun) -> str:
-    if run.error:
+    if run.error and run.error != base.error:  # a script that fails as it is may fail the same way
         return run.error
     if run.exit_code != base.exit_code:
         return f"the script exited with status {run.exit_code} (as it was: {base.exit_code})"
