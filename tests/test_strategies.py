@@ -73,6 +73,18 @@ def test_regional_on_torch_nn_builtin_blocks_really_compiles():
     assert len(stream_compiles(result)) >= 1  # not the silent no-op of block.compile()
 
 
+def test_regional_instances_share_their_compiled_code():
+    """The 4 layers share one forward: compiled with one backend, the first instance compiles,
+    the second makes it generic over instances, the rest reuse it. (Compiled with a backend
+    callable each, every instance failed the backend-identity guard: 4+ compiles for one shape,
+    and a model with more blocks than the recompile limit ran eagerly.)"""
+    stream = ({"batch": 2, "seq": 8}, {"batch": 2, "seq": 8}, {"batch": 2, "seq": 8})
+    result = trial("regional", workload="transformer", stream=stream, backend="aot_eager")
+    assert result.ok and len(stream_compiles(result)) <= 2
+    assert all(c.ran_eagerly is False for c in result.calls)
+    assert not any("BACKEND_MATCH" in r for c in result.compiles for r in c.reasons)
+
+
 @pytest.mark.parametrize("workload, reason", [("sincos", "is a function"), ("mlp", "no repeated block")])
 def test_regional_and_nested_unavailable_without_a_repeated_block(workload, reason):
     stream = ({"n": 4},) if workload == "sincos" else ({"batch": 2},)

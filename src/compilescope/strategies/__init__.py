@@ -34,15 +34,23 @@ class PrepareContext:
     make_inputs: Callable[[Shape], tuple[tuple[Any, ...], dict[str, Any]]]
     stream: tuple[Shape, ...]
     graphs: GraphRunLog = field(default_factory=GraphRunLog)
+    backends: dict[tuple[str, str | None, bool | None], Callable[..., Any]] = field(default_factory=dict)
 
     def compile(self, target: Any, options: StrategyOptions, dynamic: bool | None = None, **extra: Any) -> Any:
         """``torch.compile(target, backend=options.backend, mode=options.mode, dynamic=…)``
-        with the backend wrapped by :class:`GraphRunLog`."""
+        with the backend wrapped by :class:`GraphRunLog`.
+
+        One backend callable per (backend, mode, dynamic) for the whole trial: the compiled
+        code's guards check the backend's identity, so compiling each instance of a block
+        with its own callable would recompile the shared ``forward`` once per instance
+        (regional compilation would then exhaust the recompile limit on its first call)."""
         kwargs: dict[str, Any] = dict(extra)
         if options.recompile_limit is not None and compat.compile_accepts("recompile_limit"):
             kwargs["recompile_limit"] = options.recompile_limit
-        backend = self.graphs.backend(options.backend, options.mode, dynamic)
-        return torch.compile(target, backend=backend, dynamic=dynamic, **kwargs)
+        key = (options.backend, options.mode, dynamic)
+        if key not in self.backends:
+            self.backends[key] = self.graphs.backend(options.backend, options.mode, dynamic)
+        return torch.compile(target, backend=self.backends[key], dynamic=dynamic, **kwargs)
 
 
 @dataclass(frozen=True)
