@@ -23,8 +23,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .analysis.advice import group_causes
+from .analysis.build import count_compiles
 from .errors import CompilescopeError
-from .model import CompileRecord, ProbeResult
+from .model import ProbeResult
 from .schema import load
 
 # settings a script run can take without a code change: name → what it patches
@@ -81,16 +82,10 @@ class ScriptAdvice:
 
 
 def _count(result: ProbeResult) -> dict[str, Any]:
-    records: tuple[CompileRecord, ...] = result.compiles
-    outcomes = Counter(r.outcome for r in records)
-    compiled = [r for r in records if r.outcome == "compiled"]
-    return {
-        "compiles": outcomes["compiled"],
-        "recompiles": sum(1 for r in compiled if r.compile_id.attempt > 0),
-        "refused": outcomes["refused"],
-        "failed": outcomes["failed"],
-        "compile_s": sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in compiled),
-    }
+    """The run's counts by the one definition every report uses (``count_compiles``)."""
+    c = count_compiles(result.compiles)
+    return {"compiles": c.compiles, "recompiles": c.recompiles, "refused": c.refused, "failed": c.failed,
+            "compile_s": c.compile_s}
 
 
 def probe_once(script: str, args: list[str], settings: dict[str, Any], workdir: Path, label: str,

@@ -29,6 +29,7 @@ from typing import Any, Literal
 from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult
 from ..report import RunReport, TrialReport
 from .advice import group_causes, relation_multiple
+from .build import count_compiles
 
 Objective = Literal["total", "p99", "steady"]
 TIE = 0.05  # scores within 5% of the best are a tie: the narrowest proposal is recommended
@@ -199,7 +200,7 @@ def propose(
                 f"pad {dim_name} up to the next of {', '.join(map(str, buckets))} (mean padding waste "
                 f"≤ {max_waste:.1%} over the stream), compile with dynamic=False, slice the outputs back",
                 target="steady"))
-    compile_s = sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in records if r.is_compile)
+    compile_s = count_compiles(records).compile_s
     stream_s = sum(c.latency_s or 0.0 for c in default.calls)
     if block is not None and stream_s > 0 and compile_s >= COMPILE_DOMINATES * stream_s:
         why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
