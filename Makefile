@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/compilescope demo
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15
 
 # Headless Chromium from Debian's packages for the browser tests, when missing and possible
 # (root and apt-get); otherwise those tests skip with the reason.
@@ -39,6 +39,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/guard_walk_cost.py
 	$(BIN)/python benchmarks/ray_overhead.py --repeat 1
 	$(BIN)/python benchmarks/advise_vs_matrix.py
+	$(BIN)/python benchmarks/load_results.py
+	$(BIN)/python benchmarks/cli_startup.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results

@@ -29,6 +29,7 @@ def cli(tmp_path):
     def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         env = dict(os.environ)
         env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+        env["COLUMNS"] = "150"  # one width for the text these tests read (test_cli_conventions tries others)
         return subprocess.run(
             [sys.executable, "-m", "compilescope.cli", *args],
             capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env,

@@ -22,13 +22,15 @@ def acceptance_run(tmp_path_factory):
     import subprocess
     import sys
 
+    import os
+
     tmp = tmp_path_factory.mktemp("acceptance")
     out = tmp / "out.json"
     proc = subprocess.run(
         [sys.executable, "-m", "compilescope.cli", "run", "sincos", "--stream", "16,16,32,32,64,16",
          "--strategies", "default,static,dynamic,mark-dynamic", "--mark", "x:0", "--backend", "aot_eager",
          "--json", str(out), "--csv", str(tmp / "out.csv"), *QUICK],
-        capture_output=True, text=True, timeout=600, cwd=tmp,
+        capture_output=True, text=True, timeout=600, cwd=tmp, env=dict(os.environ, COLUMNS="150"),
     )
     assert proc.returncode == 0, proc.stderr
     return proc, out, tmp / "out.csv"

@@ -222,3 +222,29 @@ def test_a_module_driven_through_kwargs_is_named_by_its_parameters():
     assert "input_ids' size mismatch at index 1. expected 8, actual 16" in recompile.reasons[0]
     sources = {(g.source, g.dim) for g in recompile.guard_failures}
     assert ("L['input_ids']", 1) in sources and ("L['attention_mask']", 1) in sources  # the second found by the walk
+
+
+@pytest.mark.parametrize("made_by, kind", [
+    ("_dynamo/variables/builder.py:4960 in <lambda>", "range"),  # mark_dynamic(x, 0, min=, max=)
+    ("_meta_registrations.py:2410 in meta_conv", "relation"),  # an op's shape function: a size threshold
+    ("_dynamo/variables/tensor.py:2606 in evaluate_expr", "relation"),
+])
+def test_a_bounded_size_guard_is_a_range_only_when_mark_dynamic_made_it(made_by, kind):
+    text = f"0/1: 6440 <= waveforms.size()[1] <= 12879  # h = self.conv(w)  # sep.py:12 in forward ({made_by})"
+    g = parse_guard_failure(text)
+    assert (g.kind, g.source, g.user_line) == (kind, "L['waveforms']", "sep.py:12 in forward")
+
+
+def test_a_conv_threshold_is_never_advised_as_widening_mark_dynamic_bounds():
+    from compilescope.analysis.advice import group_causes
+    from compilescope.model import CompileId, CompileRecord
+
+    text = ("6440 <= waveforms.size()[1] <= 12879  # h = self.conv(w)  # sep.py:12 in forward "
+            "(_meta_registrations.py:2410 in meta_conv)")
+    record = CompileRecord(CompileId(0, 1), "forward", "sep.py", 1, reasons=(text,),
+                           guard_failures=(parse_guard_failure(text),))
+    (cause,) = group_causes((record,))
+    assert not cause.shape_reducible
+    assert "widen" not in cause.next_step and "range given to mark_dynamic" not in cause.next_step
+    assert "threshold" in cause.next_step and "sep.py:12 in forward" in cause.next_step
+    assert "ceil_mode" not in cause.next_step  # no example that may not apply to this model

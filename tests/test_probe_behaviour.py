@@ -32,13 +32,30 @@ def test_script_runs_as_main_with_its_argv_and_exit_status(tmp_path):
         "    sys.exit(3)\n"
     )
     out = tmp_path / "p.json"
-    proc = probe(str(script), "4", "8", "--json", str(out))
+    proc = probe("--json", str(out), str(script), "4", "8")
     assert proc.returncode == 3
     assert "argv ['4', '8']" in proc.stdout  # the program's output is its own, on stdout
     assert "compilescope probe" in proc.stderr  # the report goes to stderr
     data = json.loads(out.read_text())
     assert [c["compile_id"] for c in data["compiles"]] == ["0/0", "0/1"]
     assert data["exit_code"] == 3
+
+
+def test_an_exit_code_past_255_is_recorded_as_the_status_the_process_has(tmp_path):
+    script = tmp_path / "wrap.py"
+    script.write_text("import sys\nsys.exit(257)\n")
+    out = tmp_path / "w.json"
+    plain = subprocess.run([sys.executable, str(script)], timeout=60)
+    proc = probe("--json", str(out), str(script))
+    assert proc.returncode == plain.returncode == 1
+    assert json.loads(out.read_text())["exit_code"] == 1
+    # the probed process's own journal ends with that status too, not sys.exit's argument
+    journal = tmp_path / "j.jsonl"
+    child = subprocess.run([sys.executable, "-c", "import sys; from compilescope.probe.capture import run_child; "
+                            f"run_child({str(script)!r}, [], {str(journal)!r})"], timeout=300)
+    assert child.returncode == 1
+    ends = [json.loads(line)["end"] for line in journal.read_text().splitlines() if "end" in json.loads(line)]
+    assert ends == [{"exit_code": 1, "error": None}]
 
 
 def test_a_raising_script_still_gets_its_report(tmp_path):
@@ -106,7 +123,7 @@ def test_causes_are_grouped_with_next_steps():
     (encode_cause,) = reports["encode"].causes
     assert (encode_cause.source, encode_cause.kind, encode_cause.dim) == ("L['x']", "size", 0)
     assert encode_cause.description == "L['x'] dim 0 varied over 4, 8 → 1 compile(s)"
-    assert encode_cause.shape_reducible and "mark_dynamic(x, 0, min=4, max=8)" in encode_cause.next_step
+    assert encode_cause.shape_reducible and "mark_dynamic(x, 0);" in encode_cause.next_step
     (decode_cause,) = reports["decode"].causes
     assert decode_cause.kind == "value" and not decode_cause.shape_reducible
 
@@ -126,7 +143,7 @@ def test_strict_trace_names_the_counter(tmp_path):
 
 def test_stream_out_feeds_run(tmp_path):
     stream = tmp_path / "shapes.jsonl"
-    proc = probe(str(SCENARIOS / "shape_default.py"), "--stream-out", str(stream))
+    proc = probe("--stream-out", str(stream), str(SCENARIOS / "shape_default.py"))
     assert proc.returncode == 0
     rows = [json.loads(line) for line in stream.read_text().splitlines()]
     assert rows == [{"x.0": n} for n in (16, 16, 32, 32, 64, 16)]

@@ -41,3 +41,30 @@ def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, tmp_path)
 def test_advise_needs_a_workload_or_a_script(cli):
     proc = cli("advise")
     assert proc.returncode == 2 and "WORKLOAD" in proc.stderr
+
+
+def test_settings_name_only_the_callers_inputs():
+    """A resume frame's temporaries (``___stack0``) and a frame the caller does not call
+    directly are no source a setting can usefully name."""
+    from compilescope.analysis.guards import parse_guard_failure
+    from compilescope.model import CompileId, CompileRecord, CompiledTarget, ProbeCall, ProbeResult
+    from compilescope.script_advise import propose_settings
+
+    def record(frame, attempt, function, reason, target=None):
+        return CompileRecord(CompileId(frame, attempt), function, "m.py", 1, reasons=(reason,) if reason else (),
+                             guard_failures=(parse_guard_failure(reason),) if reason else (), target=target)
+
+    top = CompiledTarget("Model.forward", "m.py", 17, ("x",))
+    base = ProbeResult(
+        compiles=(record(0, 0, "forward", "", top),
+                  record(0, 1, "forward", "tensor 'x' size mismatch at index 0. expected 5, actual 7", top),
+                  record(1, 0, "torch_dynamo_resume_in_forward_at_9", ""),
+                  record(1, 1, "torch_dynamo_resume_in_forward_at_9",
+                         "tensor '___stack0' size mismatch at index 0. expected 5, actual 7"),
+                  record(2, 0, "forward", ""),
+                  record(2, 1, "forward", "tensor 'x' size mismatch at index 0. expected 5, actual 7")),
+        calls=(ProbeCall("Model.forward", {"x": [5, 8]}), ProbeCall("Model.forward", {"x": [7, 8]})))
+    proposals, fixes = propose_settings(base)
+    settings = {p.name: p.settings for p in proposals}
+    assert settings["dynamic_sources"] == {"dynamic_sources": "L['x']:0"}
+    assert not any("mark_dynamic(___stack0" in step for _, step in fixes)

@@ -184,3 +184,28 @@ def test_recompile_limit_falls_back_to_the_config_where_compile_lacks_the_argume
     result = trial("static", stream=stream, backend="eager", recompile_limit=2)
     assert [c.ran_eagerly for c in result.calls] == [False, False, True, False]
     assert torch._dynamo.config.recompile_limit == before  # restored after the trial
+
+
+def test_bucket_pads_to_multiples_and_with_marks_compiles_once():
+    from compilescope.analysis.advise import multiple_buckets
+
+    sizes = (3201, 4000, 5557, 6440, 12000)
+    stream = tuple({"samples": n} for n in sizes)
+    ref = f"{HERE / 'real_models.py'}:audio_frontend"
+    buckets = multiple_buckets(sizes, 8)
+    plain = trial("bucket", workload=ref, stream=stream, backend="eager", buckets=buckets)
+    assert [c.padded_shape["samples"] for c in plain.calls] == [3208, 4000, 5560, 6440, 12000]
+    assert len(stream_compiles(plain)) == len(sizes)  # static: one graph per padded size
+    marked = trial("bucket", workload=ref, stream=stream, backend="eager", buckets=buckets,
+                   marks=(MarkSpec("waveforms", 1),))
+    assert [c.padded_shape["samples"] for c in marked.calls] == [3208, 4000, 5560, 6440, 12000]
+    assert len(stream_compiles(marked)) == 1  # the padded dim marked dynamic: one graph for all
+    assert all(n.passed for n in marked.numerics)
+
+
+def test_bucket_pads_only_the_dims_the_stream_varies():
+    stream = ({"batch": 2, "seq": 5}, {"batch": 2, "seq": 9}, {"batch": 2, "seq": 12})
+    ref = f"{HERE / 'real_models.py'}:masked_encoder"
+    result = trial("bucket", workload=ref, stream=stream, backend="eager", buckets=(8, 16))
+    assert [c.padded_shape for c in result.calls] == [{"batch": 2, "seq": 8}, {"batch": 2, "seq": 16},
+                                                      {"batch": 2, "seq": 16}]

@@ -94,7 +94,8 @@ def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing
     # report and compare read the store
     report = cli("report", "--store", "s.sqlite", "--where", "workload=sincos")
     assert report.returncode == 0 and "static (warm)" in report.stdout and "fault_segfault" not in report.stdout
-    cmp = cli("compare", "--store", "s.sqlite", "workload=sincos,cache=cold", "workload=sincos,cache=warm")
+    cmp = cli("compare", "--store", "s.sqlite", "--pair-by", "strategy", "workload=sincos,cache=cold",
+              "workload=sincos,cache=warm")
     assert cmp.returncode == 0, cmp.stderr
     bad = cli("report", "--store", "s.sqlite", "--where", "colour=red")
     assert bad.returncode == 2 and "unknown --where column 'colour'" in bad.stderr

@@ -81,7 +81,7 @@ def test_graph_breaks_with_user_location():
 def test_a_raising_call_is_recorded_and_the_trial_goes_on():
     ref = f"{HERE / 'workloads_for_tests.py'}:misbehaves"
     result = trial("default", workload=ref, stream=({"n": 4}, {"n": 7}, {"n": 4}), backend="eager")
-    assert result.ok
+    assert result.status == "partial"  # one of three requests raised: not "ok"
     assert result.calls[1].error == "ValueError: seven is not allowed"
     assert result.calls[2].error is None and result.calls[2].latency_s is not None
     assert [s.shape for s in result.steady] == [{"n": 4}]

@@ -17,7 +17,9 @@ from .errors import OptionError, ResultsError, StrategyError, WorkloadError
 from .execute.journal import Journal, JournalState, journal_path, read_journal, write_atomic
 from .execute.local import Interrupted, PlannedTrial, ProgressFn, plan_trials, run_planned
 from .model import MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec
-from .options import check_backend, check_device, check_writable, parse_cache_modes, parse_dynamic_sources
+from .options import (
+    check_backend, check_device, check_sizes, check_writable, parse_cache_modes, parse_dynamic_sources,
+)
 from .schema import from_data, to_data
 from .strategies import apply_marks, get_strategy, parse_strategies
 from .stream import parse_stream
@@ -78,6 +80,7 @@ def _prepare(
         shapes = tuple(dict(s) for s in stream)
     if not shapes:
         raise OptionError("the stream is empty")
+    check_sizes(shapes)
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
     if any(n in MARK_STRATEGIES for n in names):
         _check_marks(loaded, target, options.marks, shapes[0])
@@ -247,9 +250,25 @@ def execute_run(
     result = _assemble(base, plan, got, command, lifetime, created)
     if results_path is not None:
         write_results(result, results_path)
-        if journal is not None:
+        if journal is not None and not result.missing:  # the journal goes only with a finished run
             journal.remove()
     return result
+
+
+def _check_resumable(results_path: Path, base: TrialSpec, names: Sequence[Any]) -> None:
+    """What a fresh run checks before its first trial, for the run a journal describes: the
+    workload still loads and builds, its backend(s), device and dynamic sources still apply."""
+    from .errors import CompilescopeError
+
+    try:
+        loaded = load_workload(base.workload)
+        check_device(base.measure.device)
+        for options in [base.options, *(n[2] for n in names if not isinstance(n, str))]:
+            check_backend(options.backend)
+            parse_dynamic_sources(options.dynamic_sources)
+        build_target(loaded)
+    except CompilescopeError as exc:
+        raise type(exc)(f"cannot resume {results_path}: {exc}") from None
 
 
 def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None) -> RunResult:
@@ -267,6 +286,7 @@ def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None) -> 
             get_strategy(n if isinstance(n, str) else n[0])
     except (KeyError, TypeError, ValueError) as exc:
         raise ResultsError(f"{jpath} has an unreadable run description: {exc}") from None
+    _check_resumable(results_path, base, names)  # the journal is kept whatever fails here
     return execute_run(
         base, names, str(state.header.get("cache", "cold")), timeout_s=float(state.header.get("timeout_s", DEFAULT_TIMEOUT_S)),
         on_progress=on_progress, command=str(state.header.get("command", "")), lifetime=state.header.get("lifetime"),
@@ -317,12 +337,15 @@ def advise(
                         command=command, lifetime=lifetime)
     default = next(t for t in first.trials if t.spec.strategy == "default")
     distinct = distinct_shapes(base.stream)
-    sizes = observed_sizes(bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct)
+    named_inputs = [bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct]
+    sizes = observed_sizes(named_inputs)
+    ranks = {k: v.dim() for named in named_inputs[:1] for k, v in named.items() if hasattr(v, "dim")}
     stream_values = {d: [int(shape[d]) for shape in base.stream] for d in base.stream[0]} if base.stream else {}
     found = repeated_block(target, None)
     block = None if isinstance(found, str) else found[0].__name__
     limit = base.options.recompile_limit or compat.recompile_limit_value()
-    proposals, fixes = propose(default, base.options, sizes, len(distinct), limit, block=block) if default.ok else ([], [])
+    proposals, fixes = (propose(default, base.options, sizes, len(distinct), limit, block=block, ranks=ranks)
+                        if default.ok else ([], []))
     trials = list(first.trials)
 
     def more(names: list[Any]) -> None:
@@ -338,13 +361,16 @@ def advise(
         partial = build_run_report(RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials)))
         by = {t.label: t for t in partial.trials}
         extra, _ = propose(default, base.options, sizes, len(distinct), limit, static=by.get("static (cold)"),
-                           default_report=by.get("default (cold)"), stream_values=stream_values, max_waste=max_waste)
+                           default_report=by.get("default (cold)"), stream_values=stream_values, max_waste=max_waste,
+                           ranks=ranks)
         extra = [p for p in extra if p.strategy == "bucket" and p.target == "steady"]
         more([variant(p.strategy, p.name, p.options) for p in extra])
         proposals += extra
+    from .analysis.advise_record import to_record
+
     result = RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials), created=first.created,
-                       command=command, lifetime=lifetime)
+                       command=command, lifetime=lifetime, advice=to_record(objective, proposals, fixes))
     if results_path is not None:
         check_writable(Path(results_path), "results")
         write_results(result, Path(results_path))
-    return result, judge(build_run_report(result), proposals, objective, lifetime, fixes)
+    return result, judge(build_run_report(result), proposals, objective, lifetime, fixes, recompile_limit=limit)

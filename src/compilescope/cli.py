@@ -1,5 +1,9 @@
 """Command line: ``compilescope run|demo|advise|report|compare|probe``. Bad input → one line on
-stderr, exit 2; an interrupted run saves what finished and exits 128 + the signal."""
+stderr, exit 2; an interrupted run saves what finished and exits 128 + the signal.
+
+Only click, rich and the torch-free modules are imported here: torch (and everything that
+imports it) is imported inside the commands, so ``--help``, ``--version`` and shell completion
+answer at once."""
 
 from __future__ import annotations
 
@@ -15,29 +19,66 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
+from . import __version__
 from .errors import CompilescopeError, OptionError
 from .model import MeasureOptions, ProbeResult, RunResult, StrategyOptions, TrialResult
 from .options import parse_buckets, parse_fail_on, parse_lifetime, parse_mark
-from .strategies import strategy_names
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
-PIPE_WIDTH = 150  # rich falls back to 80 columns off a terminal, too narrow for the tables
+PIPE_WIDTH = 100  # off a terminal with no COLUMNS; tables wrap their cells to whatever width they get
+# the strategy registry's names, for --help without importing torch (a test keeps them equal)
+STRATEGY_NAMES = ("eager", "default", "static", "dynamic", "mark-dynamic", "dynamic-sources", "regional", "nested",
+                  "bucket", "shapes-spec")
+
+
+def output_width(stream: Any, environ: Any = None) -> int | None:
+    """The width a report on ``stream`` is laid out to: None on a terminal (rich measures it);
+    else ``COLUMNS`` when set (CI logs, ``COLUMNS=80 compilescope … | less``); else
+    :data:`PIPE_WIDTH`."""
+    import os
+
+    try:
+        if stream.isatty():
+            return None
+    except (AttributeError, ValueError):  # no stream, or a closed one
+        pass
+    columns = str((os.environ if environ is None else environ).get("COLUMNS", "")).strip()
+    return int(columns) if columns.isdigit() and int(columns) > 0 else PIPE_WIDTH
 
 
 def _console(stderr: bool = False) -> Console:
-    probe = Console(stderr=stderr)
-    return probe if probe.is_terminal else Console(stderr=stderr, width=PIPE_WIDTH)
+    return Console(stderr=stderr, width=output_width(sys.stderr if stderr else sys.stdout))
 
 
 def _say(console: Console, text: str, style: str = "") -> None:
-    """Print text literally (paths, labels and reasons are data, never markup)."""
-    console.print(Text(text, style=style))
+    """Print text literally (paths, labels and reasons are data, never markup), as one line
+    whatever the width: a path stays whole, to copy or grep."""
+    console.print(Text(text, style=style), soft_wrap=True)
+
+
+STDOUT = Path("-")  # an output path of `-`: written to stdout, with the human report on stderr
+
+
+def _stdout_output(**outputs: Path | None) -> bool:
+    """Whether one of ``outputs`` (option name → path) is `-`; more than one is bad input."""
+    dashes = [name for name, path in outputs.items() if path == STDOUT]
+    if len(dashes) > 1:
+        raise OptionError(f"only one output can be written to stdout: {' and '.join('--' + d for d in dashes)} are -")
+    return bool(dashes)
+
+
+def _shown(path: Path) -> str:
+    return "stdout" if path == STDOUT else str(path)
 
 
 def _write_text(path: Path, text: str) -> None:
     from .execute.journal import write_atomic
 
+    if path == STDOUT:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.flush()
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
@@ -48,17 +89,35 @@ def _write_text(path: Path, text: str) -> None:
 def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
     from .execute.local import PlannedTrial
 
+    from .collect.graphs import eager_frames
+    from .model import trial_status
+
     def on_progress(trial: PlannedTrial, result: TrialResult | None) -> None:
         if result is None:
             progress.update(task, description=escape(trial.label))
             return
         progress.advance(task)
         took = f" {result.process_s:.1f} s" if result.process_s is not None else ""
+        status = trial_status(result.status, result.calls)  # ✓ only when no request raised
+        eager = sum(1 for c in result.calls if c.ran_eagerly)
+        partly = len(eager_frames(result.calls, result.compiles))
         line = Text("  ")
-        line.append("✓" if result.ok else f"✗ {result.status}", style="green" if result.ok else "red")
+        if status != "ok":
+            line.append(f"✗ {status}", style="red")
+        elif eager or partly:  # it ran, but not all of it compiled: never a ✓
+            line.append("! eager fallback", style="red")
+        else:
+            line.append("✓", style="green")
         line.append(f" {trial.label}{took}")
-        if not result.ok and result.error:
+        if status != "ok" and result.error:
             line.append(f" — {result.error}", style="red")
+        elif status != "ok":
+            errors = sum(1 for c in result.calls if c.error is not None)
+            line.append(f" — {errors} of {len(result.calls)} requests raised", style="red")
+        if status == "ok" and (eager or partly):
+            parts = [f"{eager} request(s) ran eagerly"] if eager else []
+            parts += [f"{partly} ran partly eagerly"] if partly else []
+            line.append(" — " + ", ".join(parts), style="red")
         console.print(line)
 
     return on_progress
@@ -113,41 +172,86 @@ def _report_run(result: RunResult, console: Console, csv_path: Path | None, html
     for part in console_render.renderables(report):
         console.print(part)
     for what, path in written:
-        _say(console, f"{what}: {path}")
+        _say(console, f"{what}: {_shown(path)}")
     return report
 
 
-def _check_outputs(csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None) -> None:
-    """Before any trial: every output path writable, plotly present for --html."""
-    from .options import check_writable
+def _check_outputs(csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None, *,
+                   others: Any = (), inputs: Any = ()) -> None:
+    """Before any trial: every output path ours to write (a regular file or a new path; see
+    :func:`compilescope.paths.check_output`), no two outputs on one file and none on a file the
+    command reads, plotly present for --html. ``others``/``inputs``: (path or None, name)."""
+    from .paths import check_distinct, check_output
 
-    for path, what in ((csv_path, "csv"), (html_path, "html report"), (perfetto_path, "perfetto trace")):
+    outputs = [(path, what) for path, what in
+               [*others, (csv_path, "--csv"), (html_path, "--html"), (perfetto_path, "--perfetto")]
+               if path != STDOUT]
+    for path, what in outputs:
         if path is not None:
-            check_writable(path, what)
+            check_output(path, what)
+    check_distinct(outputs, inputs)
     if html_path is not None:
         from .render.html import require_plotly
 
         require_plotly()
 
 
+def _results_outputs(results: Path | None) -> list[tuple[Path | None, str]]:
+    """A results file and the files a run writes beside it (journal, lock)."""
+    from .paths import results_siblings
+
+    return [] if results is None else [(results, "results"), *results_siblings(results)]
+
+
+def _lock_results(results: Path) -> None:
+    """Hold ``RESULT.json.lock`` until the command ends, however it ends: a second run on the
+    same results file refuses at once, naming this one."""
+    from .paths import ResultsLock
+
+    lock = ResultsLock(results, shlex.join(["compilescope", *sys.argv[1:]]))
+    click.get_current_context().with_resource(lock)
+
+
 def html_options(f: Any) -> Any:
-    f = click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, path_type=Path),
-                     help="also write a Chrome/Perfetto trace of calls and compiles.")(f)
-    return click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
-                        help="also write a self-contained HTML report with plots (needs compilescope[html]).")(f)
+    f = click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="also write a Chrome/Perfetto trace of calls and compiles (- for stdout).")(f)
+    return click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                        help="also write a self-contained HTML report with plots (needs compilescope[html]; "
+                             "- for stdout).")(f)
 
 
 def _exit_status(report: Any, fail_on: frozenset[str]) -> int:
+    """1 when every compiled trial failed (a trial whose every request raised included), and
+    under ``--fail-on``: crash (a trial failed or timed out, or any request raised), numerics,
+    fallback (a request ran eagerly, wholly or partly)."""
     compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
-    if compiled and all(t.status != "ok" for t in compiled):
+    if compiled and all(t.status not in ("ok", "partial") for t in compiled):
         return EXIT_FAILED
-    if "crash" in fail_on and any(t.status in ("failed", "timeout") for t in report.trials):
+    if "crash" in fail_on and any(t.status in ("failed", "timeout", "partial") or t.call_errors
+                                  for t in report.trials):
         return EXIT_FAILED
     if "numerics" in fail_on and any(t.numerics_failed for t in report.trials):
         return EXIT_FAILED
-    if "fallback" in fail_on and any(t.fallbacks for t in report.trials):
+    if "fallback" in fail_on and any(t.fallbacks or t.partial_fallbacks for t in report.trials):
         return EXIT_FAILED
     return 0
+
+
+def _refuse_given(what: str, allowed: set[str], why: str) -> None:
+    """One line, exit 2, for an option given on the command line that ``what`` would ignore."""
+    ctx = click.get_current_context()
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in allowed or param.name is None:
+            continue
+        if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
+            raise OptionError(f"{param.opts[0]} cannot be combined with {what}: {why}")
+
+
+# what --resume still takes: the journal holds the run (workload, stream, strategies, options)
+RESUME_OPTIONS = {"resume_path", "csv_path", "html_path", "perfetto_path", "fail_on"}
+# what run --advise uses (it runs the default and its own proposals, not a strategy matrix)
+ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps", "threads", "warmup", "samples",
+                  "budget", "device", "timeout", "json_path", "csv_path"}
 
 
 def measure_options(f: Any) -> Any:
@@ -163,10 +267,12 @@ def measure_options(f: Any) -> Any:
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
         click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
                      help="seconds before a trial process is killed and recorded as timed out."),
-        click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                      help="results JSON (default: compilescope-results/<workload>-<time>.json); "
-                          "written as each trial finishes."),
-        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="write results CSV."),
+                          "written as each trial finishes. -: also to stdout when the run ends, with the report "
+                          "on stderr (the default file still keeps each trial as it finishes)."),
+        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="write results CSV (- for stdout, with the report on stderr)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -187,16 +293,43 @@ def _measure(threads: int, warmup: int, samples: int, budget: float, device: str
     )
 
 
+def _version_message() -> str:
+    """``compilescope X (torch Y, python Z)``, from package metadata: torch is not imported."""
+    import platform
+    from importlib import metadata
+
+    try:
+        torch = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch = "not installed"
+    return f"compilescope {__version__} (torch {torch}, python {platform.python_version()})"
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(_version_message())
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, callback=_print_version,
+              help="print compilescope's version (and torch's and python's) and exit.")
 def cli() -> None:
     """Measure what torch.compile costs and gains on your workload across input shapes."""
+
+
+def _complete_strategies(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of the last name of a comma list."""
+    done, comma, last = incomplete.rpartition(",")
+    given = set(done.split(",")) if comma else set()
+    return [f"{done}{comma}{name}" for name in STRATEGY_NAMES if name.startswith(last) and name not in given]
 
 
 @cli.command("run")
 @click.argument("workload", required=False)
 @click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
 @click.option("--strategies", default="eager,default,static,dynamic", show_default=True,
-              help=f"comma list of: {', '.join(strategy_names())}.")
+              shell_complete=_complete_strategies, help=f"comma list of: {', '.join(STRATEGY_NAMES)}.")
 @click.option("--cache", default="cold", show_default=True, metavar="MODES",
               help="start modes, comma list: cold (empty cache dir), warm (dir populated by the same strategy), "
                    "mega (empty dir + torch.compiler.load_cache_artifacts); both = cold,warm; all.")
@@ -233,15 +366,25 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     from .api import default_results_path, resume_run
     from .options import check_writable
 
-    console = _console()
+    console = _console(stderr=_stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path))
     failing = parse_fail_on(fail_on)
-    _check_outputs(csv_path, html_path, perfetto_path)
     if resume_path is not None:
         if workload is not None:
             raise click.UsageError("--resume takes the results file; give no WORKLOAD")
+        _refuse_given("--resume", RESUME_OPTIONS, "the run resumes as its journal describes it (start a new run "
+                      "to change it)")
+    if advise_flag:
+        _refuse_given("--advise", ADVISE_OPTIONS, "advise runs the default strategy and its own proposals")
+    if qps is not None and lifetime is None:
+        raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
+    _check_outputs(csv_path, html_path, perfetto_path,
+                   others=_results_outputs(resume_path or (None if json_path == STDOUT else json_path)))
+    if resume_path is not None:
+        _lock_results(resume_path)
         _say(console, f"resuming {resume_path}", "dim")
         result = _with_progress(console, None, lambda cb: resume_run(resume_path, on_progress=cb))
         _say(console, f"results: {resume_path}")
+        _results_to_stdout(json_path, resume_path)
         return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
     if workload is None:
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
@@ -252,8 +395,9 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
     )
-    results = json_path or default_results_path(workload)
+    results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
+    _lock_results(results)
     args = dict(
         workload=workload, stream=stream, strategies=strategies, cache=cache, options=options,
         measure=_measure(threads, warmup, samples, budget, device), timeout=timeout,
@@ -262,7 +406,18 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     )
     result = _execute(args, console)
     _say(console, f"results: {results}")
+    _results_to_stdout(json_path, results)
     return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
+
+
+def _results_to_stdout(json_path: Path | None, results: Path) -> None:
+    """``--json -``: the results file, as written, on stdout (before anything is rendered)."""
+    if json_path == STDOUT:
+        try:
+            text = results.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise OptionError(f"cannot read {results}: {exc.strerror}") from None
+        _write_text(STDOUT, text)
 
 
 @cli.command("demo")
@@ -280,11 +435,16 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     requests = parse_lifetime(lifetime, qps)
     check_writable(out / "demo.json", "results")
     check_writable(out / "demo.csv", "csv")
+    html_path: Path | None = out / "demo.html"
     try:
-        _check_outputs(None, out / "demo.html", None)
-        html_path: Path | None = out / "demo.html"
+        from .render.html import require_plotly
+
+        require_plotly()
     except OptionError:
         html_path = None  # plotly absent: the demo still runs, without the HTML report
+    if html_path is not None:
+        check_writable(html_path, "html report")
+    _lock_results(out / "demo.json")
     intro = Text("compilescope demo", style="bold")
     intro.append(f": built-in workload {workload!r}, inductor, cold cache, one fresh process per trial, "
                  f"verdict over {requests:,} requests")
@@ -325,10 +485,15 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
     if workload is None:
         raise click.UsageError("give a WORKLOAD, or --script SCRIPT [ARGS…]")
     if script:
+        _refuse_given("--script", {"script", "timeout", "json_path"},
+                      "the script runs unmodified under each setting-only fix (its own options go after --)")
         return _advise_script(workload, list(script_args), timeout, json_path)
     if script_args:
         raise click.UsageError(f"unexpected argument {script_args[0]!r} (arguments follow a script: --script)")
-    return _advise(_console(), workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
+    if qps is not None and lifetime is None:
+        raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
+    console = _console(stderr=_stdout_output(json=json_path, csv=csv_path))
+    return _advise(console, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                    _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path, max_waste)
 
 
@@ -339,14 +504,17 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
     from .schema import to_data
     from .script_advise import advise_script
 
-    console = _console()
+    console = _console(stderr=json_path == STDOUT)
     results = json_path or default_results_path(f"{Path(script).stem}-advise")
-    check_writable(results, "results")
+    if results != STDOUT:
+        check_writable(results, "results")
+        _check_outputs(None, None, None, others=[(results, "results")], inputs=[(script, "the script")])
+        _lock_results(results)
     _say(console, "each run: the script in a fresh process, under probe, with an empty inductor cache", "dim")
     advice = advise_script(script, args, timeout_s=timeout,
                            on_progress=lambda label: _say(console, f"running: {label}", "dim"))
     _write_text(results, json.dumps({"kind": "advise-script", **to_data(advice)}, indent=1))  # before rendering
-    _say(console, f"results: {results}", "dim")
+    _say(console, f"results: {_shown(results)}", "dim")
     for part in console_render.script_advice_renderables(advice):
         console.print(part)
     return 0
@@ -359,15 +527,17 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
     from .options import check_writable
     from .render import console as console_render
 
-    results = json_path or default_results_path(workload)
+    results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
-    _check_outputs(csv_path, None, None)
+    _check_outputs(csv_path, None, None, others=_results_outputs(results))
+    _lock_results(results)
     command = shlex.join(["compilescope", *sys.argv[1:]])
     _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
     result, advice = _with_progress(console, None, lambda cb: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
         lifetime=lifetime, objective=objective, on_progress=cb, results_path=results, command=command,
         max_waste=max_waste))
+    _results_to_stdout(json_path, results)
     report = _report_run(result, console, csv_path)
     for part in console_render.advice_renderables(advice):
         console.print(part)
@@ -381,48 +551,56 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
 @click.option("--where", "where", multiple=True, metavar="COLUMN=VALUE",
               help="with --store: only trials matching (workload, strategy, label, cache, backend, status, torch, "
                    "host, device, sweep); repeatable.")
-@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, path_type=Path), help="also write CSV (runs).")
+@click.option("--csv", "csv_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="also write CSV (runs; - for stdout, with the report on stderr).")
 @html_options
 @lifetime_options
 def report_command(result: Path | None, store_path: Path | None, where: tuple[str, ...], csv_path: Path | None,
                    html_path: Path | None, perfetto_path: Path | None, lifetime: str | None, qps: float | None) -> None:
-    """Print the report of a results JSON written by run, demo or probe, or of the runs in a
-    results store (one report per workload, stream, backend and torch version)."""
+    """Print the report of a results JSON written by run, demo, advise or probe (an advise run's
+    advice included), or of the runs in a results store (one report per workload, stream,
+    backend and torch version)."""
     import dataclasses
 
     from .analysis.build import build_probe_report
     from .render import probe as probe_render
     from .schema import load
 
-    _check_outputs(csv_path, html_path, perfetto_path)
+    console = _console(stderr=_stdout_output(csv=csv_path, html=html_path, perfetto=perfetto_path))
+    _check_outputs(csv_path, html_path, perfetto_path, inputs=[(result, "the results file"), (store_path, "--store")])
     if (result is None) == (store_path is None):
         raise click.UsageError("give a RESULT file or --store PATH (one of them)")
     if store_path is not None:
         for run in _store_runs(store_path, where):
             if lifetime is not None:
                 run = dataclasses.replace(run, lifetime=parse_lifetime(lifetime, qps))
-            _say(_console(), f"{run.workload}: {len(run.trials)} trial(s) from {store_path}", "bold")
-            _report_run(run, _console(), csv_path, html_path, perfetto_path)
+            _say(console, f"{run.workload}: {len(run.trials)} trial(s) from {store_path}", "bold")
+            _report_run(run, console, csv_path, html_path, perfetto_path)
         return
     assert result is not None
     loaded = load(result)
     if isinstance(loaded, ProbeResult):
         if csv_path is not None or lifetime is not None:
             raise OptionError("--csv and --lifetime apply to run results, not a probe's")
-        console = _console()
         _probe_outputs(build_probe_report(loaded), console, html_path, perfetto_path)
         return
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
-    _report_run(loaded, _console(), csv_path, html_path, perfetto_path)
+    report = _report_run(loaded, console, csv_path, html_path, perfetto_path)
+    if loaded.advice is not None:  # a run made by advise: its advice again, judged from the records
+        from .analysis.advise_record import rejudge
+        from .render import console as console_render
+
+        for part in console_render.advice_renderables(rejudge(loaded, report)):
+            console.print(part)
 
 
 def _store_runs(path: Path, where: tuple[str, ...] | list[str]) -> list[RunResult]:
+    from .paths import check_input
     from .store import Store, parse_where
 
-    if not path.is_file():
-        raise OptionError(f"results store {str(path)!r} does not exist")
-    with Store(path) as store:
+    check_input(path, f"results store {str(path)!r}", OptionError)
+    with Store(path, readonly=True) as store:
         runs = store.runs(parse_where(where))
     if not runs:
         raise OptionError(f"no trials in {path} match {', '.join(where) or 'anything'}")
@@ -436,28 +614,34 @@ def _store_runs(path: Path, where: tuple[str, ...] | list[str]) -> list[RunResul
 @click.option("--ray-address", default=None, help="the Ray cluster to join (default: RAY_ADDRESS, else a local one).")
 @click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
               help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow).")
+@click.option("--ray-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+              help="ray: seconds to wait for the cluster to answer before giving up.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the SQLite results store [default: compilescope-results/sweep-NAME.sqlite].")
 def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus_per_trial: float,
-                  store_path: Path | None) -> int:
+                  ray_timeout: float, store_path: Path | None) -> int:
     """Run SWEEP_FILE's workloads × strategies × start modes × settings; each finished trial is
     stored at once, and a sweep run again runs only the trials its store lacks."""
     from .options import check_writable
     from .store import Store
     from .execute.local import Interrupted
-    from .sweep import LocalSweepExecutor, load_sweep, plan_sweep, run_sweep
+    from .sweep import LocalSweepExecutor, default_store_path, load_sweep, plan_sweep, run_sweep
     from .units import fmt_time
 
     console = _console()
+    if executor != "ray":
+        _refuse_given(f"--executor {executor}", {"executor", "store_path"}, "it applies to --executor ray")
     config = load_sweep(sweep_file)
-    store_path = store_path or Path("compilescope-results") / f"sweep-{config.name}.sqlite"
+    store_path = store_path or default_store_path(config.name)
     check_writable(store_path, "results store")
+    _check_outputs(None, None, None, others=[(store_path, "--store")], inputs=[(sweep_file, "the sweep file")])
     plan = plan_sweep(config)
     if executor == "ray":
         from .execute.ray_executor import RayExecutor
 
         gpus = 1.0 if config.measure.device.startswith("cuda") else 0.0
-        runner: Any = RayExecutor(ray_address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus)
+        runner: Any = RayExecutor(ray_address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus,
+                                  connect_timeout_s=ray_timeout)
         parallel = max(1, int(runner.ray.cluster_resources().get("CPU", 1) // cpus_per_trial))
     else:
         runner, parallel = LocalSweepExecutor(), 1
@@ -510,9 +694,9 @@ def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfet
     for part in probe_render.renderables(report):
         console.print(part)
     if html_path is not None:
-        _say(console, f"html report: {html_path}")
+        _say(console, f"html report: {_shown(html_path)}")
     if perfetto_path is not None:
-        _say(console, f"perfetto trace: {perfetto_path}")
+        _say(console, f"perfetto trace: {_shown(perfetto_path)}")
 
 
 @cli.command("compare")
@@ -520,20 +704,26 @@ def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfet
 @click.argument("b")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path),
               help="A and B are --where filters (COLUMN=VALUE,…) selecting one run each from this results store.")
+@click.option("--pair-by", type=click.Choice(["label", "strategy"]), default="label", show_default=True,
+              help="pair trials by label (strategy and start mode), or by strategy alone: default (cold) with "
+                   "default (warm).")
 @click.option("--fail-on-regression", default=None, metavar="PCT",
-              help="exit 1 when a flagged regression is beyond PCT (e.g. 5%).")
-@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path),
+              help="exit 1 when a flagged regression is beyond PCT (e.g. 5%); a failed trial or new request "
+                   "errors always are.")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="also write a side-by-side HTML page (needs compilescope[html]).")
-def compare_command(a: str, b: str, store_path: Path | None, fail_on_regression: str | None,
+def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_on_regression: str | None,
                     html_path: Path | None) -> int:
-    """Compare two run results (A the baseline): steady state, first call, compiles and compile
-    time per trial and shape, flagged only beyond the noise."""
+    """Compare two run results of one workload and stream (A the baseline): status, request
+    errors, eager fallbacks, compiles, compile time, first call and speedup per trial and
+    shape, flagged only beyond the noise."""
     from .analysis.compare import compare_runs, parse_threshold
     from .render import console as console_render
     from .schema import load
 
     threshold = parse_threshold(fail_on_regression) if fail_on_regression is not None else None
-    _check_outputs(None, html_path, None)
+    _check_outputs(None, html_path, None, inputs=[(store_path, "--store")] if store_path is not None else
+                   [(Path(a), "A"), (Path(b), "B")])
     runs = []
     for path in (a, b):
         if store_path is not None:
@@ -547,22 +737,22 @@ def compare_command(a: str, b: str, store_path: Path | None, fail_on_regression:
         if not isinstance(got, RunResult):
             raise OptionError(f"{path} is a probe result; compare takes two run results")
         runs.append(got)
-    report = compare_runs(runs[0], runs[1], str(a), str(b))
+    report = compare_runs(runs[0], runs[1], str(a), str(b), pair_by=pair_by)
     if html_path is not None:
         from .render import html as html_render
 
         _write_text(html_path, html_render.render_compare(report))
-    console = _console()
+    console = _console(stderr=_stdout_output(html=html_path))
     for part in console_render.compare_renderables(report):
         console.print(part)
     if html_path is not None:
-        _say(console, f"html: {html_path}")
-    if threshold is not None and any(c.change is not None and c.change > threshold for c in report.regressions):
+        _say(console, f"html: {_shown(html_path)}")
+    if threshold is not None and report.regressions_beyond(threshold):
         return EXIT_FAILED
     return 0
 
 
-@cli.command("probe", context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@cli.command("probe", context_settings={"allow_interspersed_args": False})
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="write the probe JSON.")
 @click.option("--stream-out", type=click.Path(dir_okay=False, path_type=Path),
               help="write the input shapes seen as a stream for `run --stream @FILE`.")
@@ -578,60 +768,102 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
                   settings: tuple[str, ...], html_path: Path | None, perfetto_path: Path | None, script: str | None,
                   args: tuple[str, ...]) -> int:
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
-    graph break; or read an existing TORCH_TRACE directory with --trace. The report goes to
-    stderr; the exit status is the script's."""
-    from . import compat
+    graph break; or read an existing TORCH_TRACE directory with --trace. Probe options go
+    before SCRIPT (`--` ends them); every argument after SCRIPT is the script's. The report
+    goes to stderr; the exit status (or the signal that ended it) is the script's."""
     from .analysis.build import build_probe_report, probe_stream
-    from .options import check_writable, parse_settings
-    from .probe.capture import probe_script
+    from .options import check_writable
     from .probe.trace import read_trace
     from .render import json as json_render
-    from .render import probe as probe_render
 
-    rest = list(args)
-    # The documented form `probe SCRIPT [args…] [--json OUT] [--stream-out OUT]`: trailing
-    # probe options after the script's own arguments are taken as the probe's.
-    while len(rest) >= 2 and rest[-2] in ("--json", "--stream-out", "--html", "--perfetto"):
-        value = Path(rest.pop())
-        flag = rest.pop()
-        if flag == "--json":
-            json_path = value
-        elif flag == "--stream-out":
-            stream_out = value
-        elif flag == "--html":
-            html_path = value
-        else:
-            perfetto_path = value
-    args = tuple(rest)
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    if STDOUT in (json_path, stream_out, html_path, perfetto_path) and trace_dir is None:
+        raise OptionError("probe's outputs cannot be `-`: stdout is the script's; give a file")
+    _stdout_output(json=json_path, **{"stream-out": stream_out}, html=html_path, perfetto=perfetto_path)
     for path, what in ((json_path, "probe JSON"), (stream_out, "shape stream")):
-        if path is not None:
+        if path not in (None, STDOUT):
             check_writable(path, what)
-    _check_outputs(None, html_path, perfetto_path)
+    _check_outputs(None, html_path, perfetto_path, others=[(json_path, "--json"), (stream_out, "--stream-out")],
+                   inputs=[(script, "the script")])
+    returncode = 0
+    journal: Path | None = None
     if trace_dir is not None:
         result = read_trace(trace_dir, strict=strict)
     else:
         assert script is not None
         if not Path(script).is_file():
             raise CompilescopeError(f"script {script!r} does not exist")
-        undo = compat.patch_settings(parse_settings(settings))
+        config = _probe_settings(settings)
+        journal = _probe_journal(json_path)
+        read = False
         try:
-            result = probe_script(script, list(args))
+            from .probe.launch import probe_result, run_probed
+
+            returncode = run_probed(script, list(args), config, journal, _IGNORED_AT_START)
+            result = probe_result(journal, " ".join([script, *args]), returncode)
+            read = True
         finally:
-            undo()
+            if json_path is None or not read:
+                journal.unlink(missing_ok=True)
     report = build_probe_report(result)
     console = _console(stderr=True)
     if json_path is not None:  # the records first: a rendering fault never loses them
         _write_text(json_path, json_render.render_probe(result, report))
+        if journal is not None:
+            journal.unlink(missing_ok=True)
     if stream_out is not None:
         _write_text(stream_out, "".join(json.dumps(row) + "\n" for row in probe_stream(result)))
     _probe_outputs(report, console, html_path, perfetto_path)
     if json_path is not None:
-        _say(console, f"probe JSON: {json_path}")
+        _say(console, f"probe JSON: {_shown(json_path)}")
     if stream_out is not None:
-        _say(console, f"shape stream: {stream_out}")
-    return result.exit_code
+        _say(console, f"shape stream: {_shown(stream_out)}")
+    if trace_dir is not None:
+        return result.exit_code
+    from .probe.launch import end_as
+
+    return end_as(returncode)
+
+
+def _probe_settings(settings: tuple[str, ...]) -> dict[str, Any]:
+    """``--config`` items parsed and applied once here (then undone), so that a name or value
+    this torch refuses is one line before the script starts."""
+    from . import compat
+    from .options import parse_settings
+
+    parsed = parse_settings(settings)
+    try:
+        compat.patch_settings(parsed)()
+    except KeyError as exc:
+        raise OptionError(f"unknown --config {exc.args[0]!r} for torch {compat.torch_version()}") from None
+    except (TypeError, ValueError, AssertionError) as exc:
+        raise OptionError(f"--config refused by torch {compat.torch_version()}: {exc}") from None
+    return parsed
+
+
+def _probe_journal(json_path: Path | None) -> Path:
+    """Where the probed program streams its records: beside the probe JSON (as ``run``'s
+    journal), else a temporary file."""
+    import os
+    import tempfile
+
+    try:
+        if json_path is None:
+            fd, name = tempfile.mkstemp(prefix="compilescope-probe-", suffix=".journal")
+            os.close(fd)
+            return Path(name)
+        from .execute.journal import journal_path
+
+        journal = journal_path(json_path)
+        journal.parent.mkdir(parents=True, exist_ok=True)
+        journal.write_bytes(b"")
+        return journal
+    except OSError as exc:
+        raise OptionError(f"cannot write the probe journal: {exc.strerror}") from None
+
+
+_IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, `&`): kept so for a probed program
 
 
 def _install_signal_handlers() -> None:
@@ -647,13 +879,26 @@ def _install_signal_handlers() -> None:
 
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                _IGNORED_AT_START.add(sig)
             signal.signal(sig, handler)
         except (ValueError, OSError):  # not the main thread, or not supported
             pass
 
 
+class _NeverRaised(Exception):
+    pass
+
+
+def _loaded(module: str, name: str) -> type[BaseException]:
+    """The exception class ``name`` of ``compilescope.<module>`` when that module was imported,
+    else a class nothing raises: an exception of a module never imported was never raised, and
+    main() imports nothing heavy to catch it."""
+    found = sys.modules.get(f"{__package__}.{module}")
+    return getattr(found, name) if found is not None else _NeverRaised
+
+
 def main(argv: list[str] | None = None) -> int:
-    from .api import RunInterrupted
     from .execute.local import Interrupted
 
     _install_signal_handlers()
@@ -668,14 +913,15 @@ def main(argv: list[str] | None = None) -> int:
     except CompilescopeError as exc:
         click.echo(f"compilescope: error: {exc}", err=True)
         return EXIT_USAGE
-    except RunInterrupted as exc:
-        done = sum(1 for t in exc.result.trials if t.status != "interrupted")
-        total = done + len(exc.result.missing)
-        where = f"; saved in {exc.path}" if exc.path else ""
+    except _loaded("api", "RunInterrupted") as caught:  # evaluated only when an exception gets here
+        run: Any = caught
+        done = sum(1 for t in run.result.trials if t.status != "interrupted")
+        total = done + len(run.result.missing)
+        where = f"; saved in {run.path}" if run.path else ""
         click.echo(f"compilescope: interrupted: {done} of {total} trial(s) finished{where}", err=True)
-        if exc.path:
-            click.echo(f"compilescope: resume with: compilescope run --resume {shlex.quote(str(exc.path))}", err=True)
-        return 128 + exc.signum
+        if run.path:
+            click.echo(f"compilescope: resume with: compilescope run --resume {shlex.quote(str(run.path))}", err=True)
+        return 128 + run.signum
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("compilescope: interrupted", err=True)
         return 130

@@ -38,6 +38,11 @@ CACHE_FIELDS: tuple[str, ...] = (
 )
 
 
+# The file PyTorch names in a guard's provenance, "(_dynamo/variables/builder.py:4960 in
+# <lambda>)", when the variable builder installed mark_dynamic's min/max — checked on 2.13.0.
+MARK_DYNAMIC_GUARD_SOURCE = "_dynamo/variables/builder.py"
+
+
 def torch_version() -> str:
     return str(torch.__version__)
 

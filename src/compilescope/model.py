@@ -9,13 +9,14 @@ statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Literal, Union
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
 
 CacheMode = Literal["cold", "warm", "mega", "none"]
-TrialStatus = Literal["ok", "failed", "timeout", "unavailable", "interrupted"]
+TrialStatus = Literal["ok", "partial", "failed", "timeout", "unavailable", "interrupted"]
 CompileOutcome = Literal["compiled", "failed", "refused"]
 Phase = Literal["stream", "steady", "numerics", "script"]
 
@@ -203,13 +204,27 @@ class GraphBreak:
 
 
 @dataclass(frozen=True)
+class ErrorInfo:
+    """An exception a request raised, kept whole: ``message`` is its full text (bounded),
+    ``op_line`` the line of it that names the PyTorch op that failed (``target:
+    aten._transformer_encoder_layer_fwd.default`` in a lowering error), ``user_frame`` the
+    last frame in the user's code (``model.py:42 in forward``), not PyTorch's or ours."""
+
+    type: str
+    message: str
+    op_line: str | None = None
+    user_frame: str | None = None
+
+
+@dataclass(frozen=True)
 class CallRecord:
     """One request of the stream, as it happened (first calls included, never averaged).
 
     ``graphs_run`` lists the compiled graphs (by compile id) the call actually executed,
     recorded by the wrapped backend; ``ran_eagerly`` is True when the trial had compiled
     graphs and the call ran none of them (recompile limit, failed compile, skipped frame),
-    None when it cannot be told.
+    None when it cannot be told; a call that ran some frames compiled and one eagerly is told
+    from ``graphs_run`` (:func:`compilescope.collect.graphs.eager_frames`).
     """
 
     index: int
@@ -221,6 +236,7 @@ class CallRecord:
     ran_eagerly: bool | None = None
     padded_shape: Shape | None = None  # the bucket the request was padded to
     graphs_run: tuple[str, ...] | None = None
+    error_info: ErrorInfo | None = None  # the whole exception ``error`` is the headline of
 
     @property
     def compiled(self) -> bool:
@@ -348,8 +364,75 @@ class TrialResult:
         return self.status == "ok"
 
     @property
+    def ran_through(self) -> bool:
+        """Every request ran to a record and the status is the requests' own (ok, or
+        partial/failed because requests raised), not a crash, timeout or interruption."""
+        return (self.status in ("ok", "partial", "failed") and len(self.calls) == len(self.spec.stream)
+                and trial_status("ok", self.calls) == self.status)
+
+    @property
     def label(self) -> str:
         return self.spec.label
+
+
+def trial_status(status: TrialStatus, calls: Sequence[CallRecord]) -> TrialStatus:
+    """The one rule for a trial's status: one that ran to its end (``status`` "ok") is
+    "failed" when every request raised and "partial" when some did; any other status the
+    runner gave (a crash, a timeout, unavailable, interrupted) stands."""
+    if status != "ok":
+        return status
+    errors = sum(1 for c in calls if c.error is not None)
+    if not errors:
+        return "ok"
+    return "failed" if errors == len(calls) else "partial"
+
+
+@dataclass(frozen=True)
+class AdviseProposal:
+    """One fix ``advise`` proposed and ran as the trial ``strategy[name] (cold)`` of the same
+    run: the causes it addresses, the code that applies it, and what it must reduce
+    (``recompiles``, ``fallbacks``, ``compile_s``, ``steady``) to be accepted."""
+
+    name: str
+    strategy: str
+    options: StrategyOptions
+    addresses: tuple[str, ...]
+    snippet: AdviseSnippet
+    target: str = "recompiles"
+    alternative: AdviseSnippet | None = None  # the same fix as a setting, no code change
+    code: str = ""  # the snippet as it was printed
+
+
+@dataclass(frozen=True)
+class AdviseSnippet:
+    """Code that applies a proposal: ``setup`` runs once with ``model`` bound and binds
+    ``compiled``; ``before_call`` runs before each call with its inputs bound by name."""
+
+    setup: str
+    before_call: str = ""
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class AdviseFix:
+    """A cause no setting removes, with the code-level step (listed, not measured)."""
+
+    cause: str
+    step: str
+    relations: tuple[str, ...] = ()
+    involves: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AdviseRecord:
+    """What ``advise`` proposed for a run, by the objective it judged with; the proposals'
+    measurements are the run's trials, and the judgement (each proposal's verdict and why,
+    the recommendation) is derived from them."""
+
+    objective: str
+    proposals: tuple[AdviseProposal, ...] = ()
+    code_fixes: tuple[AdviseFix, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -363,6 +446,7 @@ class RunResult:
     lifetime: int | None = None  # requests over which the verdict projects the accounting
     missing: tuple[str, ...] = ()  # labels of planned trials that did not finish (an interrupted run)
     schema_version: int = 2
+    advice: AdviseRecord | None = None  # a run made by advise: what it proposed
 
 
 # ----------------------------------------------------------------------------- probe records

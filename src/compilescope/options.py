@@ -7,6 +7,7 @@ names the option and the bad token; the CLI prints it as one line and exits 2. T
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -18,6 +19,11 @@ START_MODES = ("cold", "warm", "mega")
 FAIL_ON = ("crash", "numerics", "fallback")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+# A lifetime of 10**15 requests is a million requests a second for thirty years; more is a typo
+# (and a float duration times a rate beyond it overflows). Sizes past int32 are no real input.
+MAX_LIFETIME = 10**15
+MAX_SIZE = 2**31 - 1
+_DIM_SUFFIX = re.compile(r"^(?P<pattern>.+):(?P<tail>[^:\[\]()|*+?{}\\]*)$")
 
 
 def parse_lifetime(lifetime: str | int | None, qps: float | None = None) -> int | None:
@@ -27,16 +33,39 @@ def parse_lifetime(lifetime: str | int | None, qps: float | None = None) -> int 
     if isinstance(lifetime, int):
         if lifetime < 0:
             raise OptionError(f"--lifetime {lifetime} is negative")
-        return lifetime
+        return _bounded_lifetime(lifetime, str(lifetime))
     text = lifetime.strip()
     if text.isdigit():
-        return int(text)
+        if len(text) > 30:
+            raise OptionError(f"--lifetime {text[:30]}… is above the maximum of {MAX_LIFETIME:,} requests")
+        return _bounded_lifetime(int(text), text)
     m = _DURATION.match(text)
     if not m:
-        raise OptionError(f"malformed --lifetime {lifetime!r}: use a request count (10000) or a duration (8h)")
+        raise OptionError(f"malformed --lifetime {lifetime[:40]!r}: use a request count (10000) or a duration (8h)")
     if qps is None or qps <= 0:
         raise OptionError(f"--lifetime {lifetime!r} is a duration: give the request rate with --qps")
-    return int(float(m[1]) * _UNIT_S[m[2]] * qps)
+    requests = float(m[1]) * _UNIT_S[m[2]] * qps
+    if not math.isfinite(requests) or requests > MAX_LIFETIME:
+        raise OptionError(f"--lifetime {text} at --qps {qps:g} is above the maximum of {MAX_LIFETIME:,} requests")
+    return int(requests)
+
+
+def _bounded_lifetime(requests: int, text: str) -> int:
+    if requests > MAX_LIFETIME:
+        raise OptionError(f"--lifetime {text} is above the maximum of {MAX_LIFETIME:,} requests")
+    return requests
+
+
+def check_sizes(shapes: object, what: str = "--stream") -> None:
+    """Every size of every shape an integer in [0, MAX_SIZE]: a larger one would only fail
+    inside torch, as a C++ error, in every trial."""
+    for shape in shapes:  # type: ignore[attr-defined]
+        for dim, value in shape.items():
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise OptionError(f"{what}: size {value!r} of {dim!r} is not a non-negative integer")
+            if value > MAX_SIZE:
+                shown = str(value) if len(str(value)) <= 30 else str(value)[:30] + "…"
+                raise OptionError(f"{what}: size {shown} of {dim!r} is above the maximum {MAX_SIZE}")
 
 
 def parse_cache_modes(text: str) -> tuple[str, ...]:
@@ -105,6 +134,14 @@ def parse_dynamic_sources(text: str | None) -> str | None:
     for item in items:
         if not item:
             raise OptionError(f"malformed --dynamic-sources {text!r}: an empty item")
+        # torch reads ``PATTERN:N`` as dim N of the matched sources; any other ``:TAIL`` would
+        # be taken as part of the pattern and silently match nothing
+        suffix = _DIM_SUFFIX.match(item)
+        if suffix is not None and not suffix["tail"].isdigit():
+            raise OptionError(f"malformed --dynamic-sources {text!r}: in {item!r}, {':' + suffix['tail']!r} is not a "
+                              "dim (use :N, N a non-negative integer)")
+        if suffix is not None:
+            item = suffix["pattern"]
         try:
             re.compile(item)
         except re.error as exc:
@@ -129,7 +166,19 @@ def check_backend(name: str) -> None:
 
     if name in compat.CORE_BACKENDS:
         return
-    known = compat.backend_names()
+    import tempfile
+
+    # importing the backends creates inductor's default cache directory ($TMPDIR/torchinductor_USER):
+    # point it at a directory of our own while they load, removed afterwards
+    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    with tempfile.TemporaryDirectory(prefix="compilescope-backends-") as scratch:
+        if before is None:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch
+        try:
+            known = compat.backend_names()
+        finally:
+            if before is None:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
     if name not in known:
         raise OptionError(f"unknown --backend {name!r} (torch {compat.torch_version()} has: {', '.join(sorted(known))})")
 
@@ -151,16 +200,11 @@ def check_device(device: str) -> None:
 
 
 def check_writable(path: Path, what: str) -> None:
-    """Fail now, not after every trial ran, when ``path`` cannot be written."""
-    parent = path.parent if str(path.parent) else Path(".")
-    try:
-        parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OptionError(f"cannot write {what} {str(path)!r}: {exc.strerror}") from None
-    if path.is_dir():
-        raise OptionError(f"cannot write {what} {str(path)!r}: it is a directory")
-    if (path.exists() and not os.access(path, os.W_OK)) or not os.access(parent, os.W_OK):
-        raise OptionError(f"cannot write {what} {str(path)!r}: permission denied")
+    """Fail now, not after every trial ran, when ``path`` is not ours to write
+    (:func:`compilescope.paths.check_output`)."""
+    from .paths import check_output
+
+    check_output(path, what)
 
 
 def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:

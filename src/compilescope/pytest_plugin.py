@@ -39,7 +39,12 @@ def _budget(item: pytest.Item, name: str) -> int | None:
     marker = item.get_closest_marker(name)
     if marker is None:
         return None
-    value = marker.args[0] if marker.args else marker.kwargs.get("n")
+    extra = sorted(set(marker.kwargs) - {"n"})
+    if len(marker.args) + ("n" in marker.kwargs) != 1 or extra:
+        given = [repr(a) for a in marker.args] + [f"{k}={v!r}" for k, v in marker.kwargs.items()]
+        raise pytest.UsageError(f"@pytest.mark.{name} takes one non-negative integer (n), got "
+                                f"({', '.join(given)}) ({item.nodeid})")
+    value = marker.args[0] if marker.args else marker.kwargs["n"]
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise pytest.UsageError(f"@pytest.mark.{name} takes a non-negative integer, got {value!r} ({item.nodeid})")
     return value

@@ -10,6 +10,12 @@ Definitions, stated once:
 * a **recompile** is a compile of a frame that already had a cache entry (``0/1``, ``0/2``…);
 * an **eager fallback** is a call that ran none of the trial's compiled graphs although
   graphs existed (recorded by the wrapped backend);
+* a **partial eager fallback** is a call that ran some compiled graphs while a frame of it
+  (a resume frame after a graph break, refused at the recompile limit) ran eagerly; its
+  shape is left out of the compiled steady-state, saving and numerics figures, as an eager
+  fallback's is;
+* a **request error** is a stream request that raised; a trial with any is ``partial``
+  (some raised) or ``failed`` (all raised), never ``ok``;
 * a speedup is eager p50 / compiled p50, both sampled interleaved in the same trial process.
 """
 
@@ -43,7 +49,7 @@ class Stats:
         return self.relative_iqr > IQR_WARN_THRESHOLD
 
 
-RowStatus = Literal["compiled", "reused", "eager fallback", "error", "eager"]
+RowStatus = Literal["compiled", "reused", "eager fallback", "error", "eager", "partial eager fallback"]
 SpeedClass = Literal["faster", "slower", "matched", ""]
 
 
@@ -67,6 +73,8 @@ class ShapeRow:
     speed_class: SpeedClass
     numerics: NumericsCheck | None
     steady_note: str  # why steady figures are missing ("eager fallback", an error…)
+    error_calls: int = 0  # requests of this shape that raised
+    partial_fallback_calls: int = 0  # requests of this shape that ran a frame eagerly, others compiled
 
 
 @dataclass(frozen=True)
@@ -79,7 +87,8 @@ class ChangeRow:
     latency_s: float | None
     compile_ids: tuple[str, ...]
     reasons: tuple[str, ...]  # PyTorch's words, one per failing guard
-    outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error"]
+    outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error", "partial eager fallback"]
+    eager_frames: tuple[str, ...] = ()  # the frames that ran eagerly in a partial eager fallback
 
 
 @dataclass(frozen=True)
@@ -90,7 +99,7 @@ class CallPoint:
     shape: str
     latency_s: float | None
     cumulative_s: float
-    event: Literal["first compile", "recompile", "eager fallback", "refused", "error", ""]
+    event: Literal["first compile", "recompile", "eager fallback", "refused", "error", "partial eager fallback", ""]
     compile_ids: tuple[str, ...]
     reasons: tuple[str, ...]
 
@@ -144,10 +153,28 @@ class SteadySummary:
 
 @dataclass(frozen=True)
 class BreakRow:
-    reason: str
+    reason: str  # the first line of PyTorch's text
     filename: str | None
     line: int | None
     count: int
+    text: str = ""  # PyTorch's whole text
+    explanation: str | None = None
+    hints: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ErrorGroup:
+    """One distinct exception the requests of a trial raised, with how many raised it
+    (messages that differ only in numbers, such as a size, are one error)."""
+
+    type: str
+    headline: str  # "Type: first line" of the first occurrence
+    message: str  # its full message
+    op_line: str | None  # the line naming the PyTorch op that failed
+    user_frame: str | None  # the last frame in the user's code
+    count: int
+    requests: tuple[int, ...]
+    shapes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -198,6 +225,9 @@ class TrialReport:
     compile_rows: tuple[CompileRow, ...]
     verdict: tuple[str, ...]
     notes: tuple[Note, ...]
+    errors: tuple[ErrorGroup, ...] = ()  # the request errors, grouped
+    partial_fallbacks: int = 0  # requests that ran a frame eagerly while others ran compiled
+    partial_fallback_shapes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,13 @@ Schema history (``schema_version``):
       the compiled target's name) and ``GraphBreak`` for runs, probes and traces; calls
       carry the compiled graphs they ran; ``kind`` is ``"run"`` or ``"probe"``; trial
       specs carry a ``variant``; a run file may hold a derived ``summary`` (ignored on load).
+      Added within 2, optional (older files load unchanged): a call's ``error_info`` (the
+      whole exception: type, message, op line, user frame) beside its one-line ``error``;
+      trial status ``partial`` (some requests raised; ``failed`` when all did).
+      Added since, each optional (files without it load as before): a run made by ``advise``
+      holds ``advice`` (the objective, every proposal with its options, code and target, the
+      unmeasured code fixes) and the derived ``advice_summary`` (each proposal's verdict, score
+      and why, the recommendation; ignored on load, re-derived by ``report``).
 
 The loader refuses versions it does not know rather than guessing, and checks every field's
 type: a file that does not match gives one :class:`ResultsError` naming the field.
@@ -23,10 +30,11 @@ import types
 import typing
 from functools import cache
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
 from .errors import ResultsError
-from .model import CompileId, ProbeResult, RunResult
+from .model import CompileId, ProbeResult, RunResult, TrialResult
 
 SCHEMA_VERSION = 2
 KNOWN_VERSIONS = frozenset({2})
@@ -58,75 +66,199 @@ def _fail(path: str, want: str, data: Any) -> ResultsError:
     return ResultsError(f"field {path or '<root>'}: expected {want}, got {type(data).__name__}")
 
 
-def from_data(tp: Any, data: Any, path: str = "", depth: int = 0) -> Any:
-    """Rebuild a value of type ``tp`` (dataclass, tuple[X, ...], dict[str, X], X | None…),
-    checking each value's type; raises :class:`ResultsError` naming the first bad field."""
-    if depth > MAX_DEPTH:
-        raise ResultsError(f"field {path}: nested too deeply")
+class _Bad(Exception):
+    """A value that does not match; carries the path segments collected while unwinding
+    (built only on failure, so a file that matches pays nothing for error messages)."""
+
+    def __init__(self, message: Callable[[str], str]) -> None:
+        self.message = message
+        self.segments: list[str] = []
+
+    def error(self, prefix: str = "") -> ResultsError:
+        path = (prefix + "".join(reversed(self.segments))).lstrip(".")
+        return ResultsError(self.message(path))
+
+
+def _expected(want: str) -> Callable[[Any], _Bad]:
+    return lambda data: _Bad(lambda path: f"field {path or '<root>'}: expected {want}, got {type(data).__name__}")
+
+
+Converter = Callable[[Any], Any]
+
+
+def _identity(data: Any) -> Any:
+    return data
+
+
+@cache
+def _converter(tp: Any) -> Converter:
+    """A function rebuilding a value of type ``tp`` from JSON data, built once per type: the
+    type dispatch happens here, not once per value (a 50 MB file holds millions of values)."""
     if tp is Any:
-        return data
+        return _identity
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
         args = get_args(tp)
-        if data is None and type(None) in args:
-            return None
+        optional = type(None) in args
         non_none = [a for a in args if a is not type(None)]
         if len(non_none) == 1:
-            return from_data(non_none[0], data, path, depth)
-        if isinstance(data, (int, float, str, bool)):
-            return data  # a union of scalars: JSON already holds the right value
-        raise _fail(path, "a scalar", data)
+            inner = _converter(non_none[0])
+            if not optional:
+                return inner
+            return lambda data: None if data is None else inner(data)
+        scalar = _expected("a scalar")
+
+        def union(data: Any) -> Any:
+            if data is None and optional:
+                return None
+            if isinstance(data, (int, float, str, bool)):
+                return data  # a union of scalars: JSON already holds the right value
+            raise scalar(data)
+        return union
     if tp is CompileId:
-        cid = CompileId.parse(data)
-        if cid is None:
-            raise ResultsError(f"field {path}: expected a compile id like \"0/1\", got {str(data)[:40]!r}")
-        return cid
+        parse = CompileId.parse
+
+        def compile_id(data: Any) -> CompileId:
+            cid = parse(data)
+            if cid is None:
+                raise _Bad(lambda path: f"field {path}: expected a compile id like \"0/1\", got {str(data)[:40]!r}")
+            return cid
+        return compile_id
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _dataclass_converter(tp)
+    if origin is tuple or origin is list:
+        (item_tp, *_rest) = get_args(tp)
+        item = _converter(item_tp)
+        not_list = _expected("a list")
+        as_tuple = origin is tuple
+
+        def sequence(data: Any) -> Any:
+            if not isinstance(data, list):
+                raise not_list(data)
+            if item is _identity:
+                items = list(data)
+            else:
+                items = []
+                append = items.append
+                try:
+                    for v in data:
+                        append(item(v))
+                except _Bad as bad:
+                    bad.segments.append(f"[{len(items)}]")
+                    raise
+            return tuple(items) if as_tuple else items
+        return sequence
+    if origin is dict:
+        _, value_tp = get_args(tp)
+        value = _converter(value_tp)
+        not_object = _expected("an object")
+
+        def mapping(data: Any) -> Any:
+            if not isinstance(data, dict):
+                raise not_object(data)
+            out = {}
+            k: Any = None
+            try:
+                for k, v in data.items():
+                    out[str(k)] = value(v)
+            except _Bad as bad:
+                bad.segments.append(f"[{k!r}]")
+                raise
+            return out
+        return mapping
+    if origin is typing.Literal:
+        allowed = get_args(tp)
+        allowed_set = frozenset(a for a in allowed if a.__hash__ is not None)
+
+        def literal(data: Any) -> Any:
+            try:
+                ok = data in allowed_set
+            except TypeError:  # an unhashable value: a list or an object
+                ok = False
+            if not ok:
+                raise _Bad(lambda path: f"field {path}: {str(data)[:40]!r} is not one of {', '.join(map(str, allowed))}")
+            return data
+        return literal
+    if tp is float:
+        number = _expected("a number")
+
+        def as_float(data: Any) -> float:
+            if data.__class__ is float:
+                return data  # type: ignore[no-any-return]
+            if isinstance(data, bool) or not isinstance(data, (int, float)):
+                raise number(data)
+            return float(data)
+        return as_float
+    if tp is int:
+        integer = _expected("an integer")
+
+        def as_int(data: Any) -> int:
+            if data.__class__ is not int and (isinstance(data, bool) or not isinstance(data, int)):
+                raise integer(data)
+            return data  # type: ignore[no-any-return]
+        return as_int
+    if tp is bool:
+        boolean = _expected("true or false")
+
+        def as_bool(data: Any) -> bool:
+            if not isinstance(data, bool):
+                raise boolean(data)
+            return data
+        return as_bool
+    if tp is str:
+        string = _expected("a string")
+
+        def as_str(data: Any) -> str:
+            if not isinstance(data, str):
+                raise string(data)
+            return data
+        return as_str
+    return _identity
+
+
+def _dataclass_converter(tp: type) -> Converter:
+    hints = _hints(tp)
+    fields: list[tuple[str, Converter]] = []
+    required: list[str] = []
+    for f in dataclasses.fields(tp):
+        fields.append((f.name, _converter(hints[f.name])))
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            required.append(f.name)
+    not_object = _expected(f"an object ({tp.__name__})")
+
+    def dataclass(data: Any) -> Any:
+        if data.__class__ is tp:
+            return data  # rebuilt already (never the case for data parsed from JSON)
         if not isinstance(data, dict):
-            raise _fail(path, f"an object ({tp.__name__})", data)
-        hints = _hints(tp)
+            raise not_object(data)
         kwargs = {}
-        for f in dataclasses.fields(tp):
-            if f.name in data:
-                kwargs[f.name] = from_data(hints[f.name], data[f.name], f"{path}.{f.name}".lstrip("."), depth + 1)
-            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ResultsError(f"field {path}.{f.name}: missing".replace(" .", " "))
+        name = ""
+        try:
+            for name, convert in fields:
+                if name in data:
+                    kwargs[name] = convert(data[name])
+        except _Bad as bad:
+            bad.segments.append(f".{name}")
+            raise
+        for name in required:
+            if name not in kwargs:
+                missing = name
+                raise _Bad(lambda path: f"field {path}.{missing}: missing".replace(" .", " "))
         try:
             return tp(**kwargs)
         except (TypeError, ValueError) as exc:
-            raise ResultsError(f"field {path or tp.__name__}: {exc}") from None
-    if origin is tuple or origin is list:
-        if not isinstance(data, list):
-            raise _fail(path, "a list", data)
-        (item, *_rest) = get_args(tp)
-        items = [from_data(item, v, f"{path}[{i}]", depth + 1) for i, v in enumerate(data)]
-        return tuple(items) if origin is tuple else items
-    if origin is dict:
-        if not isinstance(data, dict):
-            raise _fail(path, "an object", data)
-        _, value = get_args(tp)
-        return {str(k): from_data(value, v, f"{path}[{k!r}]", depth + 1) for k, v in data.items()}
-    if origin is typing.Literal:
-        if data not in get_args(tp):
-            raise ResultsError(f"field {path}: {str(data)[:40]!r} is not one of {', '.join(map(str, get_args(tp)))}")
-        return data
-    if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise _fail(path, "a number", data)
-        return float(data)
-    if tp is int:
-        if isinstance(data, bool) or not isinstance(data, int):
-            raise _fail(path, "an integer", data)
-        return data
-    if tp is bool:
-        if not isinstance(data, bool):
-            raise _fail(path, "true or false", data)
-        return data
-    if tp is str:
-        if not isinstance(data, str):
-            raise _fail(path, "a string", data)
-        return data
-    return data
+            message = str(exc)
+            raise _Bad(lambda path: f"field {path or tp.__name__}: {message}") from None
+    return dataclass
+
+
+def from_data(tp: Any, data: Any, path: str = "", depth: int = 0) -> Any:
+    """Rebuild a value of type ``tp`` (dataclass, tuple[X, ...], dict[str, X], X | None…),
+    checking each value's type; raises :class:`ResultsError` naming the first bad field."""
+    try:
+        return _converter(tp)(data)
+    except _Bad as bad:
+        raise bad.error(path) from None
 
 
 def encode(result: RunResult | ProbeResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -141,10 +273,19 @@ def dumps(result: RunResult | ProbeResult, extra: dict[str, Any] | None = None) 
 
 
 def decode(data: Any, *, origin: str = "<data>") -> RunResult | ProbeResult:
+    return _decode(data, origin, owned=False)
+
+
+def _decode(data: Any, origin: str, owned: bool) -> RunResult | ProbeResult:
+    """``owned``: ``data`` was parsed for this call alone, so each trial's JSON is dropped as
+    soon as it is rebuilt (the peak holds one copy of the records, not two)."""
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsError(f"{origin} is not a compilescope results file (no schema_version)")
     version = data["schema_version"]
-    if version not in KNOWN_VERSIONS or isinstance(version, bool):
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ResultsError(f"{origin} is a malformed results file: schema_version is "
+                           f"{type(version).__name__} {str(version)[:20]!r}, not an integer")
+    if version not in KNOWN_VERSIONS:
         known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
         hint = "re-run to write the current schema" if version == 1 else "upgrade compilescope"
         shown = version if isinstance(version, int) else repr(str(version)[:20])
@@ -155,6 +296,8 @@ def decode(data: Any, *, origin: str = "<data>") -> RunResult | ProbeResult:
     if kind == "probe" and "graph_break_occurrences" in data:
         data = {**data, "graph_breaks": data["graph_break_occurrences"]}
     try:
+        if owned and kind == "run" and isinstance(data.get("trials"), list):
+            data["trials"] = _take_trials(data["trials"])
         return typing.cast("RunResult | ProbeResult", from_data(KINDS[kind], data))
     except ResultsError as exc:
         raise ResultsError(f"{origin} does not match schema {version}: {exc}") from None
@@ -162,30 +305,46 @@ def decode(data: Any, *, origin: str = "<data>") -> RunResult | ProbeResult:
         raise ResultsError(f"{origin} is nested too deeply") from None
 
 
-def loads(text: str | bytes, *, origin: str = "<string>") -> RunResult | ProbeResult:
+def _take_trials(items: list[Any]) -> list[Any]:
+    """Rebuild each trial, dropping its JSON as it goes; the rebuilt trials pass through the
+    run's own conversion unchanged."""
+    convert = _converter(TrialResult)
+    out = []
+    for i in range(len(items)):
+        try:
+            out.append(convert(items[i]))
+        except _Bad as bad:
+            raise bad.error(f"trials[{i}]") from None
+        items[i] = None
+    return out
+
+
+def _parse(text: str | bytes, origin: str) -> Any:
     if isinstance(text, bytes):
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError:
             raise ResultsError(f"{origin} is not a text file (not UTF-8)") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise ResultsError(f"{origin} is not JSON: {exc.msg} at line {exc.lineno}") from None
     except RecursionError:
         raise ResultsError(f"{origin} is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer too long to convert
         raise ResultsError(f"{origin} is not readable JSON: {str(exc)[:80]}") from None
-    return decode(data, origin=origin)
+
+
+def loads(text: str | bytes, *, origin: str = "<string>") -> RunResult | ProbeResult:
+    return _decode(_parse(text, origin), origin, owned=True)
 
 
 def load(path: str | Path) -> RunResult | ProbeResult:
-    """Read a results file written by ``run``, ``demo`` or ``probe``."""
-    p = Path(path)
-    try:
-        raw = p.read_bytes()
-    except OSError as exc:
-        raise ResultsError(f"cannot read {p}: {exc.strerror}") from None
-    except ValueError as exc:  # e.g. a NUL byte in the path
-        raise ResultsError(f"cannot read {str(path)!r}: {exc}") from None
-    return loads(raw, origin=str(p))
+    """Read a results file written by ``run``, ``demo`` or ``probe``: a regular file of at
+    most ``COMPILESCOPE_MAX_READ_MB`` (a device, a FIFO or a larger file is refused unread)."""
+    from .paths import read_capped
+
+    holder = [read_capped(path, str(path), ResultsError)]
+    origin = str(path)
+    data = _parse(holder.pop(), origin)  # the raw bytes are freed once parsed
+    return _decode(data, origin, owned=True)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .analysis.advice import group_causes
-from .analysis.build import count_compiles
+from .analysis.build import caller_inputs, count_compiles
 from .errors import CompilescopeError
 from .model import ProbeResult
 from .schema import load
@@ -126,8 +126,13 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         if r.outcome in ("compiled", "refused"):
             by_frame[f"{r.epoch}:{r.compile_id.frame}"] += 1
     compiled = tuple(r for r in base.compiles if r.outcome == "compiled")
-    for cause in group_causes(compiled):
-        if cause.kind == "size" and cause.source and cause.dim is not None:
+    by_function: dict[str, list[Any]] = {}
+    for r in compiled:
+        by_function.setdefault(r.display_name, []).append(r)
+    causes = [c for name, records in by_function.items()
+              for c in group_causes(tuple(records), **caller_inputs(base, name))]
+    for cause in causes:
+        if cause.kind == "size" and cause.source and cause.dim is not None and cause.reachable:
             item = f"{cause.frame_source or cause.source}:{cause.dim}"
             if item not in sources:
                 sources.append(item)

@@ -57,14 +57,61 @@ def trial_key(spec: TrialSpec, torch_version: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+APPLICATION_ID = int.from_bytes(b"CmSc", "big")  # ``PRAGMA application_id`` of every store we create
+STORE_COLUMNS = {"key", "sweep", "workload", "strategy", "label", "cache", "backend", "status", "torch", "host",
+                 "device", "stream", "spec", "result", "finished", "schema_version"}
+
+
 class Store:
-    def __init__(self, path: str | Path) -> None:
+    """A results store. ``readonly`` (``report``, ``compare``): opened with SQLite's
+    ``mode=ro``, so reading never changes the file. Either way a SQLite file that is not a
+    compilescope store is refused, never written: ours carry ``application_id`` ``CmSc``
+    (stores from before it are recognised by their ``trials`` table)."""
+
+    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
+        self.readonly = readonly
         try:
-            self.db = sqlite3.connect(str(self.path), timeout=30)
-            self.db.executescript(SCHEMA)
+            if readonly:
+                from urllib.parse import quote
+
+                uri = f"file:{quote(str(self.path.absolute()))}?mode=ro"
+                self.db = sqlite3.connect(uri, uri=True, timeout=30)
+            else:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self.db = sqlite3.connect(str(self.path), timeout=30)
         except sqlite3.DatabaseError as exc:
+            raise StoreError(f"cannot open results store {self.path}: {exc}") from None
+        except OSError as exc:
+            raise StoreError(f"cannot open results store {self.path}: {exc.strerror}") from None
+        try:
+            self._check_ours()
+            if not readonly:
+                self.db.executescript(SCHEMA)
+                self.db.execute(f"pragma application_id = {APPLICATION_ID}")
+                self.db.commit()
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
             raise StoreError(f"{self.path} is not a compilescope results store: {exc}") from None
+        except StoreError:
+            self.db.close()
+            raise
+
+    def _check_ours(self) -> None:
+        (app_id,) = self.db.execute("pragma application_id").fetchone()
+        if app_id == APPLICATION_ID:
+            return
+        if app_id != 0:
+            raise StoreError(f"{self.path} is not a compilescope results store (SQLite application_id "
+                             f"{app_id:#x}, not {APPLICATION_ID:#x})")
+        tables = {row[0] for row in self.db.execute("select name from sqlite_master where type = 'table'")}
+        if "trials" in tables:
+            columns = {row[1] for row in self.db.execute("pragma table_info(trials)")}
+            if STORE_COLUMNS <= columns:
+                return  # a store written before application_id was set
+        if tables or self.readonly:
+            shown = ", ".join(sorted(tables)[:5]) or "no tables"
+            raise StoreError(f"{self.path} is not a compilescope results store (it holds {shown})")
 
     def close(self) -> None:
         self.db.close()

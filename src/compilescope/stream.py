@@ -129,15 +129,14 @@ def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
 
 
 def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
-    path = Path(path_text)
+    from .paths import read_capped
+
+    raw = read_capped(path_text, f"stream file {path_text!r}", StreamError)  # a regular file, size-capped
     try:
-        lines = path.read_bytes().decode("utf-8").splitlines()
-    except OSError as exc:
-        raise StreamError(f"cannot read stream file {path_text!r}: {exc.strerror}") from None
-    except ValueError as exc:
-        if not isinstance(exc, UnicodeDecodeError):
-            raise StreamError(f"cannot read stream file {path_text!r}: {exc}") from None
+        lines = raw.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
         raise StreamError(f"stream file {path_text!r} is not text (expected JSON lines)") from None
+    del raw
     shapes = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
@@ -196,4 +195,7 @@ def distinct_shapes(stream: tuple[Shape, ...]) -> list[Shape]:
 
 
 def write_jsonl(stream: tuple[Shape, ...], path: str | Path) -> None:
-    Path(path).write_text("".join(json.dumps(s) + "\n" for s in stream))
+    """Write a stream file atomically (a regular file or a new path only, see ``write_atomic``)."""
+    from .execute.journal import write_atomic
+
+    write_atomic(Path(path), "".join(json.dumps(s) + "\n" for s in stream))

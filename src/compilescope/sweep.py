@@ -77,12 +77,14 @@ def _list(value: Any, where: str, kind: type) -> list[Any]:
 
 def load_sweep(path: str | Path) -> SweepConfig:
     """Read and check a sweep file; every problem is one line naming the key."""
+    from .paths import read_capped
+
     p = Path(path)
+    if not p.exists() and not p.is_symlink():
+        raise OptionError(f"sweep file {str(p)!r} does not exist")
     try:
-        data = tomllib.loads(p.read_text())
-    except FileNotFoundError:
-        raise OptionError(f"sweep file {str(p)!r} does not exist") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        data = tomllib.loads(read_capped(p, f"sweep file {str(p)!r}", OptionError).decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise OptionError(f"cannot read sweep file {str(p)!r}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise OptionError(f"{p}: not valid TOML: {exc}") from None
@@ -123,6 +125,14 @@ def load_sweep(path: str | Path) -> SweepConfig:
         raise OptionError(f"{p}: name must be a non-empty string")
     return SweepConfig(name, tuple(workloads), tuple(strategies), tuple(cache), combos, dict(streams), measure,
                        float(timeout))
+
+
+def default_store_path(name: str, results_dir: Path = Path("compilescope-results")) -> Path:
+    """``compilescope-results/sweep-NAME.sqlite``, with NAME made a plain file name: a sweep
+    file's ``name = "../../x"`` never puts its store outside the results directory."""
+    from .paths import safe_name
+
+    return results_dir / f"sweep-{safe_name(name, 'sweep')}.sqlite"
 
 
 def plan_sweep(config: SweepConfig) -> list[PlannedTrial]:
@@ -204,7 +214,11 @@ def run_sweep(config: SweepConfig, plan: list[PlannedTrial], executor: Any, stor
     pending = list(items)
     running: dict[Future[TrialOutcome], tuple[PlannedTrial, float]] = {}
     limit = parallel if executor.concurrent else 1
-    with tempfile.TemporaryDirectory(prefix="compilescope-sweep-") as cache_root:
+    from .execute.local import remove_orphaned_dirs
+    from .execute.worker import run_dir_prefix
+
+    remove_orphaned_dirs()
+    with tempfile.TemporaryDirectory(prefix=run_dir_prefix("sweep")) as cache_root:
         try:
             while pending or running:
                 for p in list(pending):

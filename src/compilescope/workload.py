@@ -207,6 +207,9 @@ def _import_file(path: Path) -> Any:
         sys.path.insert(0, parent)
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exc:  # the user's module is not ours to end the process
+        del sys.modules[module_name]
+        raise WorkloadError(f"importing {path} called {_exit_call(exc)}") from None
     except Exception as exc:  # the user's module failed while importing
         del sys.modules[module_name]
         raise WorkloadError(f"importing {path} raised {type(exc).__name__}: {exc}") from None
@@ -243,6 +246,8 @@ def load_workload(ref: str) -> Workload:
             module = importlib.import_module(target)
         except ImportError as exc:
             raise WorkloadError(f"cannot import module {target!r}: {exc}") from None
+        except SystemExit as exc:
+            raise WorkloadError(f"importing {target!r} called {_exit_call(exc)}") from None
         except Exception as exc:
             raise WorkloadError(f"importing {target!r} raised {type(exc).__name__}: {exc}") from None
     obj = getattr(module, name, None)
@@ -253,6 +258,8 @@ def load_workload(ref: str) -> Workload:
             raise WorkloadError(f"{ref!r} is neither a Workload nor a factory of one")
         try:
             obj = obj()
+        except SystemExit as exc:
+            raise WorkloadError(f"workload factory {ref!r} called {_exit_call(exc)}") from None
         except Exception as exc:
             raise WorkloadError(f"workload factory {ref!r} raised {type(exc).__name__}: {exc}") from None
         if not isinstance(obj, Workload):
@@ -266,10 +273,17 @@ def _with_ref(w: Workload, ref: str) -> Workload:
     return dataclasses.replace(w, ref=ref)
 
 
+def _exit_call(exc: SystemExit) -> str:
+    """``sys.exit(5)``, ``sys.exit('message')``, ``sys.exit()`` as the user wrote it."""
+    return "sys.exit()" if exc.code is None else f"sys.exit({exc.code!r})"
+
+
 def build_target(workload: Workload) -> Callable[..., Any]:
     """Call the workload's factory; a raising factory is the user's error, reported in one line."""
     try:
         target = workload.build()
+    except SystemExit as exc:  # sys.exit() in build(): the workload's error, not the end of the run
+        raise WorkloadError(f"workload {workload.name!r}: build() called {_exit_call(exc)}") from None
     except Exception as exc:
         raise WorkloadError(f"workload {workload.name!r} raised while building: {type(exc).__name__}: {exc}") from None
     if not callable(target):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..model import CompileRecord, Scalar
@@ -29,12 +29,14 @@ class Cause:
     example: str = ""  # one of PyTorch's texts for it
     involves: tuple[str, ...] = ()  # every input dim a relation names
     frame_source: str | None = None  # the source as the compiled frame sees it (what dynamic_sources names)
+    user_lines: tuple[str, ...] = ()  # the user's lines PyTorch cites for the guard(s)
+    reachable: bool = True  # the source is an input the caller passes (not a frame temporary)
 
     def describe(self) -> str:
         where = self.source or "?"
         if self.dim is not None:
             where += f" dim {self.dim}"
-        seen = ", ".join(str(v) for v in self.values[:8]) + (" …" if len(self.values) > 8 else "")
+        seen = listing(self.values)
         what = {"size": "varied over", "stride": "stride varied over", "dtype": "dtype varied over",
                 "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
                 "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
@@ -43,7 +45,7 @@ class Cause:
             head = f"{where} {what} {seen}"
         elif self.kind == "relation":
             texts = self.values
-            shown = "; ".join(str(t) for t in texts[:2]) + (f"; +{len(texts) - 2} more" if len(texts) > 2 else "")
+            shown = "; ".join(str(t) for t in texts[:2]) + (f"; and {len(texts) - 2} more" if len(texts) > 2 else "")
             head = f"{len(texts)} relation guard(s) over {', '.join(self.involves) or where}: {shown}"
         elif self.kind in ("range", "specialization"):
             head = f"{where} outside its range: {self.example}"
@@ -52,6 +54,39 @@ class Cause:
         else:
             head = f"{where}: {self.kind.replace('_', ' ')}"
         return f"{head} → {len(self.compiles)} compile(s)"
+
+
+SHOWN = 12  # values listed before "and N more"
+
+
+def listing(values: Sequence[object], shown: int = SHOWN) -> str:
+    """Every value, or the first ``shown`` and how many more: never a silent cut."""
+    text = ", ".join(str(v) for v in values[:shown])
+    return text + (f" and {len(values) - shown} more" if len(values) > shown else "")
+
+
+RESUME_PREFIX = "torch_dynamo_resume_in_"
+_PLAIN_INPUT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?:\[\d+\]|\['[A-Za-z_]\w*'\])?$")
+
+
+def input_name(source: str | None) -> str | None:
+    """The caller's argument a source names (``L['x']`` → ``x``), or None for anything a
+    caller cannot reach: a frame temporary (``L['___stack0']``), an attribute or parameter
+    path (``L['self']._modules[…]``), a global."""
+    m = _PLAIN_INPUT.match(source or "")
+    if not m or m["name"].startswith("_") or m["name"] == "self":
+        return None
+    return m["name"]
+
+
+def reachable(source: str | None, frame_function: str, inputs: Iterable[str] | None = None) -> bool:
+    """Whether a guard's source is an input the caller of the compiled function passes: a
+    plain argument of a frame that is not a graph break's resume frame (whose locals are the
+    program's temporaries), and one of the recorded call's inputs when those are known."""
+    name = input_name(source)
+    if name is None or frame_function.startswith(RESUME_PREFIX):
+        return False
+    return inputs is None or name in set(inputs)
 
 
 _TENSOR_NAME = re.compile(r"^tensor '(?P<name>.+?)' (?:size|stride|dtype|requires_grad|rank|dispatch|device)")
@@ -69,35 +104,57 @@ def frame_source(reason: str) -> str | None:
     return f"L['{head}']" + (bracket + rest if bracket else "")
 
 
+def _at(lines: Sequence[str]) -> str:
+    return f" at {', '.join(lines)}" if lines else ""
+
+
 def _next_step(
     kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = (),
-    frame_src: str | None = None,
+    frame_src: str | None = None, *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
+    marked: bool | None = None, thresholds: bool = False,
 ) -> tuple[bool, str]:
     src = source or "the input"
     if kind == "range":
-        return True, (
-            f"an input fell outside the range given to mark_dynamic ({exprs[0] if exprs else 'its bounds'}): widen "
-            "min/max to cover every size the program sees"
-        )
+        bounds = exprs[0] if exprs else "its bounds"
+        widen = (f"an input fell outside the range given to mark_dynamic ({bounds}): widen min/max to cover "
+                 "every size the program sees")
+        threshold = (f"a size threshold ({bounds}) from an op's shape function{_at(lines)}: each side of it needs "
+                     "its own graph, and neither mark_dynamic nor dynamic=True removes it — keep the inputs on one "
+                     "side of it (pad or split them), or raise torch._dynamo.config.recompile_limit to hold the "
+                     "graphs")
+        if marked:
+            return True, widen
+        if marked is False:
+            return False, threshold
+        return False, f"if mark_dynamic was called with min/max, {widen}; otherwise {threshold}"
     if kind == "specialization":
         return True, (
             f"sizes 0 and 1 are specialised ({exprs[0] if exprs else src}): use "
             f"torch._dynamo.decorators.mark_unbacked({_local(src)}, {dim}) if those sizes occur"
         )
     if kind == "relation":
-        return False, relation_step(tuple(str(v) for v in values), exprs)
+        return False, relation_step(tuple(str(v) for v in values), exprs, lines)
     if kind == "size":
-        ints = [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
-        lo, hi = (min(ints), max(ints)) if ints else (None, None)
-        rng = f", min={lo}, max={hi}" if lo is not None else ""
-        step = (
-            f"mark it dynamic before the first call: torch._dynamo.mark_dynamic({_local(src)}, {dim}{rng}); or "
-            f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
-            "bucket sizes"
-        )
+        ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
+        if not reach:
+            where = "a tensor the program computes" + (" and carries over a graph break" if resume else "")
+            return True, (f"{where}, not an input the caller passes: mark the varying dims of the inputs it comes "
+                          "from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
+                          "dynamic=True" + ("; or remove the graph break" if resume else ""))
+        name = _local(src)
+        step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
+                f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
+                "bucket sizes")
         if any(v in (0, 1) for v in ints):
-            step += "; sizes 0 and 1 are always specialised — use torch._dynamo.decorators.mark_unbacked for them"
+            step += ("; sizes 0 and 1 are always specialised, so a marked dim still recompiles for them — use "
+                     f"torch._dynamo.decorators.mark_unbacked({name}, {dim}) if they occur")
+        if thresholds:
+            step += "; the threshold/relation guards on it (listed apart) stay whatever it is marked"
         return True, step
+    if not reach and kind == "value" and resume:
+        return False, ("not shape-reducible: a Python number the program computed before the graph break"
+                       f"{_at(lines)} is specialised in the frame that resumes after it — keep it a tensor (no "
+                       ".item()), or set torch._dynamo.config.capture_scalar_outputs = True")
     steps = {
         "stride": "a differently laid-out input (e.g. a transpose): call .contiguous() before the compiled call",
         "dtype": "not shape-reducible: each dtype needs its own graph — cast inputs to one dtype before the call",
@@ -126,24 +183,42 @@ def _next_step(
 
 def relation_multiple(texts: Iterable[object]) -> int | None:
     """The multiple that makes relation guards' parity/divisibility hold: the least common
-    multiple of the ``// N`` they use (None when they use none)."""
-    divisors = [int(d) for t in texts for d in re.findall(r"//\s*(\d+)", str(t))]
+    multiple of the ``// N``, ``% N`` or ``Mod(…, N)`` they use (None when they use none)."""
+    divisors = [int(d) for t in texts
+                for d in re.findall(r"(?://|%)\s*(\d+)|Mod\([^()]*(?:\([^()]*\)[^()]*)*,\s*(\d+)\)", str(t))
+                for d in d if d]
     return math.lcm(*divisors) if divisors else None
 
 
-def relation_step(texts: tuple[str, ...], involves: tuple[str, ...]) -> str:
+_PINNED = re.compile(r"==\s*-?\d+\s*$")
+
+
+def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequence[str] = (),
+                  padding_rejected: str = "") -> str:
     """What can remove relation guards: they exist because the dims are already dynamic, so
-    marking dims dynamic cannot. The multiple to pad to is read from the ``// N`` they use."""
+    marking dims dynamic cannot. Each step is read from the guards themselves: the multiple
+    to pad to from the ``// N`` they use (unless padding was measured and rejected:
+    ``padding_rejected`` says how), a threshold from a ``<=``/``>=`` bound, a pinned derived
+    integer from ``… == k``, the op from the user line PyTorch cites."""
     multiple = relation_multiple(texts)
-    thresholds = [t for t in texts if re.search(r"[<>]=?\s*\d+\s*$", t)]
+    thresholds = [t for t in texts if re.search(r"[<>]=?\s*\d+\s*$", t) or re.match(r"^\s*\d+\s*<=?", t)]
+    pinned = [t for t in texts if _PINNED.search(t) and "//" in t]
     dims = ", ".join(involves) or "the dims they name"
     steps = []
-    if multiple is not None:
-        steps.append(f"pad {dims} to a multiple of {multiple} (parity/divisibility guards then always hold)")
+    if multiple is not None and not pinned:
+        if padding_rejected:
+            steps.append(f"padding {dims} to a multiple of {multiple} was measured and rejected ({padding_rejected})")
+        else:
+            steps.append(f"pad {dims} to a multiple of {multiple} (parity/divisibility guards then always hold)")
+    if pinned:
+        steps.append(f"a whole number computed from {dims} (a floor division{_at(lines)}) is used as a Python int, "
+                     "so each of its values needs its own graph — keep it a tensor operation, or feed sizes that "
+                     "give one value")
     if thresholds:
         steps.append("keep each input on one side of the size threshold(s) (a kernel choice switches there)")
-    steps.append("or hold the graphs they split into (raise torch._dynamo.config.recompile_limit above the "
-                 "number of variants), or change the op (e.g. ceil_mode=False)")
+    where = f"change the code at {', '.join(lines)} so no guard depends on the size" if lines else ""
+    steps.append(("or " if steps else "") + "hold the graphs they split into (raise "
+                 "torch._dynamo.config.recompile_limit above the number of variants)" + (f", or {where}" if where else ""))
     return ("not removable by mark_dynamic — these relations exist because the dims are already dynamic: "
             + "; ".join(steps))
 
@@ -154,14 +229,26 @@ def _local(source: str) -> str:
     return source
 
 
-def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
-    """One cause per (source, kind, dim), in order of first appearance."""
+def group_causes(compiles: tuple[CompileRecord, ...], *,
+                 observed: Mapping[tuple[str, int], Sequence[int]] | None = None,
+                 inputs: Iterable[str] | None = None, marked: bool | None = None) -> tuple[Cause, ...]:
+    """One cause per (source, kind, dim), in order of first appearance.
+
+    ``observed`` — (input name, dim) → every size the calls fed, when the calls were
+    recorded — completes the values a size cause lists (guards name only the sizes that
+    failed one) and names the inputs a caller passes; ``inputs`` names them outright (an
+    empty set: the frame is not one the caller calls, e.g. a submodule's after a graph
+    break, so none of its sources is the caller's); ``marked`` says whether the program
+    called mark_dynamic (None: not known), which is what a ``lo <= size <= hi`` guard means."""
     values: dict[tuple[str | None, str, int | None], list[Scalar]] = defaultdict(list)
     ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
     examples: dict[tuple[str | None, str, int | None], str] = {}
     exprs: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
     involves: dict[tuple[str | None, str, int | None], tuple[str, ...]] = {}
     frame_sources: dict[tuple[str | None, str, int | None], str] = {}
+    lines: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
+    functions: dict[tuple[str | None, str, int | None], str] = {}
+    by_mark: set[tuple[str | None, str, int | None]] = set()
     for c in compiles:
         seen_here = set()
         for g in c.guard_failures:
@@ -187,15 +274,38 @@ def group_causes(compiles: tuple[CompileRecord, ...]) -> tuple[Cause, ...]:
                 for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
                     if v is not None and v not in values[key]:
                         values[key].append(v)
+            functions.setdefault(key, c.function)
+            if g.kind == "range":
+                from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
+
+                if any(g.reason in r and MARK_DYNAMIC_GUARD_SOURCE in r for r in c.reasons):
+                    by_mark.add(key)  # PyTorch says mark_dynamic's min/max made this guard
+            if g.user_line and g.user_line not in lines[key]:
+                lines[key].append(g.user_line)
             if key not in seen_here:
                 ids[key].append(str(c.compile_id))
                 seen_here.add(key)
+    if inputs is not None:
+        inputs = set(inputs)
+    elif observed:
+        inputs = {name for name, _ in observed}
+    related = {d for k in ids if k[1] == "relation" for d in involves.get(k, ())}
+    related |= {f"{k[0]} dim {k[2]}" for k in ids if k[1] == "range" and not marked}
     causes = []
     for key, compile_ids in ids.items():
         source, kind, dim = key
+        function = functions.get(key, "")
+        reach = reachable(source, function, inputs) if source is not None else False
+        vals = list(values[key])
+        name = input_name(source)
+        if kind == "size" and reach and observed and name is not None and dim is not None:
+            fed = observed.get((name, dim), ())
+            vals = sorted({*(v for v in vals if isinstance(v, int)), *fed})  # every size fed, in order
         exprs_or_dims = tuple(involves.get(key, ())) if kind == "relation" else tuple(exprs[key])
-        reducible, step = _next_step(kind, source, dim, tuple(values[key]), exprs_or_dims, frame_sources.get(key))
-        causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(values[key]),
+        reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, frame_sources.get(key),
+                                     lines=tuple(lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
+                                     marked=True if key in by_mark else marked, thresholds=f"{source} dim {dim}" in related)
+        causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                             tuple(compile_ids), reducible, step, examples[key], involves.get(key, ()),
-                            frame_sources.get(key, source)))
+                            frame_sources.get(key, source), tuple(lines[key]), reach))
     return tuple(causes)

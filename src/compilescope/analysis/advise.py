@@ -10,12 +10,20 @@ then judge the proposals by their measured trials — nothing is recommended unm
   holding the graphs (``dynamic=False`` with the recompile limit raised to the number of
   distinct shapes) when the stream has more shapes than the limit;
 * causes no shape setting fixes (dtype, rank, requires_grad, grad mode, Python values, module
-  attributes, globals, containers, 0/1 specialisation, a range too narrow) → the code-level
-  remedy, listed as unmeasured.
+  attributes, globals, containers, 0/1 specialisation, a size threshold) → the code-level
+  remedy, listed as unmeasured (and never one that was measured and rejected).
 
-A proposal that fails, raises on a request, falls back to eager, fails numerics or does not
-reduce the recompiles it targets is *rejected, with why*. The recommendation is the best
-accepted proposal by the objective, and only when it beats the default.
+Only the inputs the caller passes are marked: a guard on a frame temporary (``___stack0``
+in a resume frame) or on a parameter path is no source a user can name. Each proposal's
+code is a :class:`Snippet` — what to run once (binding ``compiled`` from ``model``) and
+before each call (with the call's inputs bound by parameter name) — complete enough to
+execute as printed.
+
+A proposal that fails, raises on a request, falls back to eager, fails numerics, ends at the
+recompile limit or does not reduce what it targets is *rejected, with why*. Staying eager
+is always a candidate. The recommendation is the best candidate by the objective — the
+default, a proposal or no compilation — and of candidates within the noise (:data:`TIE`) of
+the best, the narrowest change (the default, then proposals narrowest first, then eager).
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from typing import Any, Literal
 
 from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult
 from ..report import RunReport, TrialReport
-from .advice import group_causes, relation_multiple
+from .advice import group_causes, input_name, relation_multiple, relation_step
 from .build import count_compiles
 
 Objective = Literal["total", "p99", "steady"]
@@ -37,19 +45,50 @@ OBJECTIVES = ("total", "p99", "steady")
 
 
 @dataclass(frozen=True)
+class Snippet:
+    """Code that applies a proposal: ``setup`` runs once with ``model`` (the function or module
+    to compile) bound and binds ``compiled``; ``before_call`` runs before each call with the
+    call's inputs bound by parameter name (and may rebind them, e.g. padded); ``note`` is what
+    is left to the caller in words."""
+
+    setup: str
+    before_call: str = ""
+    note: str = ""
+
+    def text(self) -> str:
+        parts = [self.setup.replace("\n", "; ") if "\n    " not in self.setup else self.setup]
+        if self.before_call:
+            parts.append(f"before each call: {self.before_call}")
+        if self.note:
+            parts.append(f"({self.note})")
+        return "; ".join(parts)
+
+
+@dataclass(frozen=True)
 class Proposal:
     name: str  # the variant, shown as strategy[name]
     strategy: str
     options: StrategyOptions
     addresses: tuple[str, ...]  # the causes it targets
-    code: str  # what to write to apply it
-    target: Literal["recompiles", "fallbacks", "compile_s", "steady"] = "recompiles"  # what it must reduce
+    snippet: Snippet  # what to write to apply it
+    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total"] = "recompiles"  # what it must reduce
+    alternative: Snippet | None = None  # the same fix another way (a setting instead of a code change)
+
+    @property
+    def code(self) -> str:
+        text = self.snippet.text()
+        if self.alternative is not None:
+            text += f"  (or, with no code change: {self.alternative.text()})"
+        return text
 
 
 @dataclass(frozen=True)
 class CodeFix:
     cause: str
     step: str
+    relations: tuple[str, ...] = ()  # a relation cause's guard texts, to word the step again once measured
+    involves: tuple[str, ...] = ()
+    lines: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -69,6 +108,7 @@ class AdviceReport:
     rows: tuple[Judged, ...]
     code_fixes: tuple[CodeFix, ...]
     recommendation: Judged | None
+    tie: str = ""  # when the pick is within the noise of the runner-up: which, and by how much
 
 
 def observed_sizes(named_inputs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
@@ -118,74 +158,120 @@ def distribution_buckets(values: Iterable[int], max_waste: float = PAD_WASTE) ->
     return tuple(sorted(set(buckets)))
 
 
+def _compile_call(base: StrategyOptions, extra: str = "") -> str:
+    """``torch.compile(model, …)`` with the backend and mode the proposal was measured with."""
+    args = ["model"]
+    if base.backend != "inductor":
+        args.append(f"backend={base.backend!r}")
+    if base.mode is not None:
+        args.append(f"mode={base.mode!r}")
+    if extra:
+        args.append(extra)
+    return f"torch.compile({', '.join(args)})"
+
+
+def _pad_code(name: str, dim: int, rank: int, size: str) -> str:
+    """Rebind ``name`` padded with zeros along ``dim`` up to ``size`` (an expression)."""
+    return (f"{name} = torch.nn.functional.pad({name}, [0, 0] * {rank - 1 - dim} + "
+            f"[0, {size}])")
+
+
+def multiple_buckets(values: Iterable[int], multiple: int) -> tuple[int, ...]:
+    """Every multiple of ``multiple`` the observed values pad up to: the buckets padding to
+    a multiple actually uses (not a fixed ladder that may not reach the sizes fed)."""
+    return tuple(sorted({-(-v // multiple) * multiple for v in values if v > 0}))
+
+
 def propose(
     default: TrialResult, base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], distinct_shapes: int,
     recompile_limit: int, *, block: str | None = None, static: TrialReport | None = None,
     default_report: TrialReport | None = None, stream_values: dict[str, list[int]] | None = None,
-    max_waste: float = PAD_WASTE,
+    max_waste: float = PAD_WASTE, ranks: Mapping[str, int] | None = None,
 ) -> tuple[list[Proposal], list[CodeFix]]:
-    """Proposals for the default's causes, narrowest first. ``block`` names the model's
-    repeated block (for regional compilation when compile time dominates); ``static`` and
-    ``default_report`` (the two trials' reports) say whether the dynamic graph runs slower
-    than static ones; ``stream_values`` are each shape dim's values request by request, for
-    buckets from the observed distribution."""
+    """Proposals for the default's causes, narrowest first. ``sizes`` are the varying dims of
+    the inputs the caller passes, with every size fed (the only dims a proposal marks);
+    ``ranks`` each input's number of dims. ``block`` names the model's repeated block (for
+    regional compilation when compile time dominates); ``static`` and ``default_report``
+    (the two trials' reports) say whether the dynamic graph runs slower than static ones;
+    ``stream_values`` are each shape dim's values request by request, for buckets from the
+    observed distribution."""
     records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
-    causes = group_causes(records)
-    marks: dict[tuple[str, int], str] = {}
-    frame_sources: dict[tuple[str, int], str] = {}
+    causes = group_causes(records, observed=sizes or None, marked=bool(base.marks))
+    ranks = dict(ranks or {})
+    for name, dim in sizes:
+        ranks[name] = max(ranks.get(name, 0), dim + 1)
+    size_causes: list[str] = []
+    frame_roots: dict[str, str] = {}  # input → the source its frame names it by (for dynamic_sources)
     relation = None
     fixes: list[CodeFix] = []
     for c in causes:
-        name = _local(c.source)
-        if c.kind == "size" and name is not None and c.dim is not None:
-            marks[(name, c.dim)] = c.describe()
-            frame_sources[(name, c.dim)] = c.frame_source or c.source or f"L['{name}']"
+        if c.kind == "size" and c.dim is not None:
+            size_causes.append(c.describe())
+            name = input_name(c.source)
+            if c.reachable and name is not None and c.frame_source:
+                frame_roots.setdefault(name, c.frame_source)
         elif c.kind == "relation":
             relation = c
         else:
             fixes.append(CodeFix(c.describe(), c.next_step))
+    # a threshold on a dim is a guard no mark removes, and a bounded mark contradicts it
+    thresholds = set(relation.involves) if relation is not None else set()
     proposals: list[Proposal] = []
-    if marks:
-        chosen = sorted(marks)
-        bounded = []
-        for name, dim in chosen:
-            values = sizes.get((name, dim), [])
-            lo = max(2, min(values)) if values else None  # sizes 0 and 1 are specialised: no range holds them
-            hi = max(values) if values else None
-            bounded.append(MarkSpec(name, dim, lo, hi))
+    compile_plain = _compile_call(base)
+    chosen = sorted(sizes)  # only the varying dims of the inputs the caller passes
+    if size_causes and chosen:
         unbounded = [MarkSpec(name, dim) for name, dim in chosen]
-        sources = ",".join(f"{frame_sources[(n, d)]}:{d}" for n, d in chosen)
-        marks_code = "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded)
-        proposals.append(Proposal(",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
-                                  tuple(marks.values()), f"before each call: {marks_code}"))
-        proposals.append(Proposal(",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
-                                  tuple(marks.values()),
-                                  "before each call: " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})"
-                                                                   for m in unbounded)
-                                  + f"  (or, with no code change: torch.compiler.config.patch(dynamic_sources=\"{sources}\"))"))
+        # a range must cover every size fed: none does where sizes 0/1 occur (a backed dynamic
+        # dim specialises them) or where a threshold guard splits the dim
+        bounded = [MarkSpec(name, dim, min(sizes[(name, dim)]), max(sizes[(name, dim)]))
+                   for name, dim in chosen
+                   if f"L['{name}'] dim {dim}" not in thresholds and min(sizes[(name, dim)]) >= 2]
+        if bounded and len(bounded) == len(chosen) and all(m.min is not None and m.max is not None and m.min < m.max
+                                                           for m in bounded):
+            proposals.append(Proposal(
+                ",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
+                tuple(size_causes), Snippet(f"compiled = {compile_plain}", "; ".join(
+                    f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded))))
+        sources = ",".join(f"{frame_roots.get(n, f'L[{n!r}]')}:{d}" for n, d in chosen)
+        proposals.append(Proposal(
+            ",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
+            tuple(size_causes),
+            Snippet(f"compiled = {compile_plain}",
+                    "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in unbounded)),
+            alternative=Snippet(f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
         # the broad fix the narrow ones are judged against: every dim of every input symbolic
-        proposals.append(Proposal("everything", "dynamic", base, tuple(marks.values()),
-                                  "torch.compile(model, dynamic=True)"))
-        if any(min(sizes.get(key, [2])) < 2 for key in chosen):
+        proposals.append(Proposal("everything", "dynamic", base, tuple(size_causes),
+                                  Snippet(f"compiled = {_compile_call(base, 'dynamic=True')}")))
+        if any(min(sizes[key]) < 2 for key in chosen):
             # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
             proposals.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
-                                      replace(base, marks=tuple(unbounded)), tuple(marks.values()),
-                                      _shapes_spec_code(chosen)))
+                                      replace(base, marks=tuple(unbounded)), tuple(size_causes),
+                                      _shapes_spec_snippet(chosen, ranks, base)))
     if relation is not None:
         multiple = relation_multiple(relation.values) or 8
-        top = max((v for vs in sizes.values() for v in vs), default=multiple)
-        buckets = tuple(range(multiple, top + multiple, multiple))[:64]
-        if buckets:
+        buckets = multiple_buckets((v for vs in sizes.values() for v in vs), multiple)
+        padded = [(n, d) for n, d in chosen if any(v % multiple for v in sizes[(n, d)])]
+        if buckets and padded:
+            pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1), f"-{n}.shape[{d}] % {multiple}") for n, d in padded)
+            note = "slice the outputs back to each request's size"
             proposals.append(Proposal(f"multiples of {multiple}", "bucket", replace(base, buckets=buckets),
                                       (relation.describe(),),
-                                      f"pad the varying dims up to the next multiple of {multiple} before the call, "
-                                      "slice the outputs back"))
+                                      Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads, note)))
+            marks = tuple(MarkSpec(n, d) for n, d in chosen)
+            proposals.append(Proposal(
+                f"multiples of {multiple}, marked dynamic", "bucket", replace(base, buckets=buckets, marks=marks),
+                (relation.describe(),),
+                Snippet(f"compiled = {compile_plain}",
+                        pads + "; " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in marks),
+                        note)))
         if distinct_shapes > recompile_limit:
             proposals.append(Proposal(f"limit {distinct_shapes}", "static",
                                       replace(base, recompile_limit=distinct_shapes), (relation.describe(),),
-                                      f"torch.compile(model, dynamic=False); torch._dynamo.config.recompile_limit = "
-                                      f"{distinct_shapes}", target="fallbacks"))
-        fixes.append(CodeFix(relation.describe(), relation.next_step))
+                                      Snippet(f"torch._dynamo.config.recompile_limit = {distinct_shapes}\n"
+                                              f"compiled = {_compile_call(base, 'dynamic=False')}"),
+                                      target="fallbacks"))
+        fixes.append(CodeFix(relation.describe(), relation.next_step, tuple(str(v) for v in relation.values),
+                             relation.involves, relation.user_lines))
     slower = _dynamic_slower(default_report, static)
     varying = {d: v for d, v in (stream_values or {}).items() if len(set(v)) > 1}
     # the bucket strategy pads every varying dim to one list of sizes: from one dim's
@@ -193,24 +279,33 @@ def propose(
     if slower and len(varying) == 1:
         ((dim_name, values),) = varying.items()
         buckets = distribution_buckets(values, max_waste)
+        tensor_dims = [(n, d) for (n, d), vs in sizes.items() if set(vs) == set(values)]
         if 1 < len(buckets) < len(set(values)):
+            pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1),
+                                       f"next(b for b in {buckets!r} if b >= {n}.shape[{d}]) - {n}.shape[{d}]")
+                             for n, d in tensor_dims)
             proposals.append(Proposal(
                 f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
                 (f"the dynamic graph ran slower than static ones ({slower})",),
-                f"pad {dim_name} up to the next of {', '.join(map(str, buckets))} (mean padding waste "
-                f"≤ {max_waste:.1%} over the stream), compile with dynamic=False, slice the outputs back",
+                Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads,
+                        f"pads {dim_name} up to the next of {', '.join(map(str, buckets))}: mean padding waste "
+                        f"≤ {max_waste:.1%} over the stream; slice the outputs back"),
                 target="steady"))
     compile_s = count_compiles(records).compile_s
     stream_s = sum(c.latency_s or 0.0 for c in default.calls)
     if block is not None and stream_s > 0 and compile_s >= COMPILE_DOMINATES * stream_s:
         why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
-        proposals.append(Proposal(block, "regional", replace(base, block=block), (why,),
-                                  f"replace each {block} instance by torch.compile(instance) in its parent "
-                                  "(setattr(parent, name, torch.compile(block))); the rest runs eager",
-                                  target="compile_s"))
-        proposals.append(Proposal(block, "nested", replace(base, block=block), (why,),
-                                  f"{block}.forward = torch.compiler.nested_compile_region({block}.forward); "
-                                  "torch.compile(model)", target="compile_s"))
+        block_call = _compile_call(base).replace("(model", "(child", 1)
+        proposals.append(Proposal(block, "regional", replace(base, block=block), (why,), Snippet(
+            "for parent in list(model.modules()):\n"
+            "    for name, child in list(parent.named_children()):\n"
+            f"        if type(child).__name__ == {block!r}:\n"
+            f"            setattr(parent, name, {block_call})\n"
+            "compiled = model", note="the rest of the model runs eagerly"), target="compile_s"))
+        proposals.append(Proposal(block, "nested", replace(base, block=block), (why,), Snippet(
+            f"block = next(type(m) for m in model.modules() if type(m).__name__ == {block!r})\n"
+            "block.forward = torch.compiler.nested_compile_region(block.forward)\n"
+            f"compiled = {compile_plain}"), target="compile_s"))
     return proposals, fixes
 
 
@@ -232,17 +327,18 @@ def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> 
     return ""
 
 
-def _shapes_spec_code(dims: list[tuple[str, int]]) -> str:
+def _shapes_spec_snippet(dims: list[tuple[str, int]], ranks: Mapping[str, int], base: StrategyOptions) -> Snippet:
     by_input: dict[str, list[int]] = {}
     for name, dim in dims:
         by_input.setdefault(name, []).append(dim)
     specs = ", ".join(
         f"{name!r}: TensorSpec([" + ", ".join(
-            f"ShapeVar('{name}_{d}', min=0)" if d in ds else "None" for d in range(max(ds) + 1)) + ", …])"
+            f"ShapeVar('{name}_{d}', min=0)" if d in ds else "None"
+            for d in range(max(ranks.get(name, 0), max(ds) + 1))) + "])"
         for name, ds in by_input.items())
-    return ("from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec; "
-            f"torch.compile(model, shapes_spec=ParamsSpec({{{specs}}}))  (unbacked: sizes 0 and 1 included; "
-            "None keeps a dim static)")
+    return Snippet("from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec\n"
+                   f"compiled = {_compile_call(base, f'shapes_spec=ParamsSpec({{{specs}}})')}",
+                   note="unbacked: sizes 0 and 1 included; None keeps a dim static")
 
 
 def steady_per_request(t: TrialReport) -> float | None:
@@ -275,11 +371,29 @@ def score(t: TrialReport, objective: str, lifetime: int) -> float | None:
     return t.stream_s + extra * (steady if steady is not None else statistics.mean(latencies) if latencies else 0.0)
 
 
+EAGER = Proposal("stay eager", "eager", StrategyOptions(), ("compiling must pay for itself over the lifetime",),
+                 Snippet("compiled = model", note="no torch.compile"), target="total")
+
+
+def entries_per_frame(t: TrialReport) -> dict[str, int]:
+    """Cache entries each compiled frame holds at the end of the stream (by frame name)."""
+    out: dict[str, int] = {}
+    for r in t.compile_rows:
+        if r.outcome == "compiled" and r.phase == "stream":
+            frame = f"{r.epoch}:{r.compile_id.split('/')[0]}"
+            out[frame] = out.get(frame, 0) + 1
+    names = {f"{r.epoch}:{r.compile_id.split('/')[0]}": r.name for r in t.compile_rows}
+    return {names[k]: v for k, v in out.items()}
+
+
 def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime: int | None,
-          fixes: list[CodeFix]) -> AdviceReport:
+          fixes: list[CodeFix], recompile_limit: int | None = None) -> AdviceReport:
+    """Each measured proposal accepted or rejected with why; staying eager judged beside them;
+    the recommendation by the objective, ties (within :data:`TIE`) to the narrowest change."""
     life = lifetime if lifetime is not None else report.requests
     by_label = {t.label: t for t in report.trials}
     default = next((t for t in report.trials if t.strategy == "default"), None)
+    eager = next((t for t in report.trials if t.strategy == "eager"), None)
     rows: list[Judged] = []
     if default is not None:
         rows.append(Judged(default.label, None, default, score(default, objective, life), "baseline", "the default"))
@@ -288,19 +402,76 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
         t = by_label.get(label)
         if t is None:
             continue
-        why = _rejection(t, default, p.target)
+        why = _rejection(t, default, p.target) or _at_limit(t, p, recompile_limit)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
                            why or "measured: " + _gain(t, default)))
-    accepted = [r for r in rows if r.verdict == "accepted" and r.score is not None]
-    lowest = min((r.score or math.inf for r in accepted), default=math.inf)
-    # within TIE of the best, the narrowest (proposals come narrowest first) wins
-    best = next((r for r in accepted if (r.score or math.inf) <= lowest * (1 + TIE)), None)
-    base_score = rows[0].score if rows and rows[0].proposal is None else None
-    recommendation = None
-    if best is not None and (base_score is None or (best.score or math.inf) < base_score):
-        recommendation = replace(best, verdict="recommended")
-        rows = [recommendation if r is best else r for r in rows]
-    return AdviceReport(objective, life, tuple(rows), tuple(fixes), recommendation)
+    if eager is not None and eager.status == "ok" and not eager.call_errors:
+        rows.append(Judged(eager.label, EAGER, eager, score(eager, objective, life), "accepted",
+                           "no compilation: " + (f"{fmt_s(eager.stream_s)} over the stream" if eager.stream_s else
+                                                 "the stream ran eagerly")))
+    # candidates in order of how narrow a change each is: the default (none), the proposals
+    # narrowest first, then not compiling at all
+    candidates = [r for r in rows if r.score is not None and r.trial.status == "ok"
+                  and (r.proposal is None or r.verdict == "accepted")]
+    recommendation, tie = None, ""
+    if candidates:
+        lowest = min(_score(r) for r in candidates)
+        best = next(r for r in candidates if _score(r) <= lowest * (1 + TIE))
+        fastest = min(candidates, key=lambda r: (_score(r), candidates.index(r)))
+        if best is not fastest:
+            tie = (f"{best.label} is within {TIE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
+                   f"{fmt_s(fastest.score)}): the narrower change is preferred")
+        else:
+            runner = sorted((r for r in candidates if r is not best), key=lambda r: _score(r))
+            if runner and _score(runner[0]) <= lowest * (1 + TIE):
+                tie = (f"{best.label} and {runner[0].label} are within {TIE:.0%} (the noise) of each other "
+                       f"({fmt_s(best.score)} against {fmt_s(runner[0].score)})")
+        if best.proposal is EAGER:
+            compiled = [r for r in candidates if r is not best]
+            if compiled:
+                other = min(compiled, key=lambda r: _score(r))
+                best = replace(best, why=f"{best.why}; {objective} over {life:,} requests: {fmt_s(best.score)} "
+                                         f"against {fmt_s(other.score)} for the best compiled ({other.label})")
+                rows = [best if r.proposal is EAGER else r for r in rows]
+        if best.proposal is not None:
+            recommendation = replace(best, verdict="recommended")
+            rows = [recommendation if r is best or (r.proposal is EAGER and best.proposal is EAGER) else r
+                    for r in rows]
+    return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie)
+
+
+def _score(r: Judged) -> float:
+    return math.inf if r.score is None else r.score
+
+
+def fmt_s(value: float | None) -> str:
+    from ..units import fmt_time
+
+    return fmt_time(value)
+
+
+def _at_limit(t: TrialReport, p: Proposal, limit: int | None) -> str:
+    """A proposal that ends the stream with a frame holding as many entries as the recompile
+    limit allows is one shape away from running that frame eagerly: not recommended."""
+    if limit is None or p.options.recompile_limit is not None:
+        return ""
+    full = {name: n for name, n in entries_per_frame(t).items() if n >= limit}
+    if not full:
+        return ""
+    name, n = next(iter(full.items()))
+    return (f"at the recompile limit: {name} holds {n} entries (limit {limit}); one more shape runs it eagerly")
+
+
+def _checked_fixes(fixes: list[CodeFix], rows: list[Judged]) -> list[CodeFix]:
+    """A code-change hint that a measured proposal tried and that was rejected is not offered
+    again as unmeasured text: the relation hint then says how padding measured."""
+    rejected = [r for r in rows if r.verdict == "rejected" and r.proposal is not None
+                and r.proposal.strategy == "bucket" and r.proposal.name.startswith("multiples of")]
+    if not rejected:
+        return fixes
+    how = "; ".join(f"{r.label}: {r.why}" for r in rejected)
+    return [replace(f, step=relation_step(f.relations, f.involves, f.lines, padding_rejected=how)) if f.relations
+            else f for f in fixes]
 
 
 def _gain(t: TrialReport, default: TrialReport | None) -> str:
@@ -314,13 +485,15 @@ def _gain(t: TrialReport, default: TrialReport | None) -> str:
 
 
 def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recompiles") -> str:
-    if t.status != "ok":
+    if t.status not in ("ok",):
         return f"the trial {t.status}: {t.error}"
     if t.call_errors:
         first = next((r.error for r in t.rows if r.error), "") or ""
         return f"{t.call_errors} request(s) raised ({first.split('. ')[0][:90]})"
     if t.fallbacks:
         return f"{t.fallbacks} request(s) ran eagerly"
+    if t.partial_fallbacks:
+        return f"{t.partial_fallbacks} request(s) ran partly eagerly"
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
     if target == "compile_s":
@@ -333,8 +506,10 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
         if mine is not None and theirs is not None and mine >= theirs:
             return "did not reduce what it targets: its steady time per request is no lower than the default's"
         return ""
+    if target == "total":
+        return ""
     if target == "fallbacks":
-        if default is not None and default.fallbacks == 0:
+        if default is not None and default.fallbacks + default.partial_fallbacks == 0:
             return "did not reduce what it targets: the default ran no request eagerly"
         return ""
     if default is not None and t.stream.recompiles >= default.stream.recompiles and t.stream.compiles >= default.stream.compiles:

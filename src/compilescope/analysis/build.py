@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import statistics
 from collections.abc import Sequence
 
+from ..collect.graphs import eager_frames
 from ..model import (
+    CallRecord,
     CompileRecord,
+    ErrorInfo,
     GraphBreak,
     GuardFailure,
     ProbeResult,
@@ -18,6 +22,7 @@ from ..model import (
     TrialResult,
     shape_key,
     shape_label,
+    trial_status,
 )
 from ..report import (
     BreakRow,
@@ -26,6 +31,7 @@ from ..report import (
     ChangeRow,
     CompileCounts,
     CompileRow,
+    ErrorGroup,
     FunctionReport,
     GuardRow,
     Note,
@@ -82,7 +88,8 @@ def compile_row(r: CompileRecord) -> CompileRow:
                       r.backward_compile_s, tuple(parts), r.start_time_us)
 
 
-def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> tuple[CallPoint, ...]:
+def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]],
+             partial: dict[int, tuple[int, ...]] | None = None) -> tuple[CallPoint, ...]:
     out = []
     total = 0.0
     for c in trial.calls:
@@ -95,6 +102,8 @@ def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> tup
             event = "refused"
         elif c.ran_eagerly:
             event = "eager fallback"
+        elif partial and c.index in partial:
+            event = "partial eager fallback"
         elif any(r.is_recompile for r in made):
             event = "recompile"
         elif made:
@@ -109,11 +118,21 @@ def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> tup
 
 
 def group_breaks(breaks: Sequence[GraphBreak]) -> tuple[BreakRow, ...]:
+    """Each distinct break (first line, file, line) once, with its count, PyTorch's whole text
+    (the first occurrence's), its explanation and hints."""
+    from .breaks import split_break_text
+
     counts: dict[tuple[str, str | None, int | None], int] = {}
+    texts: dict[tuple[str, str | None, int | None], str] = {}
     for b in breaks:
         key = (b.reason.strip().split("\n", 1)[0], b.filename, b.line)
         counts[key] = counts.get(key, 0) + 1
-    return tuple(BreakRow(r, f, ln, n) for (r, f, ln), n in counts.items())
+        texts.setdefault(key, b.reason.strip())
+    rows = []
+    for (r, f, ln), n in counts.items():
+        parts = split_break_text(texts[(r, f, ln)])
+        rows.append(BreakRow(r, f, ln, n, texts[(r, f, ln)], parts.explanation, parts.hints))
+    return tuple(rows)
 
 
 def _classify(steady: Stats, eager: Stats) -> str:
@@ -158,6 +177,79 @@ def _fallback_cause(call_index: int, records: Sequence[CompileRecord], limit: in
     return "no compiled graph ran (a frame Dynamo skips)"
 
 
+def _frame_names(records: Sequence[CompileRecord]) -> dict[int, str]:
+    names: dict[int, str] = {}
+    for r in records:
+        names.setdefault(r.compile_id.frame, f"frame {r.compile_id.frame} ({r.display_name})")
+    return names
+
+
+def _frame_cause(frame: int, call_index: int, records: Sequence[CompileRecord], limit: int | None) -> str:
+    """Why ``frame`` ran eagerly at ``call_index``: the refusal or failed compile that blocked it."""
+    earlier = [r for r in records if r.compile_id.frame == frame and r.call_index is not None
+               and r.call_index <= call_index]
+    if any(r.refused for r in earlier):
+        return f"recompile limit ({limit}) hit" if limit is not None else "recompile limit hit"
+    failed = next((r for r in earlier if r.failed), None)
+    if failed is not None:
+        return f"compile {failed.compile_id} failed ({failed.fail_type})"
+    return "no compiled graph of it ran"
+
+
+def _partial_text(frames: Sequence[int], call_index: int, records: Sequence[CompileRecord], limit: int | None,
+                  names: dict[int, str]) -> str:
+    return "; ".join(f"{names.get(f, f'frame {f}')} ran eagerly: {_frame_cause(f, call_index, records, limit)}"
+                     for f in frames)
+
+
+_NUMBER = re.compile(r"\d+")
+
+
+def call_error_info(call: CallRecord) -> ErrorInfo | None:
+    """The call's exception; from its one-line text for records written before it was kept whole."""
+    if call.error is None:
+        return None
+    if call.error_info is not None:
+        return call.error_info
+    kind, _, message = call.error.partition(": ")
+    return ErrorInfo(kind or "Exception", message)
+
+
+def _listed(items: Sequence[object], most: int = 10) -> str:
+    shown = ", ".join(str(i) for i in items[:most])
+    return shown + (f" and {len(items) - most} more" if len(items) > most else "")
+
+
+def group_errors(calls: Sequence[CallRecord]) -> tuple[ErrorGroup, ...]:
+    """Each distinct request error once, with its count: errors whose headline and op line
+    differ only in numbers (a size, an index) are one, from the same user frame."""
+    groups: dict[tuple[object, ...], list[tuple[CallRecord, ErrorInfo]]] = {}
+    for c in calls:
+        info = call_error_info(c)
+        if info is None:
+            continue
+        key = (info.type, _NUMBER.sub("#", c.error or ""), _NUMBER.sub("#", info.op_line or ""), info.user_frame)
+        groups.setdefault(key, []).append((c, info))
+    out = []
+    for items in groups.values():
+        first, info = items[0]
+        out.append(ErrorGroup(info.type, first.error or info.type, info.message, info.op_line, info.user_frame,
+                              len(items), tuple(c.index for c, _ in items),
+                              tuple(dict.fromkeys(shape_label(c.shape) for c, _ in items))))
+    return tuple(out)
+
+
+def error_group_text(g: ErrorGroup) -> str:
+    """One line for a grouped error: ``×45 (requests …; shapes …) Type: … — op: … — at file:line``."""
+    text = f"×{g.count} (request{'s' if g.count > 1 else ''} {_listed(g.requests)}; " \
+           f"shape{'s' if len(g.shapes) > 1 else ''} {_listed(g.shapes)}) {g.headline}"
+    if g.op_line and g.op_line not in g.headline:
+        text += f" — op: {g.op_line}"
+    if g.user_frame:
+        text += f" — at {g.user_frame}"
+    return text
+
+
 def _trial_limit(trial: TrialResult) -> int | None:
     if trial.spec.options.recompile_limit is not None:
         return trial.spec.options.recompile_limit
@@ -179,9 +271,11 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
     for r in stream_records:
         if r.call_index is not None:
             by_call.setdefault(r.call_index, []).append(r)
+    partial = eager_frames(trial.calls, stream_records)
+    names = _frame_names(trial.compiles)
     steady = {shape_key(s.shape): s for s in trial.steady}
     numerics = {shape_key(n.shape): n for n in trial.numerics}
-    eager_steady = {shape_key(s.shape): s for s in (eager.steady if eager is not None and eager.ok else ())}
+    eager_steady = {shape_key(s.shape): s for s in (eager.steady if eager is not None else ())}
 
     rows: list[ShapeRow] = []
     row_shapes: dict[str, Shape] = {}
@@ -191,13 +285,18 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         first = calls[0]
         made = [r for c in calls for r in by_call.get(c.index, ()) if r.is_compile]
         fallback_calls = sum(1 for c in calls if c.ran_eagerly)
-        error = next((c.error for c in calls if c.error), None)
+        partial_calls = sum(1 for c in calls if c.index in partial)
+        error_calls = sum(1 for c in calls if c.error is not None)
+        error = next((c.error for c in calls if c.error is not None), None)
         if first.error:
             status, cause = "error", first.error
         elif not compiles_code:
             status, cause = "eager", ""
         elif first.ran_eagerly:
             status, cause = "eager fallback", _fallback_cause(first.index, trial.compiles, limit)
+        elif first.index in partial:
+            status = "partial eager fallback"
+            cause = _partial_text(partial[first.index], first.index, trial.compiles, limit, names)
         elif made and made[0].call_index == first.index:
             status = "compiled"
             reasons = [g for r in made for g in r.guard_failures]
@@ -213,7 +312,11 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
             note = state.error
         elif state is not None and state.ran_eagerly:
             note = "eager fallback"
-        elif state is None and trial.ok:
+        elif state is not None and partial_calls:
+            note = "partial eager fallback"
+        elif state is None and error_calls:
+            note = "a request raised"
+        elif state is None and (trial.ok or trial.ran_through):
             note = "not measured"
         compiled_steady = s_stats if not note else None
         speedup = None
@@ -222,6 +325,8 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
             speedup = e_stats.median / compiled_steady.median
             speed_class = _classify(compiled_steady, e_stats)
         check = numerics.get(key)
+        if check is not None and partial_calls:  # a frame ran eagerly: not a check of compiled code
+            check = dataclasses.replace(check, ran_eagerly=True)
         label = shape_label(shape)
         row_shapes[label] = shape
         rows.append(ShapeRow(
@@ -241,6 +346,8 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
             speed_class=speed_class,  # type: ignore[arg-type]
             numerics=check,
             steady_note=note,
+            error_calls=error_calls,
+            partial_fallback_calls=partial_calls,
         ))
 
     # steady state over the shapes that ran compiled
@@ -289,15 +396,17 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         real = sum(_volume(c.shape) for c in padded)
         waste = (sum(_volume(c.padded_shape or {}) for c in padded) / real - 1.0) if real else None
 
-    changes = tuple(_changes(trial, by_call))
+    changes = tuple(_changes(trial, by_call, partial, names))
     reused = [c.latency_s for c in changes if c.outcome == "reused" and c.latency_s is not None]
-    eager_ok = eager is not None and eager.ok and len(eager.calls) == len(trial.calls) == len(trial.spec.stream)
+    eager_ok = (eager is not None and trial_status(eager.status, eager.calls) == "ok"
+                and len(eager.calls) == len(trial.calls) == len(trial.spec.stream))
     complete = [c for c in trial.calls if c.latency_s is not None]
+    status = trial_status(trial.status, trial.calls)  # records written before "partial" existed say "ok"
     report = TrialReport(
         label=trial.label,
         strategy=trial.spec.name,
         cache=trial.spec.cache,
-        status=trial.status,
+        status=status,
         error=trial.error,
         compiles_code=compiles_code,
         requests=len(trial.spec.stream),
@@ -309,7 +418,9 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         fallback_shapes=fallback_shapes,
         first_call_s=trial.calls[0].latency_s if trial.calls else None,
         stream_s=sum(c.latency_s or 0.0 for c in complete) if complete else None,
-        eager_stream_s=sum(c.latency_s or 0.0 for c in eager.calls) if eager_ok and eager else None,
+        # over the same requests as stream_s: those that raised here are left out on both sides
+        eager_stream_s=sum(e.latency_s or 0.0 for c, e in zip(trial.calls, eager.calls) if c.latency_s is not None)
+        if eager_ok and eager and complete else None,
         break_even_request=break_even_request(trial.calls, eager.calls) if eager_ok and eager and compiles_code else None,
         steady=summary,
         saving_per_request_s=saving,
@@ -324,24 +435,28 @@ def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | N
         numerics_eager=len(eager_checks),
         numerics_not_comparable=len(not_comparable),
         max_abs_err=max(errs) if errs else None,
-        call_errors=sum(1 for c in trial.calls if c.error),
+        call_errors=sum(1 for c in trial.calls if c.error is not None),
         padding_waste=waste,
         cache_load_s=trial.cache_load_s,
         rows=tuple(rows),
         changes=changes,
         reused_median_s=statistics.median(reused) if reused else None,
-        timeline=timeline(trial, by_call),
+        timeline=timeline(trial, by_call, partial),
         compile_rows=tuple(compile_row(r) for r in trial.compiles),
         verdict=(),
         notes=(),
+        errors=group_errors(trial.calls),
+        partial_fallbacks=len(partial),
+        partial_fallback_shapes=tuple(dict.fromkeys(shape_label(c.shape) for c in trial.calls if c.index in partial)),
     )
     report = dataclasses.replace(report, notes=tuple(_trial_notes(trial, report, limit)))
-    if trial.ok and compiles_code:
+    if status == "ok" and compiles_code:
         report = dataclasses.replace(report, verdict=tuple(verdict_clauses(report, limit)))
     return report
 
 
-def _changes(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> list[ChangeRow]:
+def _changes(trial: TrialResult, by_call: dict[int, list[CompileRecord]], partial: dict[int, tuple[int, ...]],
+             names: dict[int, str]) -> list[ChangeRow]:
     out = []
     for prev, call in zip(trial.calls, trial.calls[1:]):
         if call.shape == prev.shape:
@@ -352,13 +467,16 @@ def _changes(trial: TrialResult, by_call: dict[int, list[CompileRecord]]) -> lis
             outcome = "error"
         elif call.ran_eagerly:
             outcome = "refused" if any(r.refused for r in records) else "eager fallback"
+        elif call.index in partial:
+            outcome = "partial eager fallback"
         elif made:
             outcome = "recompiled"
         else:
             outcome = "reused"
         reasons = grouped_reasons([g for r in records for g in r.guard_failures])
+        frames = tuple(names.get(f, f"frame {f}") for f in partial.get(call.index, ()))
         out.append(ChangeRow(call.index, shape_label(prev.shape), shape_label(call.shape), call.latency_s,
-                             tuple(str(r.compile_id) for r in made), reasons, outcome))  # type: ignore[arg-type]
+                             tuple(str(r.compile_id) for r in made), reasons, outcome, frames))  # type: ignore[arg-type]
     return out
 
 
@@ -380,7 +498,12 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
 
 def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[Note]:
     out: list[Note] = []
-    if not trial.ok:
+    if t.status in ("partial", "failed") and (trial.ok or trial.ran_through):
+        which = "every request" if t.status == "failed" else f"{t.call_errors} of {t.requests} requests"
+        out.append(Note("error", f"{t.label} {t.status}: {which} raised ({len(t.errors)} distinct error"
+                                 f"{'s' if len(t.errors) != 1 else ''}); those requests are left out of every "
+                                 "figure"))
+    elif not trial.ok:
         level = "info" if trial.status == "unavailable" else "error"
         done = f" ({t.completed} of {t.requests} requests completed and kept)" if trial.status != "unavailable" else ""
         out.append(Note(level, f"{t.label} {trial.status}: {trial.error}{done}"))  # type: ignore[arg-type]
@@ -391,6 +514,15 @@ def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[
     if t.fallbacks:
         out.append(Note("error", f"{t.label}: {t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)}); "
                                  "they are left out of the compiled steady-state, saving and numerics figures"))
+    if t.partial_fallbacks:
+        stream_records = [r for r in trial.compiles if r.phase == "stream"]
+        names = _frame_names(trial.compiles)
+        frames = list(dict.fromkeys(_partial_text(fs, i, trial.compiles, limit, names)
+                                    for i, fs in eager_frames(trial.calls, stream_records).items()))
+        out.append(Note("error", f"{t.label}: {t.partial_fallbacks} request(s) ran partly eagerly — a frame ran "
+                                 f"eagerly while the others ran compiled (shapes {', '.join(t.partial_fallback_shapes)}"
+                                 f"{'; ' + '; '.join(frames) if frames else ''}); those shapes are left out of the "
+                                 "compiled steady-state, saving and numerics figures"))
     if t.later.compiles or t.later.refused:
         parts = []
         if t.later.compiles:
@@ -401,21 +533,26 @@ def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[
         out.append(Note("warning", f"{t.label}: the steady-state/numerics phases caused {' and '.join(parts)} "
                                    "that the stream did not; shown apart from the stream's counts"))
     if t.numerics_failed:
-        out.append(Note("error", f"{t.label}: outputs differ from eager on {t.numerics_failed} shape(s)"))
+        first = next((r.numerics.detail for r in t.rows if r.numerics is not None and not r.numerics.passed
+                      and r.numerics.comparable and r.numerics.ran_eagerly is not True and r.numerics.detail), None)
+        out.append(Note("error", f"{t.label}: outputs differ from eager on {t.numerics_failed} shape(s)"
+                                 + (f" (first: {first})" if first else "")))
     noisy = sum(1 for r in t.rows for s in (r.steady, r.eager) if s is not None and s.noisy)
     if noisy:
         from ..report import IQR_WARN_THRESHOLD
 
         out.append(Note("noise", f"{t.label}: {noisy} steady-state figure(s) have IQR/median > "
                                  f"{IQR_WARN_THRESHOLD:.0%} (marked ~); treat differences there with care"))
-    for c in trial.calls:
-        if c.error:
-            out.append(Note("error", f"{t.label}: request {c.index} ({shape_label(c.shape)}) raised {c.error}"))
+    for g in t.errors:
+        out.append(Note("error", f"{t.label}: {error_group_text(g)}"))
     return out
 
 
 def eager_trial(result: RunResult) -> TrialResult | None:
-    return next((t for t in result.trials if t.spec.strategy == "eager" and t.ok), None)
+    """The run's eager trial, when it ran through: one whose requests partly raised still gives
+    the eager figures of the shapes that did not (its stream totals need every request)."""
+    return next((t for t in result.trials if t.spec.strategy == "eager"
+                 and trial_status(t.status, t.calls) in ("ok", "partial")), None)
 
 
 def _start_rows(result: RunResult, modes: tuple[str, ...]) -> tuple[StartRow, ...]:
@@ -490,6 +627,13 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "numerics_failed": t.numerics_failed,
             "numerics_not_comparable": t.numerics_not_comparable,
             "verdict": list(t.verdict),
+            "request_errors": t.call_errors,
+            "errors": [dataclasses.asdict(g) for g in t.errors],
+            "partial_eager_fallbacks": t.partial_fallbacks,
+            "partial_eager_fallback_shapes": list(t.partial_fallback_shapes),
+            "shapes": {r.shape: {"requests": r.requests, "how_it_ran": r.status, "request_errors": r.error_calls,
+                                 "eager_fallbacks": r.fallback_calls,
+                                 "partial_eager_fallbacks": r.partial_fallback_calls} for r in t.rows},
         }
         for t in report.trials
     }
@@ -519,6 +663,21 @@ def guard_rows(records: Sequence[CompileRecord]) -> tuple[GuardRow, ...]:
     return tuple(out)
 
 
+def caller_inputs(result: ProbeResult, function: str) -> dict[str, object]:
+    """What the program's calls of a compiled function fed it: (input, dim) → every size, and
+    the input names — none when the probe recorded calls of other functions only (a frame the
+    caller does not call directly); nothing known when it recorded no calls at all."""
+    calls = [c for c in result.calls if c.function == function]
+    if not calls:
+        return {"inputs": ()} if result.calls else {}
+    observed: dict[tuple[str, int], set[int]] = {}
+    for c in calls:
+        for name, shape in c.inputs.items():
+            for d, size in enumerate(shape):
+                observed.setdefault((name, d), set()).add(int(size))
+    return {"observed": {k: sorted(v) for k, v in observed.items()}, "inputs": {n for n, _ in observed}}
+
+
 def build_probe_report(result: ProbeResult) -> ProbeReport:
     groups: dict[tuple[str, str, str], list[CompileRecord]] = {}
     for c in result.compiles:
@@ -529,7 +688,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
         causes = tuple(
             CauseRow(cause.describe(), cause.kind, cause.source, cause.dim, cause.shape_reducible, cause.next_step,
                      cause.compiles)
-            for cause in group_causes(tuple(records))
+            for cause in group_causes(tuple(records), **caller_inputs(result, name))
         )
         failures = tuple(
             f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"

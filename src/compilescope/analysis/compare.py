@@ -1,20 +1,30 @@
-"""Compare two runs (A, the baseline, and B): per trial label and shape, the change in steady
-state, first call, compiles and compile seconds — flagged only beyond the noise.
+"""Compare two runs (A, the baseline, and B): per paired trial and shape, the change in steady
+state, first call, compiles, compile seconds, request errors and eager fallbacks — flagged
+only beyond the noise.
 
 Rules, stated once:
 
-* **steady state** — timing on a shared CPU is bimodal per process, so a compiled trial is
-  compared by its compiled p50 *relative to the eager p50 sampled in the same process*
-  (what compiling buys, free of the process's speed); the eager trial, which has no such
-  baseline, by its raw p50. A change is flagged only when the two IQR intervals do not
-  overlap and it is beyond ``MIN_EFFECT``;
-* **compiles** — counts are exact: any change is flagged;
+* **pairing** — both runs must be of one workload and one stream (otherwise nothing they
+  measured is comparable: :class:`~compilescope.errors.OptionError`). Trials pair by label
+  (``default (cold)`` with ``default (cold)``), or with ``pair_by="strategy"`` by strategy
+  alone, so ``default (cold)`` pairs with ``default (warm)``. Each pair says when its
+  backend, mode, device, torch version, threads or start mode differ: the figures then
+  compare more than one change. Zero pairs is an error, never "no regression";
+* **change** is ``B / A − 1``; a flag says which way is worse, since the figures point
+  different ways (see :data:`BETTER`);
+* **speedup** is eager p50 / compiled p50, both sampled interleaved in the same trial
+  process — the one definition every report uses (higher is better). Timing on a shared CPU
+  is bimodal per process, so a compiled trial is compared by this ratio, free of the
+  process's speed. A change is flagged only when the two ratio intervals (the same-process
+  eager p50 over the compiled IQR) do not overlap and it is beyond ``MIN_EFFECT``;
+* the **eager trial** has no same-process baseline, so its raw p50 is shown but never
+  flagged: it moves with the process's speed, which says nothing about compiling;
+* **status, request errors, eager fallbacks, compiles** — exact: any change is flagged
+  (15 errors against 0 is a regression, whatever else improved);
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
-  ``SINGLE_SAMPLE_TOLERANCE`` and ``SINGLE_SAMPLE_MIN_S``;
-* the **eager trial** has no same-process baseline, so its raw p50 is shown but never flagged:
-  it moves with the process's speed, which says nothing about compiling.
-
-A flagged change is a regression when B is worse (slower, more compiles).
+  ``SINGLE_SAMPLE_TOLERANCE`` and ``SINGLE_SAMPLE_MIN_S``. Less compile time is an
+  improvement only for the same work: when the compile counts, errors or fallbacks differ,
+  compile seconds are shown, not flagged.
 """
 
 from __future__ import annotations
@@ -22,8 +32,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..model import RunResult
-from ..report import RunReport, Stats, TrialReport
+from ..errors import OptionError
+from ..model import RunResult, TrialResult
+from ..report import RunReport, ShapeRow, Stats, TrialReport
+from ..units import fmt_time
 from .build import build_run_report
 
 MIN_EFFECT = 0.05
@@ -31,18 +43,52 @@ SINGLE_SAMPLE_TOLERANCE = 0.25
 SINGLE_SAMPLE_MIN_S = 0.05  # and at least this many seconds: a tiny compile's jitter is no regression
 
 Flag = Literal["regression", "improvement", ""]
+PairBy = Literal["label", "strategy"]
+PAIR_BY = ("label", "strategy")
+
+# which way is better, per figure (the legend under every compare table)
+BETTER = {
+    "status": "ok is better",
+    "request errors": "fewer is better",
+    "eager fallbacks": "fewer is better",
+    "compiles": "fewer is better",
+    "compile s": "less is better for the same work",
+    "first call": "less is better",
+    "how it ran": "compiled is better than an eager fallback or an error",
+    "speedup": "eager p50 / compiled p50 in the same process: higher is better",
+    "steady p50": "eager trial, raw: never flagged",
+}
+LEGEND = ("change = B / A − 1; speedup = eager p50 / compiled p50, both sampled in the trial's own process "
+          "(higher is better, a drop is a regression); errors, fallbacks, compiles, compile s and first call: "
+          "lower is better; compile s is flagged only when both did the same work")
 
 
 @dataclass(frozen=True)
 class Change:
     trial: str
     shape: str  # "" for a trial-level figure
-    figure: str  # "steady p50 / eager", "steady p50", "first call", "compiles", "compile s"
+    figure: str  # "status", "request errors", "eager fallbacks", "compiles", "compile s", "first call", "speedup"…
     a: float | None
     b: float | None
     change: float | None  # relative: b / a − 1
     flag: Flag
     why: str
+    a_text: str = ""  # the values as every report prints them
+    b_text: str = ""
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two trials compared: A's label, B's label, and what differs between them besides
+    what the comparison is about (backend, mode, device, torch, threads, start mode)."""
+
+    a: str
+    b: str
+    differences: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.a if self.a == self.b else f"{self.a} → {self.b}"
 
 
 @dataclass(frozen=True)
@@ -52,10 +98,22 @@ class CompareReport:
     changes: tuple[Change, ...]
     only_in_a: tuple[str, ...]
     only_in_b: tuple[str, ...]
+    pairs: tuple[Pair, ...] = ()
+    pair_by: str = "label"
+    workload: str = ""
 
     @property
     def regressions(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.flag == "regression")
+
+    def regressions_beyond(self, threshold: float) -> tuple[Change, ...]:
+        """Flagged regressions larger than ``threshold`` (a fraction); one with no relative
+        size (a failed trial, errors where A had none) is always beyond."""
+        return tuple(c for c in self.regressions if c.change is None or abs(c.change) > threshold)
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return tuple(f"{p.name}: {d}" for p in self.pairs for d in p.differences)
 
 
 def _rel(a: float | None, b: float | None) -> float | None:
@@ -64,81 +122,224 @@ def _rel(a: float | None, b: float | None) -> float | None:
     return b / a - 1.0
 
 
-def _interval(s: Stats, scale: float = 1.0) -> tuple[float, float]:
-    return (s.q1 / scale, s.q3 / scale)
+def _count_text(v: float | None) -> str:
+    return "—" if v is None else str(int(v))
 
 
-def _steady(trial: str, shape: str, figure: str, a: Stats, b: Stats, a_scale: float, b_scale: float) -> Change:
-    am, bm = a.median / a_scale, b.median / b_scale
-    (a1, a3), (b1, b3) = _interval(a, a_scale), _interval(b, b_scale)
+def _ratio_text(v: float | None) -> str:
+    return "—" if v is None else f"×{v:.2f}"
+
+
+def _speedup_interval(steady: Stats, eager: Stats) -> tuple[float, float, float]:
+    """(low, median, high) of eager p50 / compiled samples: the same-process eager p50 over the
+    compiled p50 and its quartiles."""
+    e = eager.median
+    return (e / steady.q3 if steady.q3 > 0 else 0.0, e / steady.median, e / steady.q1 if steady.q1 > 0 else 0.0)
+
+
+def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
+    if ra.steady is None or rb.steady is None or ra.eager is None or rb.eager is None:
+        return None
+    if min(ra.steady.median, rb.steady.median, ra.steady.q1, rb.steady.q1) <= 0:
+        return None
+    a1, am, a3 = _speedup_interval(ra.steady, ra.eager)
+    b1, bm, b3 = _speedup_interval(rb.steady, rb.eager)
     rel = _rel(am, bm)
+    texts = dict(a_text=_ratio_text(am), b_text=_ratio_text(bm))
     separated = b1 > a3 or b3 < a1
     if rel is None or not separated:
-        return Change(trial, shape, figure, am, bm, rel, "", "within the IQRs")
+        return Change(trial, ra.shape, "speedup", am, bm, rel, "", "within the IQRs", **texts)
     if abs(rel) < MIN_EFFECT:
-        return Change(trial, shape, figure, am, bm, rel, "", f"below {MIN_EFFECT:.0%}")
-    return Change(trial, shape, figure, am, bm, rel, "regression" if rel > 0 else "improvement", "IQRs do not overlap")
+        return Change(trial, ra.shape, "speedup", am, bm, rel, "", f"below {MIN_EFFECT:.0%}", **texts)
+    return Change(trial, ra.shape, "speedup", am, bm, rel, "improvement" if rel > 0 else "regression",
+                  "IQRs do not overlap", **texts)
 
 
-def _single(trial: str, figure: str, a: float | None, b: float | None) -> Change:
+def _eager_steady(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
+    if ra.steady is None or rb.steady is None:
+        return None
+    a, b = ra.steady.median, rb.steady.median
+    return Change(trial, ra.shape, "steady p50", a, b, _rel(a, b), "",
+                  "eager trial: its raw p50 moves with the process's speed, not with compiling (compiled trials "
+                  "are compared by their speedup over their own process's eager)", fmt_time(a), fmt_time(b))
+
+
+def _single(trial: str, figure: str, a: float | None, b: float | None, same_work: str = "") -> Change:
     rel = _rel(a, b)
+    texts = dict(a_text=fmt_time(a), b_text=fmt_time(b))
+    if same_work:
+        return Change(trial, "", figure, a, b, rel, "", same_work, **texts)
     if rel is None or abs(rel) <= SINGLE_SAMPLE_TOLERANCE:
-        return Change(trial, "", figure, a, b, rel, "", f"within ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)")
+        return Change(trial, "", figure, a, b, rel, "", f"within ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)", **texts)
     if abs((b or 0.0) - (a or 0.0)) < SINGLE_SAMPLE_MIN_S:
-        return Change(trial, "", figure, a, b, rel, "", f"under {SINGLE_SAMPLE_MIN_S * 1e3:.0f} ms apart (one sample)")
+        return Change(trial, "", figure, a, b, rel, "", f"under {SINGLE_SAMPLE_MIN_S * 1e3:.0f} ms apart (one sample)",
+                      **texts)
     return Change(trial, "", figure, a, b, rel, "regression" if rel > 0 else "improvement",
-                  f"beyond ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)")
+                  f"beyond ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)", **texts)
 
 
-def _trial_changes(ta: TrialReport, tb: TrialReport) -> list[Change]:
-    label = ta.label
+def _count(trial: str, figure: str, a: int, b: int, why: str) -> Change:
+    flag: Flag = "" if a == b else ("regression" if b > a else "improvement")
+    return Change(trial, "", figure, a, b, _rel(a, b), flag, why, _count_text(a), _count_text(b))
+
+
+def _errors(t: TrialReport) -> int:
+    """Requests that raised, as the trial's report counts them."""
+    return t.call_errors
+
+
+def _how_it_ran(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
+    bad = ("error", "eager fallback", "partial eager fallback")
+    a_bad = ra.status in bad or bool(ra.fallback_calls) or bool(ra.partial_fallback_calls)
+    b_bad = rb.status in bad or bool(rb.fallback_calls) or bool(rb.partial_fallback_calls)
+    if a_bad == b_bad:
+        return None
+
+    def text(r: ShapeRow) -> str:
+        if r.status in bad:
+            return r.status
+        if r.fallback_calls:
+            return f"{r.fallback_calls} of {r.requests} eager"
+        if r.partial_fallback_calls:
+            return f"{r.partial_fallback_calls} of {r.requests} partly eager"
+        return r.status
+
+    return Change(trial, ra.shape, "how it ran", None, None, None, "regression" if b_bad else "improvement",
+                  (rb.cause if b_bad else ra.cause)[:200], text(ra), text(rb))
+
+
+def _trial_changes(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
     out: list[Change] = []
+    if ta.status != "ok" or tb.status != "ok":
+        flag: Flag = ("regression" if ta.status == "ok" else "improvement" if tb.status == "ok" else "")
+        why = "; ".join(f"{side}: {t.error}" for side, t in (("A", ta), ("B", tb)) if t.status != "ok" and t.error)
+        out.append(Change(name, "", "status", None, None, None, flag, why[:300], ta.status, tb.status))
+    errors_a, errors_b = _errors(ta), _errors(tb)
+    out.append(_count(name, "request errors", errors_a, errors_b, "counts are exact"))
+    if ta.compiles_code:
+        out.append(_count(name, "eager fallbacks", ta.fallbacks, tb.fallbacks, "counts are exact"))
+        out.append(_count(name, "partial eager fallbacks", ta.partial_fallbacks, tb.partial_fallbacks,
+                          "counts are exact"))
+    if ta.status not in ("ok", "partial") or tb.status not in ("ok", "partial"):
+        return out  # a trial that did not finish has no figures to set beside the other's
     if ta.compiles_code:
         a_n, b_n = ta.stream.compiles, tb.stream.compiles
-        flag: Flag = "" if a_n == b_n else ("regression" if b_n > a_n else "improvement")
-        out.append(Change(label, "", "compiles", a_n, b_n, _rel(a_n, b_n), flag, "counts are exact"))
-        out.append(_single(label, "compile s", ta.stream.compile_s, tb.stream.compile_s))
-    out.append(_single(label, "first call", ta.first_call_s, tb.first_call_s))
+        out.append(_count(name, "compiles", a_n, b_n, "counts are exact"))
+        different = []
+        if a_n != b_n:
+            different.append(f"{a_n} against {b_n} compiles")
+        if errors_a != errors_b:
+            different.append(f"{errors_a} against {errors_b} request errors")
+        if ta.fallbacks != tb.fallbacks:
+            different.append(f"{ta.fallbacks} against {tb.fallbacks} eager fallbacks")
+        if ta.partial_fallbacks != tb.partial_fallbacks:
+            different.append(f"{ta.partial_fallbacks} against {tb.partial_fallbacks} partial eager fallbacks")
+        same_work = ("not the same work (" + ", ".join(different) + "): compile time is not compared"
+                     if different else "")
+        out.append(_single(name, "compile s", ta.stream.compile_s, tb.stream.compile_s, same_work))
+    out.append(_single(name, "first call", ta.first_call_s, tb.first_call_s))
     rows_b = {r.shape: r for r in tb.rows}
     for ra in ta.rows:
         rb = rows_b.get(ra.shape)
-        if rb is None or ra.steady is None or rb.steady is None:
+        if rb is None:
             continue
         if ta.compiles_code:
-            if ra.eager is None or rb.eager is None:
-                continue
-            out.append(_steady(label, ra.shape, "steady p50 / eager", ra.steady, rb.steady, ra.eager.median,
-                               rb.eager.median))
+            ran = _how_it_ran(name, ra, rb)
+            if ran is not None:
+                out.append(ran)
+            change = _speedup(name, ra, rb)
         else:
-            change = _steady(label, ra.shape, "steady p50", ra.steady, rb.steady, 1.0, 1.0)
-            if change.flag:
-                change = Change(change.trial, change.shape, change.figure, change.a, change.b, change.change, "",
-                                "eager itself moved: process speed, not compiling (compiled trials are compared "
-                                "against their own process's eager)")
+            change = _eager_steady(name, ra, rb)
+        if change is not None:
             out.append(change)
     return out
 
 
-def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str = "B") -> CompareReport:
-    by_b = {t.label: t for t in b.trials if t.status == "ok"}
+def _differences(a: TrialResult, b: TrialResult, compiles: bool) -> tuple[str, ...]:
+    fields: list[tuple[str, object, object]] = []
+    if compiles:
+        fields += [("backend", a.spec.options.backend, b.spec.options.backend),
+                   ("mode", a.spec.options.mode or "default", b.spec.options.mode or "default")]
+    fields += [("device", a.env.get("device") or a.spec.measure.device, b.env.get("device") or b.spec.measure.device),
+               ("torch", a.env.get("torch") or "?", b.env.get("torch") or "?"),
+               ("threads", a.env.get("threads") or a.spec.measure.threads,
+                b.env.get("threads") or b.spec.measure.threads),
+               ("start mode", a.spec.cache, b.spec.cache)]
+    return tuple(f"{name} differs (A {va}, B {vb})" for name, va, vb in fields if str(va) != str(vb))
+
+
+def _stream_text(result: RunResult) -> str:
+    from ..model import shape_label
+
+    shapes = [shape_label(s) for s in result.stream]
+    return f"{len(shapes)} requests " + ",".join(shapes[:6]) + ("…" if len(shapes) > 6 else "")
+
+
+def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B",
+                 pair_by: PairBy | str = "label") -> CompareReport:
+    """Pair A's trials with B's and compare each pair; raises :class:`OptionError` when the
+    runs are of different workloads or streams, or when no trial pairs."""
+    if pair_by not in PAIR_BY:
+        raise OptionError(f"unknown --pair-by {pair_by!r}: use label or strategy")
+    if a.workload != b.workload:
+        raise OptionError(f"A is a run of workload {a.workload!r} and B of {b.workload!r}: compare pairs runs of "
+                          "one workload")
+    if a.stream != b.stream:
+        raise OptionError(f"A and B ran different streams (A: {_stream_text(a)}; B: {_stream_text(b)}): compare "
+                          "pairs runs of one stream")
+    report_a, report_b = build_run_report(a), build_run_report(b)
+
+    def key(t: TrialResult) -> str:
+        return t.spec.label if pair_by == "label" else t.spec.name
+
+    def index(result: RunResult, side: str) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i, t in enumerate(result.trials):
+            k = key(t)
+            if k in out:
+                both = [x.spec.label for x in result.trials if key(x) == k]
+                raise OptionError(f"{side} has {len(both)} trials of strategy {k!r} ({', '.join(both)}): "
+                                  f"--pair-by strategy needs one per strategy (select one start mode, e.g. cache=cold)")
+            out[k] = i
+        return out
+
+    in_a, in_b = index(a, "A"), index(b, "B")
     changes: list[Change] = []
+    pairs: list[Pair] = []
+    for k, i in in_a.items():
+        j = in_b.get(k)
+        if j is None:
+            continue
+        ta, tb = report_a.trials[i], report_b.trials[j]
+        pair = Pair(ta.label, tb.label, _differences(a.trials[i], b.trials[j], ta.compiles_code))
+        pairs.append(pair)
+        changes.extend(_trial_changes(pair.name, ta, tb))
+    only_a = tuple(a.trials[i].spec.label for k, i in in_a.items() if k not in in_b)
+    only_b = tuple(b.trials[j].spec.label for k, j in in_b.items() if k not in in_a)
+    if not pairs:
+        hint = (" — labels that differ only by start mode pair with --pair-by strategy" if pair_by == "label" else "")
+        raise OptionError(f"no trial of A pairs with one of B (A: {', '.join(only_a) or 'none'}; "
+                          f"B: {', '.join(only_b) or 'none'}){hint}")
+    return CompareReport(a_name, b_name, tuple(changes), only_a, only_b, tuple(pairs), pair_by, a.workload)
+
+
+def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str = "B") -> CompareReport:
+    """Pair two built reports by label (no environment check: use :func:`compare_runs`)."""
+    by_b = {t.label: t for t in b.trials}
+    changes: list[Change] = []
+    pairs = []
     for ta in a.trials:
         tb = by_b.get(ta.label)
-        if ta.status == "ok" and tb is not None:
-            changes.extend(_trial_changes(ta, tb))
-    labels_a = {t.label for t in a.trials if t.status == "ok"}
+        if tb is not None:
+            pairs.append(Pair(ta.label, tb.label, ()))
+            changes.extend(_trial_changes(ta.label, ta, tb))
+    labels_a = {t.label for t in a.trials}
     return CompareReport(a_name, b_name, tuple(changes), tuple(sorted(labels_a - set(by_b))),
-                         tuple(sorted(set(by_b) - labels_a)))
-
-
-def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B") -> CompareReport:
-    return compare_reports(build_run_report(a), build_run_report(b), a_name, b_name)
+                         tuple(sorted(set(by_b) - labels_a)), tuple(pairs), "label", a.workload)
 
 
 def parse_threshold(text: str) -> float:
     """``5%`` or ``0.05`` → 0.05."""
-    from ..errors import OptionError
-
     t = text.strip()
     try:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)

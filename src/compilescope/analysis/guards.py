@@ -143,7 +143,7 @@ def _parse_guard_failure(text: str) -> GuardFailure:
     if _GRAD_MODE.search(reason):
         return make("grad_mode")
     if _SYM_SIZE.search(reason):
-        return _symbolic(reason, entry)
+        return _symbolic(reason, entry, text)
     if m := _LEN.match(reason):
         return make("length", source=local_source(m["src"]), expected=int(m["exp"]))
     if m := _DICT_KEYS.match(reason):
@@ -161,12 +161,32 @@ _RANGE = re.compile(r"^(?P<lo>\d+) <= (?P<sym>[^<>=]+?)(?: <= (?P<hi>\d+))?$")
 _EQ_CONST = re.compile(r"^(?P<sym>[^<>=!]+?) == (?P<value>\d+)$")
 
 
-def _symbolic(reason: str, entry: str | None) -> GuardFailure:
+# Where PyTorch says a guard was made: "(_dynamo/variables/builder.py:4960 in <lambda>)" is
+# the variable builder installing mark_dynamic's min/max; a shape function's guard names the
+# op's own code (a meta function, a decomposition, evaluate_expr).
+_PROVENANCE = re.compile(r"\((?P<where>[^()]*?\.py:\d+ in [^()]*)\)\s*(?:and |$)")
+
+
+def _made_by_mark_dynamic(text: str) -> bool | None:
+    """True when PyTorch says the guard came from mark_dynamic's bounds, False when it names
+    another origin, None when the text does not say."""
+    found = _PROVENANCE.findall(text.split("\n", 1)[0])
+    if not found:
+        return None
+    from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
+
+    return any(MARK_DYNAMIC_GUARD_SOURCE in w for w in found)
+
+
+def _symbolic(reason: str, entry: str | None, text: str = "") -> GuardFailure:
     """A symbolic-shape guard, by what it says about the sizes it names:
 
     * ``2 <= x.size()[0]`` — the lower bound Dynamo puts on a dynamic size because sizes 0
       and 1 are specialised: kind ``specialization``;
-    * ``4 <= x.size()[0] <= 64`` — a range (mark_dynamic's bounds): kind ``range``;
+    * ``4 <= x.size()[0] <= 64`` — a range: kind ``range`` when mark_dynamic's bounds made it
+      (or PyTorch does not say what did); one that an op's shape function made (``6440 <=
+      waveforms.size()[1] <= 12879`` from a conv, no mark_dynamic called) is a size threshold:
+      kind ``relation``;
     * ``x.size()[0] == 16`` — one size pinned: kind ``size``;
     * anything else — equality across inputs, parity/divisibility, a threshold on a product
       (``3*x.size()[3]*x.size()[2] <= 20480``): kind ``relation``, with every dim involved.
@@ -181,6 +201,8 @@ def _symbolic(reason: str, entry: str | None) -> GuardFailure:
     single = len(names) == 1 and first_kind == "size"
     if single and (m := _RANGE.match(reason)) and _SYM_SIZE.fullmatch(m["sym"].strip()):
         kind = "specialization" if m["hi"] is None and int(m["lo"]) == 2 else "range"
+        if kind == "range" and _made_by_mark_dynamic(text) is False:
+            return GuardFailure(reason, entry, "relation", source, dim, expected=reason, involves=involves)
         return GuardFailure(reason, entry, kind, source, dim, expected=reason, involves=involves)
     if single and (m := _EQ_CONST.match(reason)) and _SYM_SIZE.fullmatch(m["sym"].strip()):
         return GuardFailure(reason, entry, "size", source, dim, expected=int(m["value"]), involves=involves)

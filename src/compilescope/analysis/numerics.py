@@ -68,9 +68,18 @@ def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
         ref = e64.abs().nan_to_num(0.0)
         worst_abs = max(worst_abs, float(diff.max()))
         worst_rel = max(worst_rel, float((diff / ref.clamp_min(1e-12)).max()))
-        if nan_mismatch or bool((diff > atol + rtol * ref).any()):
+        if nan_mismatch:
+            # a NaN on one side only: the error there is NaN, not the 0 that nan_to_num leaves,
+            # and no number (a NaN is not stored as one): the detail says what happened
+            compiled_only = bool((a64.isnan() & ~e64.isnan()).any())
+            eager_only = bool((e64.isnan() & ~a64.isnan()).any())
+            count = int((e64.isnan() != a64.isnan()).sum())
+            where = ("compiled and eager gave NaN at different elements" if compiled_only and eager_only
+                     else f"only {'compiled' if compiled_only else 'eager'} gave NaN")
             return NumericsCheck(
-                shape, dtype_name, worst_abs, worst_rel, atol, rtol, False,
-                f"{path}: NaN pattern differs from eager" if nan_mismatch else f"{path} exceeds tolerance",
+                shape, dtype_name, None, None, atol, rtol, False,
+                f"{path}: NaN in {count} element(s) where {where}",
             )
+        if bool((diff > atol + rtol * ref).any()):
+            return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol, rtol, False, f"{path} exceeds tolerance")
     return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol_used, rtol_used, True)

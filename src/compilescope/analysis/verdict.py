@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..report import SpeedGroup, TrialReport
 
-STEADY_TOLERANCE = 0.05  # a ratio within ±5% of 1 is "matched eager"
+STEADY_TOLERANCE = 0.05  # a ratio within ±5% of 1 is "matched eager"; one outside it is never called a match
 
 
 def _t(seconds: float) -> str:
@@ -49,13 +49,19 @@ def steady_clauses(t: TrialReport) -> list[str]:
         way = "faster" if w > 1 else "slower"
         head = (f"steady-state execution was marginally {way} than eager: under {STEADY_TOLERANCE:.0%}, "
                 f"but beyond the noise ({where})")
+    elif abs(w - 1) <= STEADY_TOLERANCE:
+        head = f"steady-state execution matched eager: within {STEADY_TOLERANCE:.0%}, inside the noise ({where})"
     else:
-        head = f"steady-state execution matched eager within the noise ({where})"
+        # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,
+        # and the ratio is never called a match
+        head = (f"steady-state execution was not measurably different from eager: the difference is inside the "
+                f"noise ({where})")
     out = [head]
     if s.faster.count and s.slower.count:
         faster = f"faster on {s.faster.count} of {s.shapes} shapes ({s.size_note + ', ' if s.size_note else ''}{_range(s.faster)})"
         slower = f"slower on {s.slower.count} ({_range(s.slower)})"
-        matched = f", matched on {s.matched.count}" if s.matched.count else ""
+        matched = (f", no measurable difference on {s.matched.count} (within {STEADY_TOLERANCE:.0%} or inside "
+                   "the noise)" if s.matched.count else "")
         out.append(f"the shapes disagree: {faster}, {slower}{matched}")
     return out
 

@@ -7,14 +7,19 @@ through compiled frames leaves ids behind; a call that left none, in a trial tha
 compiled graphs, ran eagerly — past the recompile limit, after a failed compile, or in a
 frame Dynamo skips. This is exact, for modules and functions alike, and needs no guard
 re-evaluation.
+
+A call can also run *partly* eagerly: a graph break splits the code into frames (the first
+and a resume frame after the break), each with its own cache entries and recompile limit.
+Past the limit Dynamo refuses the resume frame and runs it eagerly from then on while the
+first frame still runs its compiled graph. :func:`eager_frames` tells such calls apart.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import compat
+from ..model import CallRecord, CompileId, CompileRecord
 
 
 class GraphRunLog:
@@ -23,6 +28,8 @@ class GraphRunLog:
         self._ran: list[str] = []
 
     def backend(self, name: str, mode: str | None = None, dynamic: bool | None = None) -> Callable[..., Any]:
+        from .. import compat  # torch, imported only where a trial runs
+
         inner = compat.backend_callable(name, mode, dynamic)
         ran = self._ran
         compiled = self.compiled
@@ -56,3 +63,37 @@ class GraphRunLog:
         if not self.compiled:
             return None
         return not ran
+
+
+def _frames(graph_ids: Iterable[str]) -> set[int]:
+    return {cid.frame for g in graph_ids if (cid := CompileId.parse(g)) is not None}
+
+
+def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) -> dict[int, tuple[int, ...]]:
+    """For each stream call that ran some compiled graphs but not every frame's: the frames
+    (by frame id) it ran eagerly, keyed by call index.
+
+    A frame counts when Dynamo refused it at the recompile limit, or a compile of it failed,
+    at this call or before (from then on a cache miss runs it eagerly), its graph has run on
+    some call (it is real code with a graph, entered by the stream), and this call ran none
+    of its graphs. Calls that raised, ran nothing compiled (a whole eager fallback, see
+    :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
+    frame that this call's path never entered would be counted too; a graph break on a
+    straight path always enters its resume frame."""
+    with_graphs = _frames(g for c in calls for g in (c.graphs_run or ()))
+    blocked: dict[int, int] = {}  # frame → the first stream call at which it was refused or failed
+    for r in records:
+        if r.phase == "stream" and (r.refused or r.failed) and r.call_index is not None:
+            frame = r.compile_id.frame
+            blocked[frame] = min(blocked.get(frame, r.call_index), r.call_index)
+    out: dict[int, tuple[int, ...]] = {}
+    if not blocked:
+        return out
+    for c in calls:
+        if c.error is not None or not c.graphs_run or c.ran_eagerly:
+            continue
+        ran = _frames(c.graphs_run)
+        eager = tuple(sorted(f for f, since in blocked.items() if since <= c.index and f in with_graphs and f not in ran))
+        if eager:
+            out[c.index] = eager
+    return out

@@ -29,6 +29,7 @@ from ..model import Shape, TrialResult, TrialSpec, shape_label
 from ..options import parse_cache_modes
 from ..schema import ResultsError, from_data
 from .task import CallCallback, Progress, TrialOutcome, TrialTask
+from .worker import RUN_DIR, host_tag, run_dir_prefix
 
 STDERR_TAIL_CHARS = 4000
 KILL_GRACE_S = 2.0
@@ -160,7 +161,7 @@ class LocalExecutor:
             started = time.perf_counter()
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "compilescope.execute.worker", str(write_fd)],
+                    [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid())],
                     stdin=subprocess.PIPE, stdout=errfile, stderr=errfile, pass_fds=(write_fd,),
                     start_new_session=True,
                 )
@@ -248,6 +249,40 @@ def _read_events(fd: int, progress: Progress, final: dict[str, object], on_call:
                 on_call(call)
 
 
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's
+    return True
+
+
+def remove_orphaned_dirs(root: str | None = None) -> list[Path]:
+    """Remove temporary cache directories whose run died without removing them (SIGKILL):
+    ``compilescope-cache-PID-HOST-…`` (``-sweep-``, ``-ray-``) of this host and a PID that no
+    longer runs. A live run's directories, and other hosts', are never touched."""
+    import shutil
+
+    removed: list[Path] = []
+    base = Path(root or tempfile.gettempdir())
+    try:
+        entries = list(base.iterdir())
+    except OSError:
+        return removed
+    host = host_tag()
+    for entry in entries:
+        m = RUN_DIR.fullmatch(entry.name)
+        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+            continue
+        if entry.is_symlink() or not entry.is_dir():
+            continue
+        shutil.rmtree(entry, ignore_errors=True)
+        removed.append(entry)
+    return removed
+
+
 ProgressFn = Callable[[PlannedTrial, "TrialResult | None"], None]
 ResultFn = Callable[[PlannedTrial, TrialResult], None]
 
@@ -273,7 +308,8 @@ def run_planned(
     needed = {p.after for p in plan if p.report and p.spec not in finished and p.after is not None}
     results: list[TrialResult] = []
     artifacts: dict[TrialSpec, bytes | None] = {}
-    with tempfile.TemporaryDirectory(prefix="compilescope-cache-") as cache_root:
+    remove_orphaned_dirs()
+    with tempfile.TemporaryDirectory(prefix=run_dir_prefix("cache")) as cache_root:
         for trial in plan:
             if trial.spec in finished and trial.spec not in needed:
                 continue

@@ -14,8 +14,14 @@ from __future__ import annotations
 import base64
 import io
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import tarfile
 import tempfile
+import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -26,6 +32,15 @@ from ..schema import from_data, to_data
 from .task import TrialOutcome, TrialTask
 
 RAY_EXTRA = "pip install 'compilescope[ray]'"
+DEFAULT_CONNECT_TIMEOUT_S = 30.0
+# Joining a cluster that does not answer, ray.init() retries for minutes; a throwaway process
+# tries it first, and is killed at the timeout.
+_PROBE = """
+import sys
+import ray
+ray.init(address=sys.argv[1], include_dashboard=False, log_to_driver=False, configure_logging=False)
+ray.shutdown()
+"""
 
 
 def require_ray() -> Any:
@@ -34,6 +49,46 @@ def require_ray() -> Any:
     except ImportError:
         raise CompilescopeError(f"--executor ray needs Ray: {RAY_EXTRA}") from None
     return ray
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def check_cluster(address: str, timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
+    """Raise :class:`CompilescopeError` (one line) unless the Ray cluster at ``address`` takes a
+    driver within ``timeout_s`` seconds: first a TCP connection, then a real ``ray.init`` in a
+    process of its own, killed at the deadline."""
+    deadline = time.monotonic() + timeout_s
+    where = _host_port(address)
+    if where is not None:
+        try:
+            socket.create_connection(where, timeout=timeout_s).close()
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            raise CompilescopeError(f"cannot reach the Ray cluster at {address}: {reason}") from None
+    left = max(0.5, deadline - time.monotonic())
+    proc = subprocess.Popen([sys.executable, "-c", _PROBE, address], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        _, err = proc.communicate(timeout=left)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.communicate()
+        raise CompilescopeError(f"the Ray cluster at {address} did not answer within {timeout_s:g} s "
+                                "(--ray-timeout)") from None
+    if proc.returncode != 0:
+        lines = [ln.strip() for ln in err.decode(errors="replace").splitlines() if ln.strip()]
+        errors = [ln for ln in lines if "Error" in ln.split(":", 1)[0]]
+        last = (errors or lines or [f"exit status {proc.returncode}"])[-1][:300]
+        raise CompilescopeError(f"cannot join the Ray cluster at {address}: {last}")
 
 
 def _tar(directory: Path) -> bytes:
@@ -55,7 +110,9 @@ def run_task_here(task_json: str, timeout_s: float) -> str:
     from .local import LocalExecutor
 
     task = TrialTask.from_json(task_json)
-    with tempfile.TemporaryDirectory(prefix="compilescope-ray-") as tmp:
+    from .worker import run_dir_prefix
+
+    with tempfile.TemporaryDirectory(prefix=run_dir_prefix("ray")) as tmp:
         cache = Path(tmp) / "cache"
         if task.cache_tar is not None:
             _untar(task.cache_tar, cache)
@@ -83,10 +140,13 @@ class RayExecutor:
     concurrent = True
 
     def __init__(self, address: str | None = None, cpus_per_trial: float = 1.0, gpus_per_trial: float = 0.0,
-                 init: bool = True) -> None:
+                 init: bool = True, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
         ray = require_ray()
         self.ray = ray
         if init and not ray.is_initialized():
+            target = address or os.environ.get("RAY_ADDRESS")
+            if target:  # joining a cluster (no address starts a local one)
+                check_cluster(target, connect_timeout_s)
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         self.refs: list[Any] = []
         self.remote = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_calls=1,

@@ -9,9 +9,13 @@ is recorded with its phase instead of being mixed into the stream.
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import os
 import platform
+import re
+import sysconfig
 import time
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +30,7 @@ from ..collect.timer import Clock, clocks_for_device
 from ..model import (
     CallRecord,
     CompileRecord,
+    ErrorInfo,
     GraphBreak,
     MeasureOptions,
     NumericsCheck,
@@ -33,6 +38,7 @@ from ..model import (
     SteadyState,
     TrialResult,
     TrialSpec,
+    trial_status,
 )
 from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
 from ..stream import distinct_shapes
@@ -49,9 +55,100 @@ def _to_device(value: Any, device: str) -> Any:
     return value
 
 
+MESSAGE_LIMIT = 4000  # characters of an exception's message kept in the records
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+_OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_STDLIB_DIR = os.path.abspath(sysconfig.get_paths()["stdlib"]) + os.sep
+
+
+def _package_dir(name: str) -> str | None:
+    try:
+        spec = importlib.util.find_spec(name)  # locates without importing it
+    except (ImportError, ValueError):
+        return None
+    origin = spec.origin if spec is not None else None
+    return os.path.dirname(os.path.abspath(origin)) + os.sep if origin else None
+
+
+# compiler code that is not the user's: PyTorch, this package, the standard library and what
+# PyTorch's compilers run on
+_NOT_USER = tuple(d for d in (_TORCH_DIR, _OWN_DIR, _STDLIB_DIR, *map(_package_dir, ("sympy", "triton"))) if d)
+# where a PyTorch error names the op it failed on, most specific first: an Inductor lowering's
+# "  target: aten.x.default", an FX node's "call_function[target=torch.ops.aten.x.default]",
+# any other line naming an op overload
+_OP_PATTERNS = (
+    re.compile(r"^\s*target:\s*\S"),
+    re.compile(r"call_function\[target="),
+    re.compile(r"\b(?:aten|prims|torch\.ops\.\w+)\.[A-Za-z_]\w*|\baten::[A-Za-z_]\w*"),
+)
+_USER_CODE_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+), in (\S+)')
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    out: list[BaseException] = []
+    seen: BaseException | None = exc
+    while seen is not None and seen not in out and len(out) < 8:
+        out.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return out
+
+
+def _op_line(chain: list[BaseException]) -> str | None:
+    texts = [str(e) for e in chain]
+    for pattern in _OP_PATTERNS:
+        for text in texts:
+            for line in text.splitlines():
+                if pattern.search(line):
+                    return line.strip()[:300]
+    return None
+
+
+def _is_user_file(filename: str) -> bool:
+    path = os.path.abspath(filename)
+    return not (filename.startswith("<") or path.startswith(_NOT_USER))
+
+
+def _user_frame(chain: list[BaseException]) -> str | None:
+    """The last frame in the user's code: the innermost of Dynamo's "from user code:" stack
+    when the message has one, else the innermost traceback frame outside PyTorch, this
+    package and the standard library."""
+    for e in chain:
+        lines = str(e).splitlines()
+        if "from user code:" in lines:
+            frames = [m for ln in lines[lines.index("from user code:"):] if (m := _USER_CODE_FRAME.match(ln))]
+            if frames:
+                name, line, fn = frames[-1].groups()
+                return f"{name}:{line} in {fn}"
+    for e in reversed(chain):  # the innermost exception was raised deepest
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if _is_user_file(f.filename)]
+        if frames:
+            return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}"
+    return None
+
+
+def headline(type_name: str, message: str) -> str:
+    """``Type: first line`` of a message, the next line joined when the first only
+    announces it (``backend='inductor' raised:``)."""
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    for nxt in lines[1:3]:
+        if not first.endswith(":"):
+            break
+        first = f"{first} {nxt}"
+    return f"{type_name}: {first}"[:500] if first else type_name
+
+
+def error_info(exc: BaseException) -> ErrorInfo:
+    """The whole exception: type, full message, the op line and the last user frame."""
+    chain = _chain(exc)
+    message = str(exc).strip()
+    if len(message) > MESSAGE_LIMIT:
+        message = message[:MESSAGE_LIMIT] + f"… ({len(message) - MESSAGE_LIMIT} more characters)"
+    return ErrorInfo(type(exc).__name__, message, _op_line(chain), _user_frame(chain))
+
+
 def _error_text(exc: BaseException) -> str:
-    first = str(exc).strip().split("\n", 1)[0]
-    return f"{type(exc).__name__}: {first}"[:500]
+    return headline(type(exc).__name__, str(exc))
 
 
 CallSink = Callable[[CallRecord, tuple[CompileRecord, ...], tuple[GraphBreak, ...]], None]
@@ -91,15 +188,20 @@ class _Runner:
             args, kwargs, named = self.inputs(shape)
             latency: float | None = None
             error = None
+            info = None
             self.graphs.start()
             try:
                 if self.prepared.before_call is not None:
                     self.prepared.before_call(named)
                 _, latency = self.call_clock.time_call(self.prepared.fn, *args, **kwargs)
             except Exception as exc:  # a failing call is a result, not a crash
-                error = _error_text(exc)
+                error, info = _error_text(exc), error_info(exc)
             ran = self.graphs.taken()
             got = self._poll(index, named, "stream")
+            failed = next((r for r in got.compiles if r.failed), None)
+            if info is not None and info.user_frame is None and failed is not None:
+                # a compile-time error has no user frame on the Python stack: the frame being compiled is it
+                info = dataclasses.replace(info, user_frame=f"{failed.display_location} in {failed.display_name}")
             record = CallRecord(
                 index=index,
                 shape=shape,
@@ -110,6 +212,7 @@ class _Runner:
                 ran_eagerly=None if error or not self.compiles else self.graphs.ran_eagerly(ran),
                 padded_shape=self.prepared.pad_shape(shape) if self.prepared.pad_shape else None,
                 graphs_run=ran if self.compiles else None,
+                error_info=info,
             )
             records.append(record)
             if sink is not None:
@@ -268,9 +371,16 @@ def run_trial(
         if prepared.close is not None:
             prepared.close()
     artifacts = compat.save_cache_artifacts() if save_artifacts else None
+    status = trial_status("ok", calls)
+    raised = [c for c in calls if c.error is not None]
+    error = None
+    if raised:
+        which = "every request" if status == "failed" else f"{len(raised)} of {len(calls)} requests"
+        error = f"{which} raised; the first: {raised[0].error}"
     return TrialResult(
         spec=spec,
-        status="ok",
+        status=status,
+        error=error,
         calls=tuple(calls),
         compiles=tuple(capture.records),
         graph_breaks=tuple(capture.graph_breaks),

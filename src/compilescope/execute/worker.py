@@ -5,6 +5,12 @@ descriptor FD as one JSON line the moment it finishes (``{"call": …, "compiles
 "graph_breaks": […]}``), then the whole result (``{"result": …, "artifacts": base64}``), so a
 trial that dies mid-stream still gives its parent every call it completed. The compile
 cache directory is set from the task before torch is imported.
+
+A worker never outlives the process that started it: the kernel signals it when its parent
+dies (``PR_SET_PDEATHSIG``, with a real-time signal nothing else sends, so the worker's own
+SIGTERM handling is untouched; a thread watching the parent's pid covers other systems and a
+main thread busy in native code). It then removes the run's temporary cache directory,
+which its dead parent can no longer remove, and ends its process group.
 """
 
 from __future__ import annotations
@@ -12,15 +18,93 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
+import shutil
+import signal
 import sys
+import threading
 import time
+from pathlib import Path
+
+PR_SET_PDEATHSIG = 1
+PARENT_POLL_S = 0.5
+PARENT_DIED = getattr(signal, "SIGRTMIN", 34) + 2
+
+
+def host_tag() -> str:
+    """Six hex digits naming this host: a /tmp shared between machines or containers (other pid
+    namespaces) never has another host's directories taken for a dead run's."""
+    import hashlib
+    import platform
+
+    return hashlib.sha1(platform.node().encode()).hexdigest()[:6]
+
+
+def run_dir_prefix(kind: str, pid: int | None = None) -> str:
+    """``compilescope-cache-PID-HOST-`` (a run's; ``sweep``, ``ray``: a sweep's, a Ray task's): the
+    prefix of a temporary directory owned by process PID, removable once PID is dead."""
+    return f"compilescope-{kind}-{os.getpid() if pid is None else pid}-{host_tag()}-"
+
+
+RUN_DIR = re.compile(r"compilescope-(?:cache|sweep|ray)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")
+
+
+def _orphaned_root(cache_dir: str, parent: int) -> Path | None:
+    """The run's temporary directory holding ``cache_dir``, when the dead parent created it."""
+    root = Path(cache_dir).parent
+    m = RUN_DIR.fullmatch(root.name)
+    return root if m is not None and int(m["pid"]) == parent and m["host"] == host_tag() else None
+
+
+class ParentWatch:
+    """End this worker (and its process group) when ``parent`` is no longer its parent."""
+
+    def __init__(self, parent: int, cache_dir: str) -> None:
+        self.parent, self.cache_dir = parent, cache_dir
+        self.pid = os.getpid()
+        self.lock = threading.Lock()
+
+    def install(self) -> None:
+        if sys.platform.startswith("linux"):
+            try:
+                import ctypes
+
+                signal.signal(PARENT_DIED, self._on_parent_died)  # before the kernel may send it
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.prctl(PR_SET_PDEATHSIG, PARENT_DIED, 0, 0, 0)
+            except (OSError, AttributeError, ValueError):
+                pass  # the watch thread alone
+        threading.Thread(target=self._poll, name="compilescope-parent-watch", daemon=True).start()
+        if os.getppid() != self.parent:  # it died before the watch was in place
+            self.parent_gone()
+
+    def _on_parent_died(self, signum: int, _frame: object) -> None:
+        if os.getpid() == self.pid:  # a process forked from the worker inherits the handler, not the role
+            self.parent_gone()
+
+    def _poll(self) -> None:
+        while os.getppid() == self.parent:
+            time.sleep(PARENT_POLL_S)
+        self.parent_gone()
+
+    def parent_gone(self) -> None:
+        with self.lock:
+            root = _orphaned_root(self.cache_dir, self.parent)
+            if root is not None:
+                shutil.rmtree(root, ignore_errors=True)
+            try:
+                os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
+            finally:
+                os._exit(1)
 
 
 def main(argv: list[str]) -> int:
     fd = int(argv[0])
+    parent = int(argv[1]) if len(argv) > 1 else os.getppid()
     out = os.fdopen(fd, "w", buffering=1)
     text = sys.stdin.read()
     data = json.loads(text)
+    ParentWatch(parent, str(data["cache_dir"])).install()
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(data["cache_dir"])
     threads = (data.get("spec") or {}).get("measure", {}).get("threads")
     if threads:

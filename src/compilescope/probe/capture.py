@@ -5,6 +5,10 @@ theirs. The same :class:`~compilescope.collect.capture.CaptureSession` that ``ru
 PyTorch's own records; on top of it the probe wraps ``torch.compile`` to learn what was
 compiled (so a frame PyTorch calls ``inner`` is named ``Linear.forward``) and the input
 shapes of every call. Everything installed is removed at exit, in reverse order.
+
+``compilescope probe`` runs the program in a child process of its own
+(:func:`run_child`, started by :mod:`compilescope.probe.launch`) that streams every record to
+a journal as it is captured; :func:`probe_script` runs one in this process.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from .. import compat
 from ..collect.capture import CaptureSession
 from ..collect.records import TargetInfo
 from ..model import ProbeCall, ProbeResult
+from .journal import JournalStream, JournalWriter
 
 
 def _shapes(names: dict[str, Any]) -> dict[str, list[int]]:
@@ -61,23 +66,33 @@ def cache_start() -> tuple[str, str]:
 class ProbeSession:
     """Install with :meth:`install`, run the program, then :meth:`uninstall` and :meth:`result`."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: JournalStream | None = None) -> None:
         self.capture = CaptureSession()
         self.calls: list[ProbeCall] = []
         self._active: list[TargetInfo] = []
+        self.stream = stream
 
     def install(self) -> None:
         self.cache_start = cache_start()
+        if self.stream is not None:
+            self.stream.header(compat.torch_version(), *self.cache_start)
         self.capture.install()
         self.capture.add_undo(self._patch_compile())
 
     def uninstall(self) -> None:
         self._poll()
+        self._sync()
         self.capture.uninstall()
 
     def _poll(self) -> None:
         if self.capture.has_news():
             self.capture.poll(phase="script", target=self._active[-1] if self._active else None)
+            self._sync()
+
+    def _sync(self) -> None:
+        if self.stream is not None:
+            self.stream.sync(self.capture.records, self.capture.graph_breaks, dict(self.capture.builder.counters),
+                             compat.recompile_limit_value())
 
     def _enter(self, info: TargetInfo) -> None:
         self._poll()  # what happened before belongs to the enclosing context
@@ -125,7 +140,10 @@ class ProbeSession:
                 named = {}
             if not named:
                 named = {f"args[{i}]": a for i, a in enumerate(args)} | kwargs
-            self.calls.append(ProbeCall(name, _shapes(named)))
+            call = ProbeCall(name, _shapes(named))
+            self.calls.append(call)
+            if self.stream is not None:
+                self.stream.call(call)
 
         if isinstance(compiled, torch.nn.Module):
             def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -180,7 +198,7 @@ def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
         if code is None:
             return 0, None
         if isinstance(code, int):
-            return code, None
+            return code & 0xFF, None  # the exit status the process would have
         print(code, file=sys.stderr)
         return 1, str(code)
     except KeyboardInterrupt as exc:
@@ -188,9 +206,63 @@ def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
         return 130, "KeyboardInterrupt"
     except BaseException as exc:  # the script's own error: show it as Python would, keep the report
         _print_user_traceback(exc, path)
-        return 1, f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+        return 1, _error_line(exc)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
+
+
+def run_child(path: str, args: list[str], journal: str) -> None:
+    """In the child process ``probe`` starts: run ``path`` as ``python path args…`` would
+    (``__main__``, its argv, its directory first on ``sys.path``), streaming every record to
+    ``journal``. How the script ended propagates: ``SystemExit`` and any exception are
+    re-raised, and the next ``sys.excepthook`` call — whichever hook the script left in
+    place — shows the traceback from the script's first frame, as ``python`` does."""
+    stream = JournalStream(JournalWriter(journal))
+    session = ProbeSession(stream)
+    session.install()
+    script = os.path.abspath(path)
+    sys.argv = [path, *args]
+    sys.path[0] = os.path.dirname(script)  # the script's directory, as `python path` puts it
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:
+        session.uninstall()
+        code = exc.code
+        if code is None or isinstance(code, int):
+            stream.end((code or 0) & 0xFF, None)  # the exit status the process will have
+        else:
+            stream.end(1, str(code))
+        raise
+    except BaseException as exc:
+        session.uninstall()
+        stream.end(130 if isinstance(exc, KeyboardInterrupt) else 1, _error_line(exc))
+        _trim_next_traceback(script)
+        raise
+    session.uninstall()
+    stream.end(0, None)
+
+
+def _error_line(exc: BaseException) -> str:
+    if isinstance(exc, KeyboardInterrupt):
+        return "KeyboardInterrupt"
+    from ..execute.trial import headline  # at call time: the trial worker's imports stay out of a probe's start
+
+    return headline(type(exc).__name__, str(exc))
+
+
+def _trim_next_traceback(script: str) -> None:
+    """The next uncaught exception's traceback starts at the script's first frame (without
+    one, as for a syntax error, only the exception), then goes to whichever
+    ``sys.excepthook`` the script left in place."""
+    hook = sys.excepthook
+
+    def trimmed(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        sys.excepthook = hook
+        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
+            tb = tb.tb_next
+        hook(kind, value.with_traceback(tb), tb)  # Python's own hook prints the exception's traceback
+
+    sys.excepthook = trimmed
 
 
 def _print_user_traceback(exc: BaseException, path: str) -> None:

@@ -7,13 +7,17 @@ Every string that comes from user code, paths or PyTorch goes into a ``rich.text
 from __future__ import annotations
 
 import io
+from collections.abc import Iterator, Sequence
 
-from rich.console import Console, Group, RenderableType
+from rich.cells import cell_len
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.measure import Measurement
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
 from ..analysis.verdict import verdict_text
-from ..report import Note, RunReport, ShapeRow, TrialReport
+from ..report import BreakRow, Note, RunReport, ShapeRow, TrialReport
 from ..units import fmt_time, n_star_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
@@ -23,6 +27,119 @@ _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
 def T(text: object, style: str = "") -> Text:
     """Plain text: never markup."""
     return Text("" if text is None else str(text), style=style)
+
+
+WRAP_MIN = 16  # the narrowest a wrapping table column may get
+
+
+class Grid:
+    """A table that never loses a value, whatever the width it is printed at (a terminal's,
+    ``COLUMNS``, or the CLI's default off a terminal). Laid out as a table when it fits: each
+    ``keep`` column (short figures: a time, a count, a verdict) on one line, every other column
+    at least its longest word wide — the space left goes first to the ``keys`` columns' labels,
+    then to the columns that would wrap most; otherwise one record per block: the record's name
+    (its ``keys`` cells), then every non-empty ``column: value``, packed into lines of the width.
+    No cell is cut short with "…", and no word is broken unless it is wider than the screen.
+
+    ``once`` columns are printed in the table only where their value changes from the row
+    above (in records every record carries them)."""
+
+    def __init__(self, title: Text | None, columns: Sequence[tuple[str, str]], *, keys: int = 1,
+                 once: Sequence[int] = (), keep: Sequence[str] = ()) -> None:
+        self.title = title
+        self.columns = list(columns)
+        self.keys = keys
+        self.once = set(once)
+        self.keep = set(keep)
+        self.rows: list[tuple[list[Text], bool]] = []
+
+    def add_row(self, *cells: Text, end_section: bool = False) -> None:
+        assert len(cells) == len(self.columns), (len(cells), len(self.columns))
+        self.rows.append((list(cells), end_section))
+
+    def _extent(self, i: int) -> tuple[int, int, int]:
+        """Column ``i``'s longest word (header included), its cells' longest line, and the
+        longest line with the header's."""
+        cells = [cells[i].plain for cells, _ in self.rows]
+        header = self.columns[i][0]
+        word = max((cell_len(w) for t in [header, *cells] for w in t.split()), default=1)
+        line = max((cell_len(ln) for t in cells for ln in t.splitlines()), default=0)
+        head = max((cell_len(ln) for ln in header.splitlines()), default=0)
+        return max(word, 1), max(line, word), max(line, head, 1)
+
+    def widths(self, width: int) -> list[int] | None:
+        """Each column's content width, ``width`` columns in all, or None when the ``keep``
+        columns' lines and the other columns' longest words do not fit."""
+        n = len(self.columns)
+        extents = [self._extent(i) for i in range(n)]
+        # a column that wraps keeps room for a few words a line: narrower, the records read better
+        out = [line if name in self.keep else max(word, min(whole, WRAP_MIN))
+               for (name, _), (word, line, whole) in zip(self.columns, extents)]
+        full = [whole for _, _, whole in extents]
+        room = width - (3 * n + 1)  # a border before each column and after the last, padding 1 + 1
+        if sum(out) > room:
+            return None
+        for i in range(min(self.keys, n)):  # the labels on one line, when they can be
+            grow = min(full[i] - out[i], room - sum(out))
+            out[i] += max(grow, 0)
+        spare, want = room - sum(out), [max(h - w, 0) for w, h in zip(out, full)]
+        if sum(want) <= spare:
+            return full
+        if spare > 0 and sum(want):
+            out = [w + spare * x // sum(want) for w, x in zip(out, want)]
+            for i in sorted(range(n), key=lambda i: full[i] - out[i], reverse=True)[:room - sum(out)]:
+                out[i] += 1
+        return out
+
+    def table(self, widths: Sequence[int] | None = None) -> Table:
+        table = Table(title=self.title, title_justify="left")
+        for i, (name, justify) in enumerate(self.columns):
+            table.add_column(T(name), justify=justify, overflow="fold", no_wrap=False,  # type: ignore[arg-type]
+                             width=None if widths is None else widths[i])
+        previous: list[str] | None = None
+        for cells, end_section in self.rows:
+            shown = [T("") if i in self.once and previous is not None and previous[i] == c.plain else c
+                     for i, c in enumerate(cells)]
+            table.add_row(*shown, end_section=end_section)
+            previous = None if end_section else [c.plain for c in cells]
+        return table
+
+    def records(self, width: int) -> Iterator[RenderableType]:
+        """One block per row: its name, then its ``column: value`` fields packed into lines of
+        ``width`` (a field is broken only when it is longer than a line)."""
+        if self.title is not None:
+            yield self.title
+        for cells, _ in self.rows:
+            name = Text(" · ").join(c for c in cells[:self.keys] if c.plain) if self.keys else Text()
+            name.stylize("bold")
+            yield name
+            fields = [Text.assemble((head.replace("\n", " ") + ": ", "dim"), cell)
+                      for (head, _), cell in zip(self.columns[self.keys:], cells[self.keys:]) if cell.plain]
+            lines: list[Text] = []
+            for field in fields:
+                if lines and "\n" not in lines[-1].plain + field.plain \
+                        and lines[-1].cell_len + 3 + field.cell_len <= width - 2:
+                    lines[-1].append(" · ", "dim")
+                    lines[-1].append_text(field)
+                else:
+                    lines.append(field.copy())
+            for line in lines:
+                yield Padding(line, (0, 0, 0, 2), expand=False)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        widths = self.widths(options.max_width)
+        if widths is not None:
+            yield self.table(widths)
+        else:
+            yield from self.records(options.max_width)
+
+    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
+        widths = self.widths(options.max_width)
+        if widths is None:
+            return Measurement(options.max_width, options.max_width)
+        extra = 3 * len(self.columns) + 1
+        natural = sum(self._extent(i)[2] for i in range(len(self.columns))) + extra
+        return Measurement(sum(widths) + extra, natural).with_maximum(options.max_width)
 
 
 def _steady_cell(row: ShapeRow) -> Text:
@@ -72,17 +189,22 @@ def _status_cell(row: ShapeRow) -> Text:
     elif row.status == "eager fallback":
         text = T(f"EAGER FALLBACK: {row.cause}", "bold red")
     elif row.status == "error":
-        text = T(f"error: {row.cause[:60]}", "red")
+        text = T(f"error: {row.cause}", "red")
+    elif row.status == "partial eager fallback":
+        text = T(f"PARTIAL EAGER FALLBACK: {row.cause}", "bold red")
     else:
         text = T("eager")
     if row.fallback_calls and row.status != "eager fallback":
         text.append(f"; {row.fallback_calls} of {row.requests} call(s) ran eagerly", style="bold red")
+    if row.partial_fallback_calls and row.status != "partial eager fallback":
+        text.append(f"; {row.partial_fallback_calls} of {row.requests} call(s) ran partly eagerly", style="bold red")
+    if row.error_calls:
+        text.append(f"; {row.error_calls} of {row.requests} raised", style="bold red")
     return text
 
 
-def shape_table(report: RunReport) -> Table:
-    table = Table(title=T(f"{report.workload} — per shape"), title_justify="left")
-    for name, justify in (
+def shape_table(report: RunReport) -> Grid:
+    table = Grid(T(f"{report.workload} — per shape"), (
         ("shape", "left"),
         ("strategy", "left"),
         ("reqs", "right"),
@@ -93,9 +215,7 @@ def shape_table(report: RunReport) -> Table:
         ("speedup", "right"),
         ("eager trial\np50", "right"),
         ("max abs err", "right"),
-    ):
-        table.add_column(T(name), justify=justify, no_wrap=name != "how it ran / cause",  # type: ignore[arg-type]
-                         min_width=24 if name == "how it ran / cause" else None)
+    ), keys=2, once=(0,), keep=("reqs", "first call", "p50 ±IQR/2", "speedup", "max abs err"))
     trials = [t for t in report.trials if t.rows]
     for label in report.shapes:
         present = [(t, next((r for r in t.rows if r.shape == label), None)) for t in trials]
@@ -103,10 +223,10 @@ def shape_table(report: RunReport) -> Table:
         for i, (trial, row) in enumerate(present):
             assert row is not None
             table.add_row(
-                T(label if i == 0 else ""),
+                T(label),
                 T(trial.label),
                 T(row.requests),
-                T(fmt_time(row.first_call_s)) if not row.error else T((row.error or "")[:40], "red"),
+                T(fmt_time(row.first_call_s)) if row.first_call_s is not None or not row.error else T("raised", "red"),
                 _status_cell(row),
                 _steady_cell(row),
                 _eager_cell(row),
@@ -132,9 +252,8 @@ def _counts_cell(t: TrialReport) -> Text:
     return text
 
 
-def summary_table(report: RunReport) -> Table:
-    table = Table(title=T("per strategy"), title_justify="left")
-    for name, justify in (
+def summary_table(report: RunReport) -> Grid:
+    table = Grid(T("per strategy"), (
         ("strategy", "left"),
         ("first call", "right"),
         ("compiles (re)", "right"),
@@ -145,17 +264,21 @@ def summary_table(report: RunReport) -> Table:
         ("break-even", "left"),
         ("projected N*", "right"),
         ("numerics", "left"),
-    ):
-        table.add_column(T(name), justify=justify,  # type: ignore[arg-type]
-                         no_wrap=name in ("strategy", "break-even", "stream total (eager)", "compiles (re)", "numerics"))
+    ), keep=("first call", "compiles (re)", "compile time", "stream total (eager)", "break-even", "projected N*",
+             "numerics"))
     for t in report.trials:
-        if t.status != "ok":
+        if t.status == "failed" and t.call_errors and t.call_errors == t.completed == t.requests:
+            table.add_row(T(t.label), T(f"failed: all {t.requests} requests raised", "bold red"), *[T("")] * 8)
+            continue
+        if t.status not in ("ok", "partial"):
             style = "dim" if t.status == "unavailable" else "bold red"
             done = f" ({t.completed}/{t.requests} requests)" if t.status != "unavailable" else ""
             table.add_row(T(t.label), T(t.status + done, style), *[T("")] * 8)
             continue
+        first = fmt_time(t.first_call_s)
+        first_cell = T(first) if not t.call_errors else T(f"{first}, {t.call_errors} of {t.requests} raised", "bold red")
         if not t.compiles_code:
-            table.add_row(T(t.label), T(fmt_time(t.first_call_s)), *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
+            table.add_row(T(t.label), first_cell, *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
         be = "not within the stream" if t.break_even_request is None else f"after request {t.break_even_request}"
         n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
@@ -166,14 +289,14 @@ def summary_table(report: RunReport) -> Table:
             parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
             parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
             numerics = T(", ".join(parts))
-        first = fmt_time(t.first_call_s)
         table.add_row(
             T(t.label),
-            T(first) if not t.call_errors else T(f"{first}, {t.call_errors} error(s)", "red"),
+            first_cell,
             _counts_cell(t),
             T(fmt_time(t.stream.compile_s)),
             T(len(t.graph_breaks)),
-            T(t.fallbacks, "bold red" if t.fallbacks else ""),
+            T(f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks else t.fallbacks,
+              "bold red" if t.fallbacks or t.partial_fallbacks else ""),
             T(f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})"),
             T(be),
             T(n_star),
@@ -187,6 +310,7 @@ _OUTCOME = {
     "refused": ("recompile REFUSED (limit) — ran eagerly", "bold red"),
     "eager fallback": ("ran EAGERLY", "bold red"),
     "error": ("raised", "red"),
+    "partial eager fallback": ("ran PARTLY EAGERLY", "bold red"),
 }
 
 
@@ -195,7 +319,7 @@ def shape_change_lines(report: RunReport) -> list[Text]:
     that reused a compiled graph are counted."""
     lines = []
     for t in report.trials:
-        if t.status != "ok" or not t.compiles_code:
+        if t.status not in ("ok", "partial") or not t.compiles_code:
             continue
         reused = [c for c in t.changes if c.outcome == "reused"]
         for c in t.changes:
@@ -206,12 +330,28 @@ def shape_change_lines(report: RunReport) -> list[Text]:
             text.append(f"{c.previous} → {c.shape}", style="bold")
             text.append(f"  {fmt_time(c.latency_s)}  ")
             text.append(word + (" " + ", ".join(c.compile_ids) if c.compile_ids else ""), style=style)
+            if c.eager_frames:
+                text.append(" (" + ", ".join(c.eager_frames) + " ran eagerly)", style=style)
             if c.reasons:
                 text.append(" — " + "; ".join(c.reasons))
             lines.append(text)
         if reused:
             lines.append(T(f"  {t.label}: {len(reused)} other shape change(s) ran a compiled graph without "
                            f"recompiling (median {fmt_time(t.reused_median_s)})", "green"))
+    return lines
+
+
+def break_lines(breaks: Sequence[BreakRow], indent: int = 2) -> list[RenderableType]:
+    """Each distinct graph break: where, how often, PyTorch's first line, then its hints
+    (the explanation and the rest are in the JSON and the HTML report)."""
+    lines: list[RenderableType] = []
+    for b in breaks:
+        text = T(f"{b.filename}:{b.line}" if b.filename else "(unknown location)")
+        text.append(f" ({b.count}×) ", style="dim")
+        text.append(b.reason, style="bold")
+        lines.append(Padding(text, (0, 0, 0, indent), expand=False))
+        for hint in b.hints:
+            lines.append(Padding(T(f"hint: {hint}", "dim"), (0, 0, 0, indent + 4), expand=False))
     return lines
 
 
@@ -241,14 +381,12 @@ def backward_lines(report: RunReport) -> list[Text]:
     return lines
 
 
-def start_table(report: RunReport) -> Table | None:
+def start_table(report: RunReport) -> Grid | None:
     if not report.start_modes:
         return None
-    table = Table(title=T("start modes: first call (compiles)"), title_justify="left")
-    table.add_column(T("strategy"))
     names = {"cold": "cold cache", "warm": "warm on-disk cache", "mega": "mega-cache"}
-    for mode in report.start_modes:
-        table.add_column(T(names[mode]), justify="right")
+    table = Grid(T("start modes: first call (compiles)"),
+                 [("strategy", "left"), *((names[mode], "right") for mode in report.start_modes)])
     for row in report.start_rows:
         table.add_row(T(row.strategy), *[T(c) for c in row.cells])
     return table
@@ -271,6 +409,11 @@ def renderables(report: RunReport) -> list[RenderableType]:
     changes = shape_change_lines(report)
     if changes:
         parts.append(Group(T("shape changes (stream order)", "bold"), *changes))
+    breaks = [line for t in report.trials if t.graph_breaks
+              for line in [T(f"  {t.label}:"), *break_lines(t.graph_breaks, 4)]]
+    if breaks:
+        parts.append(Group(T("graph breaks (PyTorch's words; its explanation is in the JSON and HTML)", "bold"),
+                           *breaks))
     backward = backward_lines(report)
     if backward:
         parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
@@ -300,35 +443,28 @@ def render(report: RunReport, width: int = 160) -> str:
 
 def compare_renderables(report: object) -> list[RenderableType]:
     """``compilescope compare``: every compared figure, flagged ones coloured."""
-    from ..analysis.compare import CompareReport
+    from ..analysis.compare import LEGEND, CompareReport
 
     assert isinstance(report, CompareReport)
-    table = Table(title=T(f"compare: A = {report.a}, B = {report.b}"), title_justify="left")
-    for name, justify in (("trial", "left"), ("shape", "left"), ("figure", "left"), ("A", "right"), ("B", "right"),
-                          ("change", "right"), ("flag", "left"), ("why", "left")):
-        table.add_column(T(name), justify=justify)  # type: ignore[arg-type]
-
-    def value(c: object, v: float | None) -> str:
-        if v is None:
-            return "—"
-        figure = getattr(c, "figure")
-        if figure == "compiles":
-            return str(int(v))
-        if figure == "steady p50 / eager":
-            return f"{v:.3f}"
-        return fmt_time(v)
-
+    table = Grid(T(f"compare: A = {report.a}, B = {report.b}"), (
+        ("trial", "left"), ("shape", "left"), ("figure", "left"), ("A", "right"), ("B", "right"), ("change", "right"),
+        ("flag", "left"), ("why", "left")), keys=3, keep=("A", "B", "change", "flag"))
     for c in report.changes:
         style = {"regression": "bold red", "improvement": "green"}.get(c.flag, "")
-        table.add_row(T(c.trial), T(c.shape), T(c.figure), T(value(c, c.a)), T(value(c, c.b)),
+        table.add_row(T(c.trial), T(c.shape), T(c.figure), T(c.a_text), T(c.b_text),
                       T("—" if c.change is None else f"{c.change:+.1%}", style), T(c.flag or "·", style), T(c.why, "dim"))
-    parts: list[RenderableType] = [table]
+    parts: list[RenderableType] = []
+    for warning in report.warnings:
+        parts.append(T(f"! {warning}: this pair's figures include that difference", "yellow"))
+    parts += [table, T(LEGEND, "dim")]
     for label in report.only_in_a:
         parts.append(T(f"! only in A: {label}", "yellow"))
     for label in report.only_in_b:
         parts.append(T(f"! only in B: {label}", "yellow"))
     n = len(report.regressions)
-    parts.append(T(f"{n} flagged regression(s)" if n else "no regression beyond the noise", "bold red" if n else "green"))
+    paired = f"{len(report.pairs)} trial pair(s) compared"
+    parts.append(T(f"{n} flagged regression(s) among {paired}" if n else f"no regression beyond the noise ({paired})",
+                   "bold red" if n else "green"))
     return parts
 
 
@@ -337,13 +473,10 @@ def advice_renderables(advice: object) -> list[RenderableType]:
     from ..analysis.advise import AdviceReport
 
     assert isinstance(advice, AdviceReport)
-    table = Table(title=T(f"advise — objective: {advice.objective} over {advice.lifetime:,} requests"),
-                  title_justify="left")
-    for name, justify in (("trial", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("compile time", "right"),
-                          ("stream total", "right"), ("fallbacks", "right"), ("numerics", "left"),
-                          ("score", "right"), ("why", "left")):
-        table.add_column(T(name), justify=justify, no_wrap=name not in ("why",),  # type: ignore[arg-type]
-                         min_width=40 if name == "why" else None)
+    table = Grid(T(f"advise — objective: {advice.objective} over {advice.lifetime:,} requests"), (
+        ("trial", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("compile time", "right"),
+        ("stream total", "right"), ("fallbacks", "right"), ("numerics", "left"), ("score", "right"), ("why", "left")),
+        keep=("verdict", "compiles (re)", "compile time", "stream total", "fallbacks", "numerics", "score"))
     styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
     for row in advice.rows:
         t = row.trial
@@ -358,11 +491,17 @@ def advice_renderables(advice: object) -> list[RenderableType]:
         rec = advice.recommendation
         assert rec.proposal is not None
         line = T("recommended: ", "bold green")
-        line.append(f"{rec.label} — {rec.proposal.code}")
+        line.append(rec.label)
         parts.append(line)
+        parts.extend(snippet_renderables(rec.proposal.snippet))
+        if rec.proposal.alternative is not None:
+            parts.append(T("  or, with no code change:", "green"))
+            parts.extend(snippet_renderables(rec.proposal.alternative))
         parts.append(T("  addresses: " + "; ".join(rec.proposal.addresses), "dim"))
     else:
         parts.append(T("no measured proposal beat the default on this objective", "yellow"))
+    if getattr(advice, "tie", ""):
+        parts.append(T("  " + advice.tie, "yellow"))
     if advice.code_fixes:
         parts.append(T("needs a code change (not measured):", "bold"))
         for fix in advice.code_fixes:
@@ -370,16 +509,28 @@ def advice_renderables(advice: object) -> list[RenderableType]:
     return parts
 
 
+def snippet_renderables(snippet: object) -> list[RenderableType]:
+    """A proposal's code as it runs: once (binds ``compiled`` from ``model``), then before
+    each call (the call's inputs by parameter name)."""
+    out: list[RenderableType] = [T("    once:", "dim")]
+    out.extend(T(f"      {line}") for line in snippet.setup.splitlines())  # type: ignore[attr-defined]
+    if snippet.before_call:  # type: ignore[attr-defined]
+        out.append(T("    before each call:", "dim"))
+        out.append(T(f"      {snippet.before_call}"))  # type: ignore[attr-defined]
+    if snippet.note:  # type: ignore[attr-defined]
+        out.append(T(f"    then: {snippet.note}", "dim"))  # type: ignore[attr-defined]
+    return out
+
+
 def script_advice_renderables(advice: object) -> list[RenderableType]:
     """``compilescope advise --script``: the script as it is and under each setting, measured."""
     from ..script_advise import ScriptAdvice
 
     assert isinstance(advice, ScriptAdvice)
-    table = Table(title=T(f"advise --script {advice.command}: each a fresh process, cold cache"), title_justify="left")
-    for name, justify in (("run", "left"), ("verdict", "left"), ("exit", "right"), ("compiles (re)", "right"),
-                          ("refused", "right"), ("compile time", "right"), ("script wall", "right"), ("why", "left")):
-        table.add_column(T(name), justify=justify, no_wrap=name != "why",  # type: ignore[arg-type]
-                         min_width=36 if name == "why" else None)
+    table = Grid(T(f"advise --script {advice.command}: each a fresh process, cold cache"), (
+        ("run", "left"), ("verdict", "left"), ("exit", "right"), ("compiles (re)", "right"), ("refused", "right"),
+        ("compile time", "right"), ("script wall", "right"), ("why", "left")),
+        keep=("verdict", "exit", "compiles (re)", "refused", "compile time", "script wall"))
     styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
     for r in advice.rows:
         table.add_row(T(r.label), T(r.verdict, styles[r.verdict]), T(r.exit_code), T(f"{r.compiles} ({r.recompiles})"),

@@ -1,4 +1,5 @@
-"""CSV: one row per (trial, distinct shape), with the trial's summary figures repeated.
+"""CSV: one row per (trial, distinct shape), with the trial's summary figures repeated
+(``error_calls``: the shape's requests that raised; ``trial_request_errors``: the trial's).
 Formats the report model only. Cells that a spreadsheet would run as a formula (leading
 ``=``, ``+``, ``-``, ``@``) are prefixed with ``'``."""
 
@@ -15,6 +16,7 @@ COLUMNS = (
     "speedup", "speed_class", "eager_trial_median_s", "max_abs_err", "max_rel_err", "numerics_pass",
     "numerics_ran_eagerly", "trial_compiles", "trial_recompiles", "trial_refused", "trial_compile_s",
     "trial_eager_fallbacks", "trial_stream_s", "eager_stream_s", "break_even_request",
+    "error_calls", "partial_fallback_calls", "trial_request_errors", "trial_partial_fallbacks",
 )
 
 
@@ -34,8 +36,10 @@ def render(report: RunReport) -> str:
         head = [report.workload, t.strategy, t.cache, t.status]
         tail = [t.stream.compiles, t.stream.recompiles, t.stream.refused, t.stream.compile_s, t.fallbacks,
                 t.stream_s, t.eager_stream_s, t.break_even_request]
+        counts = [t.call_errors, t.partial_fallbacks]
         if not t.rows:
-            writer.writerow([_cell(v) for v in head + [None] * (len(COLUMNS) - len(head) - len(tail)) + tail])
+            writer.writerow([_cell(v) for v in head + [None] * (len(COLUMNS) - len(head) - len(tail) - 4) + tail
+                             + [None, None] + counts])
         for r in t.rows:
             n = r.numerics
             writer.writerow([_cell(v) for v in head + [
@@ -46,5 +50,5 @@ def render(report: RunReport) -> str:
                 r.eager_trial.median if r.eager_trial else None,
                 n.max_abs_err if n else None, n.max_rel_err if n else None, n.passed if n else None,
                 n.ran_eagerly if n else None,
-            ] + tail])
+            ] + tail + [r.error_calls, r.partial_fallback_calls] + counts])
     return buf.getvalue()

@@ -16,7 +16,7 @@ import json
 from typing import Any
 
 from ..errors import OptionError
-from ..report import ProbeReport, RunReport, Stats, TrialReport
+from ..report import IQR_WARN_THRESHOLD, ProbeReport, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time, n_star_text
 
 EXTRA = "pip install 'compilescope[html]'"
@@ -56,6 +56,10 @@ table{border-collapse:collapse;font-size:13px;margin:8px 0} th,td{border:1px sol
 vertical-align:top} th{background:#f4f4f4} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .bad{color:#b00020;font-weight:600} .warn{color:#9a6700} .good{color:#1a7f37} .dim{color:#777}
 .verdict li{margin:4px 0} .plot{width:100%;height:420px} code{background:#f4f4f4;padding:1px 3px}
+.banner{border:2px solid #b00020;background:#fdecee;color:#5f0010;padding:8px 14px;margin:12px 0;border-radius:4px}
+.banner.warnonly{border-color:#9a6700;background:#fff8e1;color:#4d3300} .banner ul{margin:4px 0}
+.noise{color:#9a6700;font-weight:600}
+td.text{white-space:pre-wrap}
 """
 
 
@@ -90,36 +94,144 @@ class _Page:
         )
 
 
-def _table(head: list[str], rows: list[list[tuple[str, str]]]) -> str:
+NOISE = "\x00~"  # a cell's text ending in this gets the console's noise mark, styled
+
+
+def _cell(text: str, cls: str) -> str:
+    if text.endswith(NOISE):
+        return (f'<td class="{cls}">{e(text[:-len(NOISE)])} <span class="noise" title="IQR/median above '
+                f'{IQR_WARN_THRESHOLD:.0%}: noisy">~</span></td>')
+    return f'<td class="{cls}">{e(text)}</td>'
+
+
+def _table(head: list[str], rows: list[list[tuple[str, str]]], attrs: str = "") -> str:
     """``rows`` of (text, css class) cells; the text is escaped here."""
-    out = ["<table><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
+    out = [f"<table{attrs}><tr>" + "".join(f"<th>{e(h)}</th>" for h in head) + "</tr>"]
     for row in rows:
-        out.append("<tr>" + "".join(f'<td class="{cls}">{e(text)}</td>' for text, cls in row) + "</tr>")
+        out.append("<tr>" + "".join(_cell(text, cls) for text, cls in row) + "</tr>")
     out.append("</table>")
     return "".join(out)
 
 
 def _stats(s: Stats | None) -> str:
-    return "—" if s is None else f"{fmt_time(s.median)} ±{fmt_time(s.iqr / 2)}"
+    if s is None:
+        return "—"
+    return f"{fmt_time(s.median)} ±{fmt_time(s.iqr / 2)}" + (NOISE if s.noisy else "")
+
+
+def _p50(s: Stats | None) -> str:
+    """The console's eager-p50 cell: the median, with the noise mark."""
+    return "—" if s is None else fmt_time(s.median) + (NOISE if s.noisy else "")
+
+
+def _numerics_summary(t: TrialReport) -> tuple[str, str]:
+    """The console's numerics column: shapes checked compiled, failed, ran eagerly, not comparable."""
+    if t.numerics_failed:
+        return f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bad"
+    parts = [f"{t.numerics_checked} pass"] if t.numerics_checked else []
+    parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
+    parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
+    return ", ".join(parts), ""
 
 
 def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
     rows = []
     for t in report.trials:
-        if t.status != "ok":
-            rows.append([(t.label, ""), (f"{t.status} ({t.completed}/{t.requests} requests)", "bad")] + [("", "")] * 7)
+        if t.status not in ("ok", "partial"):
+            done = f" ({t.completed}/{t.requests} requests)" if t.status != "unavailable" else ""
+            errors = f", {t.call_errors} raised" if t.call_errors else ""
+            rows.append([(t.label, ""), (f"{t.status}{done}{errors}", "dim" if t.status == "unavailable" else "bad")]
+                        + [("", "")] * 8)
             continue
-        counts = f"{t.stream.compiles} ({t.stream.recompiles})" + (f", {t.stream.refused} refused" if t.stream.refused else "")
+        counts = f"{t.stream.compiles} ({t.stream.recompiles})" + "".join(
+            f", {n} {what}" for n, what in ((t.stream.refused, "refused"), (t.stream.failed, "failed"),
+                                           (t.later.compiles, "later")) if n)
         n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
         rows.append([
-            (t.label, ""), (fmt_time(t.first_call_s), "num"), (counts if t.compiles_code else "", "num"),
+            (t.label, ""), (fmt_time(t.first_call_s) + (f", {t.call_errors} of {t.requests} raised" if t.call_errors else ""),
+                            "num bad" if t.call_errors else "num"), (counts if t.compiles_code else "", "num"),
             (fmt_time(t.stream.compile_s) if t.compiles_code else "", "num"), (str(len(t.graph_breaks)), "num"),
-            (str(t.fallbacks), "num bad" if t.fallbacks else "num"),
+            (f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks else str(t.fallbacks),
+             "num bad" if t.fallbacks or t.partial_fallbacks else "num"),
             (f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})", "num"),
-            ("—" if t.break_even_request is None else f"after request {t.break_even_request}", ""),
+            ("" if not t.compiles_code else "not within the stream" if t.break_even_request is None
+             else f"after request {t.break_even_request}", ""),
             (n_star if t.compiles_code else "", "num"),
+            _numerics_summary(t) if t.compiles_code else ("", ""),
         ])
     return rows
+
+
+def _banner(report: RunReport) -> str:
+    """Every trial that did not finish as planned, or whose requests raised, at the top of the
+    page: a status other than ok (whatever it is), its error, and the requests that raised."""
+    items = []
+    for t in report.trials:
+        bits = []
+        if t.status in ("partial", "failed") and t.call_errors and not t.error:
+            bits.append(t.status)  # the requests that raised, counted once, below
+        elif t.status != "ok":
+            done = (f" — {t.completed} of {t.requests} requests completed and kept"
+                    if t.status != "unavailable" else "")
+            bits.append(f"{t.status}: {t.error or 'no error recorded'}{done}")
+        if t.call_errors:
+            shapes = list(_shape_errors(t).items())
+            first = f" (first: shape {shapes[0][0]}: {shapes[0][1]})" if shapes else ""
+            bits.append(f"{t.call_errors} of {t.completed} request(s) raised{first}")
+        if t.fallbacks:
+            bits.append(f"{t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)})")
+        if t.partial_fallbacks:
+            bits.append(f"{t.partial_fallbacks} request(s) ran partly eagerly "
+                        f"(shapes {', '.join(t.partial_fallback_shapes)})")
+        if bits:
+            items.append(f'<li data-trial="{e(t.label)}" data-status="{e(t.status)}"><b>{e(t.label)}</b> '
+                         f"{e('; '.join(bits))}</li>")
+    items += [f'<li data-trial="{e(label)}" data-status="missing"><b>{e(label)}</b> did not finish (the run was '
+              "interrupted)</li>" for label in report.missing]
+    if not items:
+        return ""
+    failed = any(t.status not in ("ok", "unavailable") or t.call_errors for t in report.trials) or report.missing
+    head = ("Not every trial succeeded." if failed else "Some requests ran eagerly.")
+    return (f'<div class="banner{"" if failed else " warnonly"}" id="failure-banner" role="alert">'
+            f"<b>{e(head)}</b> Requests that raised are marked ✕ in the plots; their figures are left out of "
+            f"the compiled ones.<ul>{''.join(items)}</ul></div>")
+
+
+ERROR_MARK = {"symbol": "x", "size": 12, "color": "#d62728", "line": {"width": 1, "color": "#5f0010"}}
+# requests that raised have no latency: they are drawn on an overlaid axis, at the bottom
+ERROR_AXIS = {"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True}
+
+
+def _shape_errors(t: TrialReport) -> dict[str, str]:
+    """shape -> the first error its requests raised, for each shape whose requests raised."""
+    return {r.shape: r.error for r in t.rows if r.error}
+
+
+def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) -> None:
+    """Mark every request of ``t`` that raised (✕, hover with the error), and where a trial
+    died, the request it died in: never silently dropped from a plot."""
+    import plotly.graph_objects as go
+
+    errors = _shape_errors(t)
+    failed = [p for p in t.timeline if p.event == "error"]
+    if failed:
+        fig.add_trace(go.Scatter(
+            x=[p.index + (1 if axis == "cumulative" else 0) for p in failed], y=[y_of(p) for p in failed],
+            yaxis="y2" if axis == "timeline" else "y", mode="markers", name=f"{t.label}: request raised",
+            legendgroup=t.label, marker=ERROR_MARK,
+            hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e(errors.get(p.shape, '?')[:300])}"
+                       + ("<br>(its time is not counted)" if axis == "cumulative" else "") for p in failed],
+            hoverinfo="text"))
+    if t.status not in ("ok", "unavailable") and t.completed < t.requests:
+        at = t.completed + (1 if axis == "cumulative" else 0)
+        last = t.timeline[-1].cumulative_s if t.timeline else None
+        fig.add_trace(go.Scatter(
+            x=[at], y=[0.5 if axis == "timeline" else last], yaxis="y2" if axis == "timeline" else "y",
+            mode="markers+text", name=f"{t.label}: trial {t.status}", legendgroup=t.label,
+            marker={**ERROR_MARK, "symbol": "x-thin", "size": 18, "line": {"width": 3, "color": color}},
+            text=[f"{e(t.label)} {e(t.status)}"], textposition="top center",
+            hovertext=[f"{e(t.label)} {e(t.status)} in request {t.completed}: {e((t.error or '')[:300])}"],
+            hoverinfo="text"))
 
 
 def _timeline_figure(report: RunReport) -> Any:
@@ -127,27 +239,29 @@ def _timeline_figure(report: RunReport) -> Any:
 
     fig = go.Figure()
     for i, t in enumerate(report.trials):
-        if not t.timeline:
-            continue
         color = COLORS[i % len(COLORS)]
-        xs = [p.index for p in t.timeline]
-        ys = [p.latency_s * 1e3 if p.latency_s is not None else None for p in t.timeline]
-        hover = [f"request {p.index} · {p.shape}<br>{fmt_time(p.latency_s)}"
-                 + (f"<br>{p.event} {' '.join(p.compile_ids)}" if p.event else "")
-                 + "".join(f"<br>· {r}" for r in p.reasons[:4]) for p in t.timeline]
-        fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=t.label, line={"color": color},
-                                 marker={"size": 5}, hovertext=hover, hoverinfo="text"))
-        marked = [p for p in t.timeline if p.event]
-        if marked:
-            fig.add_trace(go.Scatter(
-                x=[p.index for p in marked], y=[(p.latency_s or 0) * 1e3 for p in marked], mode="markers",
-                name=f"{t.label}: compiles / fallbacks", showlegend=False, hoverinfo="skip",
-                marker={"symbol": [EVENT_SYMBOLS.get(p.event, "circle") for p in marked], "size": 13,
-                        "color": ["#d62728" if p.event in ("eager fallback", "refused", "error") else color for p in marked],
-                        "line": {"width": 1, "color": "#222"}}))
-    fig.update_layout(title="latency per request (◆ first compile, ▲ recompile, ✕ eager fallback)",
+        if t.timeline:
+            xs = [p.index for p in t.timeline]
+            ys = [p.latency_s * 1e3 if p.latency_s is not None else None for p in t.timeline]
+            hover = [f"request {p.index} · {e(p.shape)}<br>{fmt_time(p.latency_s)}"
+                     + (f"<br>{e(p.event)} {e(' '.join(p.compile_ids))}" if p.event else "")
+                     + "".join(f"<br>· {e(r)}" for r in p.reasons[:4]) for p in t.timeline]
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=t.label, line={"color": color},
+                                     legendgroup=t.label, marker={"size": 5}, hovertext=hover, hoverinfo="text"))
+            marked = [p for p in t.timeline if p.event and p.latency_s is not None]
+            if marked:
+                fig.add_trace(go.Scatter(
+                    x=[p.index for p in marked], y=[(p.latency_s or 0) * 1e3 for p in marked], mode="markers",
+                    name=f"{t.label}: compiles / fallbacks", showlegend=False, hoverinfo="skip", legendgroup=t.label,
+                    marker={"symbol": [EVENT_SYMBOLS.get(p.event, "circle") for p in marked], "size": 13,
+                            "color": ["#d62728" if p.event in ("eager fallback", "refused", "error") else color
+                                      for p in marked],
+                            "line": {"width": 1, "color": "#222"}}))
+        _error_traces(fig, t, color, lambda p: 0.04, "timeline")
+    fig.update_layout(title="latency per request (◆ first compile, ▲ recompile, ✕ eager fallback; red ✕ at the "
+                            "bottom: the request raised)",
                       xaxis_title="request", yaxis_title="latency (ms, log)", yaxis_type="log", hovermode="closest",
-                      margin={"t": 50})
+                      yaxis2=ERROR_AXIS, margin={"t": 50})
     return fig
 
 
@@ -156,43 +270,80 @@ def _cumulative_figure(report: RunReport) -> Any:
 
     fig = go.Figure()
     for i, t in enumerate(report.trials):
-        if not t.timeline:
-            continue
         color = COLORS[i % len(COLORS)]
-        fig.add_trace(go.Scatter(x=[p.index + 1 for p in t.timeline], y=[p.cumulative_s for p in t.timeline],
-                                 mode="lines", name=t.label, line={"color": color, "dash": "dot" if not t.compiles_code else "solid"}))
+        if t.timeline:
+            fig.add_trace(go.Scatter(x=[p.index + 1 for p in t.timeline], y=[p.cumulative_s for p in t.timeline],
+                                     mode="lines", name=t.label, legendgroup=t.label,
+                                     line={"color": color, "dash": "dot" if not t.compiles_code else "solid"}))
         if t.break_even_request is not None:
             at = t.timeline[t.break_even_request - 1]
             fig.add_trace(go.Scatter(x=[t.break_even_request], y=[at.cumulative_s], mode="markers+text",
                                      marker={"size": 12, "color": color, "symbol": "star"}, showlegend=False,
-                                     text=[f"break-even: {t.label}"], textposition="top center", hoverinfo="text"))
-    fig.update_layout(title="cumulative wall time of the stream (★ measured break-even against eager)",
+                                     text=[f"break-even: {e(t.label)}"], textposition="top center", hoverinfo="text"))
+        _error_traces(fig, t, color, lambda p: p.cumulative_s or None, "cumulative")
+    fig.update_layout(title="cumulative wall time of the stream (★ measured break-even against eager; ✕ a request "
+                            "that raised)",
                       xaxis_title="requests", yaxis_title="cumulative seconds (log)", yaxis_type="log", margin={"t": 50})
     return fig
 
 
+def _lighter(color: str) -> str:
+    r, g, b = (int(color[i:i + 2], 16) for i in (1, 3, 5))
+    return "#" + "".join(f"{int(v + (255 - v) * 0.55):02x}" for v in (r, g, b))
+
+
+def _speedup_text(r: ShapeRow) -> str:
+    """The per-shape table's speedup cell, exactly."""
+    return "—" if r.speedup is None else f"×{r.speedup:.2f}"
+
+
 def _steady_figure(report: RunReport) -> Any:
+    """Per shape, each compiled trial's p50 beside the eager p50 sampled interleaved in that
+    trial's own process — the pair the table's speedup is the ratio of (written on the bar)."""
     import plotly.graph_objects as go
 
     fig = go.Figure()
     for i, t in enumerate(report.trials):
-        rows = [r for r in t.rows if r.steady is not None]
-        if not rows:
-            continue
-        fig.add_trace(go.Bar(
-            x=[r.shape for r in rows], y=[r.steady.median * 1e3 for r in rows if r.steady], name=t.label,
-            marker={"color": COLORS[i % len(COLORS)]},
-            error_y={"type": "data", "symmetric": False,
-                     "array": [(r.steady.q3 - r.steady.median) * 1e3 for r in rows if r.steady],
-                     "arrayminus": [(r.steady.median - r.steady.q1) * 1e3 for r in rows if r.steady]},
-            hovertext=[f"{t.label} · {r.shape}<br>p50 {fmt_time(r.steady.median if r.steady else None)} "
-                       f"(IQR {fmt_time(r.steady.q1 if r.steady else None)}–{fmt_time(r.steady.q3 if r.steady else None)})"
-                       + (f"<br>×{r.speedup:.2f} vs eager in the same process" if r.speedup else "") for r in rows],
-            hoverinfo="text"))
-    fig.update_layout(title="warmed steady state per shape: p50 with IQR whiskers (eager fallbacks left out)",
+        if not t.compiles_code:
+            continue  # the eager trial's p50 is another process's: the table shows it, apart
+        color = COLORS[i % len(COLORS)]
+        rows = [r for r in t.rows if r.steady is not None and r.eager is not None and r.speedup is not None]
+        if rows:
+            for kind, pick in (("compiled", lambda r: r.steady), ("eager, same process", lambda r: r.eager)):
+                stats = [pick(r) for r in rows]
+                compiled = kind == "compiled"
+                fig.add_trace(go.Bar(
+                    x=[r.shape for r in rows], y=[s.median * 1e3 for s in stats],
+                    name=t.label if compiled else f"{t.label}: eager, same process", legendgroup=t.label,
+                    offsetgroup=f"{i}-{kind}", meta=[t.label, kind],
+                    marker={"color": color if compiled else _lighter(color), "line": {"color": color, "width": 1},
+                            "pattern": {"shape": "" if compiled else "/"}},
+                    text=[_speedup_text(r) if compiled else "" for r in rows], textposition="outside",
+                    error_y={"type": "data", "symmetric": False, "array": [(s.q3 - s.median) * 1e3 for s in stats],
+                             "arrayminus": [(s.median - s.q1) * 1e3 for s in stats]},
+                    hovertext=[f"{e(t.label)} · {e(r.shape)} · {kind}<br>p50 {fmt_time(s.median)} (IQR {fmt_time(s.q1)}–"
+                               f"{fmt_time(s.q3)})" + (NOISE_HOVER if s.noisy else "")
+                               + f"<br>speedup {_speedup_text(r)} ({r.speed_class or 'n/a'})"
+                               for r, s in zip(rows, stats)],
+                    hoverinfo="text"))
+        missing = [r for r in t.rows if r.steady is None and (t.status != "ok" or r.error or r.steady_note
+                                                             or r.status in ("error", "eager fallback"))]
+        if missing:
+            why = {r.shape: (r.error or (r.steady_note if r.steady_note != "not measured" else "")
+                             or (f"the trial {t.status} before its steady state" if t.status != "ok" else r.status))
+                   for r in missing}
+            fig.add_trace(go.Scatter(
+                x=[r.shape for r in missing], y=[0] * len(missing), mode="markers", legendgroup=t.label,
+                name=f"{t.label}: no compiled figure", marker={**ERROR_MARK, "color": color},
+                hovertext=[f"{e(t.label)} · {e(r.shape)}: {e(why[r.shape][:300])}" for r in missing], hoverinfo="text"))
+    fig.update_layout(title="steady state per shape: compiled p50 beside the same process's eager p50 (hatched); "
+                            "label: speedup = eager / compiled",
                       barmode="group", xaxis_title="shape", yaxis_title="ms per call", xaxis_type="category",
-                      margin={"t": 50})
+                      yaxis={"rangemode": "tozero"}, margin={"t": 50})
     return fig
+
+
+NOISE_HOVER = "<br>~ noisy: IQR/median above " + f"{IQR_WARN_THRESHOLD:.0%}"
 
 
 def _phases_figure(rows: list[tuple[str, Any]]) -> Any:
@@ -220,20 +371,31 @@ def _phases_figure(rows: list[tuple[str, Any]]) -> Any:
 def _trial_tables(t: TrialReport) -> str:
     rows = []
     for r in t.rows:
-        cls = "bad" if r.status in ("eager fallback", "error") else ""
+        cls = "bad" if r.status in ("eager fallback", "error", "partial eager fallback") or r.error_calls \
+            or r.fallback_calls else ""
         n = r.numerics
         numerics = "—" if n is None else ("eager: not counted" if n.ran_eagerly else "n/a: eager varies"
                                           if not n.comparable else ("FAIL " if not n.passed else "") +
                                           (f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok"))
         rows.append([
             (r.shape, ""), (str(r.requests), "num"), (fmt_time(r.first_call_s), "num"),
-            (f"{r.status}: {r.cause}" if r.cause else r.status, cls),
-            (_stats(r.steady) if r.steady else r.steady_note or "—", "num"), (_stats(r.eager), "num"),
-            ("—" if r.speedup is None else f"×{r.speedup:.2f}", "num " + {"faster": "good", "slower": "bad"}.get(r.speed_class, "")),
-            (_stats(r.eager_trial) if t.compiles_code else "", "num"), (numerics, "num"),
+            ((f"{r.status}: {r.cause}" if r.cause else r.status)
+             + (f"; {r.error_calls} of {r.requests} raised" if r.error_calls else "")
+             + (f"; {r.partial_fallback_calls} of {r.requests} ran partly eagerly"
+                if r.partial_fallback_calls and r.status != "partial eager fallback" else "")
+             + (f"; {r.fallback_calls} of {r.requests} call(s) ran eagerly"
+                if r.fallback_calls and r.status != "eager fallback" else ""), cls),
+            (_stats(r.steady) if r.steady else r.steady_note or "—",
+             "num" if r.steady or not r.steady_note or r.steady_note == "not measured" else "num bad"),
+            (_p50(r.eager), "num"),
+            (_speedup_text(r), "num speedup " + {"faster": "good", "slower": "bad"}.get(r.speed_class, "")),
+            (_p50(r.eager_trial) if t.compiles_code else "", "num"), (numerics, "num" + (" bad" if n and not n.passed
+                                                                                      and n.comparable
+                                                                                      and not n.ran_eagerly else "")),
         ])
     return _table(["shape", "reqs", "first call", "how it ran / cause", "p50 ±IQR/2", "eager p50 (same process)",
-                   "speedup", "eager trial p50", "max abs err"], rows)
+                   "speedup (eager / compiled)", "eager trial p50", "numerics: max abs err"], rows,
+                  f' class="shapes" data-trial="{e(t.label)}"')
 
 
 def render_run(report: RunReport, *, title: str | None = None, command: str = "", created: str = "") -> str:
@@ -248,20 +410,24 @@ def render_run(report: RunReport, *, title: str | None = None, command: str = ""
     page.add(f"<p class=\"dim\">{e(' · '.join(meta))}</p>")
     if command:
         page.add(f"<p><code>{e(command)}</code></p>")
+    page.add(_banner(report))
     page.add("<h2>Verdict</h2><ul class=\"verdict\">" + "".join(
         f"<li><b>{e(t.label)}</b>: {e('; '.join(t.verdict))}.</li>" for t in report.trials if t.verdict) + "</ul>")
     page.add("<h2>Per strategy</h2>" + _table(
         ["strategy", "first call", "compiles (re)", "compile time", "graph breaks", "eager fallbacks",
-         "stream total (eager)", "break-even", "projected N*"], _summary_rows(report)))
+         "stream total (eager)", "break-even", "projected N*", "numerics"], _summary_rows(report),
+        ' class="summary"'))
     page.add("<h2>Latency timeline</h2>")
     page.figure(_timeline_figure(report), "latency timeline")
     page.add("<h2>Cumulative time against eager</h2>")
     page.figure(_cumulative_figure(report), "cumulative time")
     page.add("<h2>Steady state per shape</h2>")
     page.figure(_steady_figure(report), "steady state")
-    if report.eager_spread is not None:
-        page.add(f"<p class=\"dim\">speedup = eager p50 / compiled p50, both sampled interleaved in the same trial "
-                 f"process; the eager trial's own process measured up to {report.eager_spread:.0%} apart.</p>")
+    page.add("<p class=\"dim\">speedup = eager p50 / compiled p50, both sampled interleaved in the same trial "
+             "process: the hatched bar beside each compiled bar is that eager sample"
+             + (f"; the eager trial's own process measured up to {report.eager_spread:.0%} apart (its p50 is in "
+                "the tables, not drawn here)" if report.eager_spread is not None else "")
+             + f". ~ marks a figure whose IQR/median is above {IQR_WARN_THRESHOLD:.0%}.</p>")
     rows = [(f"{t.label} · {c.compile_id}" + (f" (epoch {c.epoch})" if c.epoch else "") + f" · {c.name}", c)
             for t in report.trials for c in t.compile_rows if c.compile_s]
     if rows:
@@ -275,11 +441,13 @@ def render_run(report: RunReport, *, title: str | None = None, command: str = ""
         if changes:
             page.add(_table(["request", "shape change", "latency", "what happened", "reasons (PyTorch's words)"], [
                 [(str(c.index), "num"), (f"{c.previous} → {c.shape}", ""), (fmt_time(c.latency_s), "num"),
-                 (f"{c.outcome} {' '.join(c.compile_ids)}", "bad" if c.outcome in ("eager fallback", "refused") else ""),
+                 (f"{c.outcome} {' '.join(c.compile_ids)}" + (f" ({', '.join(c.eager_frames)} ran eagerly)" if c.eager_frames else ""),
+                  "bad" if c.outcome in ("eager fallback", "refused", "error", "partial eager fallback") else ""),
                  ("; ".join(c.reasons), "")] for c in changes]))
         if t.graph_breaks:
             page.add(_table(["graph break at", "count", "reason"], [
-                [(f"{b.filename}:{b.line}", ""), (str(b.count), "num"), (b.reason, "")] for b in t.graph_breaks]))
+                [(f"{b.filename}:{b.line}", ""), (str(b.count), "num"), (b.text or b.reason, "text")]
+                for b in t.graph_breaks]))
     notes = [n for t in report.trials for n in t.notes] + list(report.notes)
     if notes:
         page.add("<h2>Notes</h2><ul>" + "".join(
@@ -306,7 +474,7 @@ def render_probe(report: ProbeReport) -> str:
             x=[((c.start_us or 0) - t0) / 1e6 for c in points], y=[c.compile_s or 0.0 for c in points],
             mode="markers+lines", name=f.name, marker={"size": 10, "color": COLORS[i % len(COLORS)],
                                                         "symbol": ["x" if c.outcome != "compiled" else "circle" for c in points]},
-            hovertext=[f"{f.name} {c.compile_id} · {c.outcome}<br>{fmt_time(c.compile_s)}" for c in points],
+            hovertext=[f"{e(f.name)} {e(c.compile_id)} · {e(c.outcome)}<br>{fmt_time(c.compile_s)}" for c in points],
             hoverinfo="text"))
     fig.update_layout(title="compiles over time, per function (✕ failed or refused)", xaxis_title="seconds since the "
                       "first compile", yaxis_title="compile seconds", margin={"t": 50})
@@ -325,35 +493,49 @@ def render_probe(report: ProbeReport) -> str:
                 for g in f.guards]))
     if report.graph_breaks:
         page.add("<h2>Graph breaks</h2>" + _table(["where", "count", "reason"], [
-            [(f"{b.filename}:{b.line}", ""), (str(b.count), "num"), (b.reason, "")] for b in report.graph_breaks]))
+            [(f"{b.filename}:{b.line}", ""), (str(b.count), "num"), (b.text or b.reason, "text")]
+            for b in report.graph_breaks]))
     return page.render()
 
 
 def render_compare(report: object) -> str:
     """Side by side: every compared figure of A and B, flagged ones marked."""
-    from ..analysis.compare import CompareReport
+    from ..analysis.compare import LEGEND, CompareReport
 
     assert isinstance(report, CompareReport)
     require_plotly()
     page = _Page(f"compilescope compare — {report.a} vs {report.b}")
-    page.add(f"<h1>compare</h1><p>A = <code>{e(report.a)}</code><br>B = <code>{e(report.b)}</code></p>")
+    page.add(f"<h1>compare{(' — ' + e(report.workload)) if report.workload else ''}</h1><p>A = <code>{e(report.a)}"
+             f"</code><br>B = <code>{e(report.b)}</code><br><span class=\"dim\">{len(report.pairs)} trial pair(s), "
+             f"paired by {e(report.pair_by)}</span></p>")
+    if report.warnings:
+        page.add('<div class="banner warnonly" id="compare-warnings" role="alert"><b>These pairs differ in more than '
+                 "their results; their figures include these differences:</b><ul>"
+                 + "".join(f"<li>{e(w)}</li>" for w in report.warnings) + "</ul></div>")
     rows = []
     for c in report.changes:
-        fmt = (lambda v: "—" if v is None else str(int(v))) if c.figure == "compiles" else (
-            (lambda v: "—" if v is None else f"{v:.3f}") if c.figure == "steady p50 / eager" else fmt_time)
         cls = {"regression": "bad", "improvement": "good"}.get(c.flag, "")
-        rows.append([(c.trial, ""), (c.shape, ""), (c.figure, ""), (fmt(c.a), "num"), (fmt(c.b), "num"),
+        rows.append([(c.trial, ""), (c.shape, ""), (c.figure, ""), (c.a_text, "num"), (c.b_text, "num"),
                      ("—" if c.change is None else f"{c.change:+.1%}", "num " + cls), (c.flag or "·", cls), (c.why, "dim")])
-    page.add(_table(["trial", "shape", "figure", "A", "B", "change", "flag", "why"], rows))
+    page.add(_table(["trial", "shape", "figure", "A", "B", "change", "flag", "why"], rows, ' class="compare"'))
+    page.add(f"<p class=\"dim\">{e(LEGEND)}</p>")
+    for side, labels in (("A", report.only_in_a), ("B", report.only_in_b)):
+        if labels:
+            page.add(f"<p class=\"warn\">only in {side}: {e(', '.join(labels))}</p>")
+    n = len(report.regressions)
+    page.add(f"<p class=\"{'bad' if n else 'good'}\">"
+             + e(f"{n} flagged regression(s)" if n else "no regression beyond the noise") + "</p>")
     import plotly.graph_objects as go
 
-    steady = [c for c in report.changes if c.figure.startswith("steady") and c.a is not None and c.b is not None]
-    if steady:
+    speedups = [c for c in report.changes if c.figure == "speedup" and c.a is not None and c.b is not None]
+    if speedups:
         fig = go.Figure()
-        labels = [f"{c.trial} · {c.shape}" for c in steady]
-        fig.add_trace(go.Bar(x=labels, y=[c.a for c in steady], name="A"))
-        fig.add_trace(go.Bar(x=labels, y=[c.b for c in steady], name="B"))
-        fig.update_layout(title="steady state, A against B (compiled trials: p50 relative to same-process eager)",
-                          barmode="group", xaxis_type="category", margin={"t": 50})
-        page.figure(fig, "compare steady")
+        labels = [f"{c.trial} · {c.shape}" for c in speedups]
+        for side, values, texts in (("A", [c.a for c in speedups], [c.a_text for c in speedups]),
+                                    ("B", [c.b for c in speedups], [c.b_text for c in speedups])):
+            fig.add_trace(go.Bar(x=labels, y=values, name=side, text=texts, textposition="outside"))
+        fig.add_hline(y=1.0, line_dash="dot", annotation_text="eager")
+        fig.update_layout(title="speedup per shape, A against B (eager p50 / compiled p50 in each trial's own "
+                                "process; higher is better)", barmode="group", xaxis_type="category", margin={"t": 50})
+        page.figure(fig, "compare speedup")
     return page.render()

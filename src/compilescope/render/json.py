@@ -1,6 +1,9 @@
-"""JSON: the versioned results file — the raw records, plus the derived ``summary`` (per
-trial: counts, fallbacks, verdict) taken from the report model, for readers that want the
-conclusions without re-deriving them. The loader ignores the summary."""
+"""JSON: the versioned results file — the raw records (each request's error kept whole
+under ``error_info``), plus the derived ``summary`` (per trial: status, counts, eager and
+partial eager fallbacks, request errors grouped with their counts under ``errors``, per-shape
+counts under ``shapes``, verdict) taken from the report model, and for an advise run the
+``advice_summary`` (each proposal's verdict, the recommendation), for readers that want the
+conclusions without re-deriving them. The loader ignores both."""
 
 from __future__ import annotations
 
@@ -15,7 +18,15 @@ def render(result: RunResult, report: RunReport | None = None, *, summary: bool 
 
     if not summary:
         return dumps(result)
-    return dumps(result, {"summary": run_summary(report or build_run_report(result))})
+    report = report or build_run_report(result)
+    extra: dict[str, object] = {"summary": run_summary(report)}
+    if result.advice is not None:  # an advise run: its judgement, derived like the summary
+        from ..analysis.advise_record import advice_summary, rejudge
+
+        advice = rejudge(result, report)
+        assert advice is not None
+        extra["advice_summary"] = advice_summary(advice)
+    return dumps(result, extra)
 
 
 def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:

@@ -3,9 +3,11 @@
 One process per trial. Thread 1 holds the stream's requests as complete events laid back to
 back in stream order (the requests ran one after another; time between them is not part of
 the trace); each compile is a complete event inside the request that caused it, with its
-exclusive phases as nested children; recompiles, refusals and eager fallbacks are instant
-events. A probe gives one process per compiled function, compiles at their real start
-times.
+exclusive phases as nested children; recompiles, refusals, eager fallbacks and requests
+that raised are instant events, and a request that raised sits where it ran (its compiles'
+time, the part of it measured, keeps the requests after it in place). A trial that died
+ends with an instant event at the request it died in. A probe gives one process per compiled
+function, compiles at their real start times.
 """
 
 from __future__ import annotations
@@ -41,20 +43,35 @@ def render_run(report: RunReport) -> str:
         for c in t.compile_rows:
             if c.call_index is not None:
                 rows.setdefault(c.call_index, []).append(c)
+        errors = {r.shape: r.error for r in t.rows if r.error}
         start = 0.0
         for p in t.timeline:
-            dur = (p.latency_s or 0.0) * 1e6
-            events.append({"ph": "X", "pid": pid, "tid": 1, "ts": start, "dur": dur, "cat": "request",
-                           "name": f"request {p.index} ({p.shape})",
-                           "args": {"event": p.event, "compile_ids": list(p.compile_ids), "reasons": list(p.reasons)}})
+            compiles = rows.get(p.index, [])
+            compile_us = sum((c.compile_s or 0.0) * 1e6 for c in compiles)
+            raised = p.event == "error"
+            # a request that raised has no latency of its own: it took at least its compiles' time,
+            # so the requests after it stay where they ran
+            dur = (p.latency_s * 1e6 if p.latency_s is not None else compile_us)
+            args: dict[str, Any] = {"event": p.event, "compile_ids": list(p.compile_ids), "reasons": list(p.reasons)}
+            if raised:
+                args["error"] = errors.get(p.shape)
+                if p.latency_s is None:
+                    args["duration"] = "not measured (the request raised): at least its compile time is shown"
+            events.append({"ph": "X", "pid": pid, "tid": 1, "ts": start, "dur": dur,
+                           "cat": "request error" if raised else "request",
+                           "name": f"request {p.index} ({p.shape})" + (" raised" if raised else ""), "args": args})
             at = start
-            for c in rows.get(p.index, []):
+            for c in compiles:
                 events.extend(_compile_events(pid, 1, at, c))
                 at += (c.compile_s or 0.0) * 1e6
-            if p.event in ("recompile", "eager fallback", "refused"):
+            if p.event in ("recompile", "eager fallback", "refused", "error"):
                 events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "t", "cat": "event",
-                               "name": f"{p.event} at request {p.index}"})
-            start += dur
+                               "name": f"{'request raised' if raised else p.event} at request {p.index}",
+                               **({"args": {"error": errors.get(p.shape)}} if raised else {})})
+            start += max(dur, at - start)
+        if t.status not in ("ok", "unavailable"):
+            events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "p", "cat": "event",
+                           "name": f"trial {t.status} in request {t.completed}", "args": {"error": t.error}})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}, indent=None)
 
 

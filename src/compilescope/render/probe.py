@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..report import ProbeReport
-from .console import T, to_text
+from .console import Grid, T, to_text
 from ..units import fmt_time
 
 
@@ -26,10 +25,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         if f.frame:
             title.append(f"  [frame {f.frame}]", style="dim")
         parts.append(title)
-        table = Table(show_header=True)
-        table.add_column(T("cause"))
-        table.add_column(T("shape-reducible?"), no_wrap=True)
-        table.add_column(T("next step"))
+        table = Grid(None, (("cause", "left"), ("shape-reducible?", "left"), ("next step", "left")),
+                     keep=("shape-reducible?",))
         for cause in f.causes:
             table.add_row(T(cause.description), T("yes", "green") if cause.shape_reducible else T("no", "yellow"),
                           T(cause.next_step))
@@ -46,17 +43,18 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
     if report.graph_breaks:
         parts.append(T(f"\ngraph breaks: {report.graph_break_count} occurrence(s), {len(report.graph_breaks)} distinct",
                        "bold"))
-        table = Table()
-        table.add_column(T("where"), no_wrap=True)
-        table.add_column(T("count"), justify="right")
-        table.add_column(T("reason"))
+        table = Grid(None, (("where", "left"), ("count", "right"), ("reason", "left")), keep=("where", "count"))
         for b in report.graph_breaks:
-            table.add_row(T(f"{b.filename}:{b.line}"), T(b.count), T(b.reason))
+            reason = T(b.reason)
+            for hint in b.hints:
+                reason.append(f"\nhint: {hint}", style="dim")
+            table.add_row(T(f"{b.filename}:{b.line}"), T(b.count), reason)
         parts.append(table)
     if report.counters:
         parts.append(T("trace counters: " + ", ".join(f"{k}={v}" for k, v in report.counters), "yellow"))
     if report.error:
-        parts.append(T(f"the program raised {report.error} (exit status {report.exit_code})", "red"))
+        what = f"was {report.error}" if report.error.startswith("killed by ") else f"raised {report.error}"
+        parts.append(T(f"the program {what} (exit status {report.exit_code})", "red"))
     return [Group(*parts)]
 
 

@@ -2,7 +2,10 @@
 run a static compiled graph per bucket, and slice the outputs back to the request's size.
 
 Which tensor dims follow which shape dim is found by probing the workload's own input
-factory (and the target's outputs) at the stream's first shape and one size larger.
+factory (and the target's outputs) at the stream's first shape and one size larger. Only the
+shape dims the stream varies are padded. With ``marks`` the padded dims are also marked
+dynamic (unbounded) and the target compiled with automatic dynamic: one graph for every
+padded size, where the padding keeps the divisibility guards true.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from .. import compat
 from ..model import Shape, StrategyOptions
 
 if TYPE_CHECKING:
@@ -74,7 +78,10 @@ def prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: Pr
         output_dims[dim] = [
             [i for i in range(a.dim()) if a.dim() == b.dim() and a.shape[i] != b.shape[i]] for a, b in zip(out0, out1)
         ]
-    compiled = ctx.compile(target, options, dynamic=False)
+    varying = {d for d in base if len({s.get(d) for s in ctx.stream}) > 1}
+    input_dims = {d: t for d, t in input_dims.items() if d in varying}
+    marked = bool(options.marks)
+    compiled = ctx.compile(target, options, dynamic=None if marked else False)
 
     def current_shape(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Shape:
         leaves = dict(_tensor_leaves(args, kwargs))
@@ -101,6 +108,11 @@ def prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: Pr
                 for d in dims:
                     t = torch.nn.functional.pad(t, [0, 0] * (t.dim() - d - 1) + [0, grow])
                 padded[kind][key] = t
+        if marked:
+            for tied in input_dims.values():
+                for (kind, key), dims in tied.items():
+                    for d in dims:
+                        compat.mark_dynamic(padded[kind][key], d)
         padded_args, padded_kwargs = padded["arg"], padded["kwarg"]
         out = compiled(*padded_args, **padded_kwargs)
         return _slice_back(out, shape, target_shape, output_dims)
@@ -111,7 +123,8 @@ def prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: Pr
         run,
         pad_shape=pad_shape,
         notes=(
-            "buckets: " + ("powers of two" if not buckets else ",".join(map(str, buckets))),
+            "buckets: " + ("powers of two" if not buckets else ",".join(map(str, buckets)))
+            + (" (padded dims marked dynamic)" if marked else ""),
             "padded with zeros along " + ", ".join(
                 f"{d}→" + "/".join(f"{k[1]}:{ds}" for k, ds in t.items()) for d, t in input_dims.items() if t
             ),

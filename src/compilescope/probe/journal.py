@@ -1,0 +1,147 @@
+"""The probe journal: what the probed program's torch.compile did, on disk as it happens.
+
+The program runs in a child process (see :mod:`compilescope.probe.launch`); it appends one
+JSON line per event to the journal with a single unbuffered ``write``, so whatever ends the
+program — ``os._exit``, a fatal signal, a crash in C — the records captured until then are
+in the file, and ``probe`` builds its report and JSON from them. Lines:
+
+* ``{"probe": 2, "torch_version", "cache_start", "cache_dir"}`` — first, before the script;
+* ``{"compile": I, "record": {...}}`` — record I is new or changed (a lazily compiled backward
+  adds its time to its forward's record); the last line for an index wins;
+* ``{"break": I, "record": {...}}`` — graph-break occurrence I;
+* ``{"call": {...}}`` — the input shapes of one call of a compiled function;
+* ``{"counters": {...}, "recompile_limit": N}`` — when they change;
+* ``{"end": {"exit_code", "error"}}`` — the script returned or raised (absent after
+  ``os._exit`` or a signal).
+
+A line torn by the program's death is ignored.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import CompilescopeError
+from ..model import CompileRecord, GraphBreak, ProbeCall, ProbeResult
+from ..schema import SCHEMA_VERSION, from_data, to_data
+
+
+class JournalWriter:
+    """Appends lines to ``path``; each line reaches the file with one ``write`` call. Only
+    the process that opened it writes: a process the program forks (a DataLoader worker)
+    keeps the capture but not the journal."""
+
+    def __init__(self, path: str | Path) -> None:
+        # not inherited by the script's own subprocesses (PEP 446), appended only
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self.pid = os.getpid()
+
+    def write(self, data: dict[str, Any]) -> None:
+        if os.getpid() != self.pid:
+            return
+        view = memoryview((json.dumps(data) + "\n").encode())
+        while view:
+            view = view[os.write(self.fd, view):]
+
+    def close(self) -> None:
+        os.close(self.fd)
+
+
+class JournalError(CompilescopeError):
+    pass
+
+
+def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | None) -> ProbeResult:
+    """The :class:`ProbeResult` the journal describes. ``exit_code`` is how the process
+    ended (its status, or 128 + the signal); ``error`` is used when the script did not
+    reach its end (it was killed, or left by ``os._exit``)."""
+    try:
+        lines = Path(path).read_bytes().decode("utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise JournalError(f"cannot read the probe journal {path}: {exc.strerror}") from None
+    header: dict[str, Any] | None = None
+    compiles: dict[int, CompileRecord] = {}
+    breaks: dict[int, GraphBreak] = {}
+    calls: list[ProbeCall] = []
+    counters: dict[str, int] = {}
+    limit: int | None = None
+    end: dict[str, Any] | None = None
+    for number, line in enumerate(lines, 1):
+        try:
+            data = json.loads(line)
+        except ValueError:
+            if number == len(lines):
+                break  # torn by the program's death mid-write
+            raise JournalError(f"{path}:{number} is not a probe journal line") from None
+        if not isinstance(data, dict):
+            raise JournalError(f"{path}:{number} is not a probe journal line")
+        if header is None:
+            if data.get("probe") != SCHEMA_VERSION:
+                raise JournalError(f"{path} is not a probe journal of schema {SCHEMA_VERSION}")
+            header = data
+        elif "compile" in data:
+            compiles[int(data["compile"])] = from_data(CompileRecord, data["record"], "record")
+        elif "break" in data:
+            breaks[int(data["break"])] = from_data(GraphBreak, data["record"], "record")
+        elif "call" in data:
+            calls.append(from_data(ProbeCall, data["call"], "call"))
+        elif "counters" in data:
+            counters = {str(k): int(v) for k, v in data["counters"].items()}
+            limit = data.get("recompile_limit")
+        elif "end" in data:
+            end = data["end"]
+    if header is None:
+        raise JournalError("the probed process ended before the script started")
+    return ProbeResult(
+        source=source,
+        compiles=tuple(compiles[i] for i in sorted(compiles)),
+        graph_breaks=tuple(breaks[i] for i in sorted(breaks)),
+        calls=tuple(calls),
+        exit_code=exit_code,
+        error=end.get("error") if end is not None else error,
+        recompile_limit=limit if isinstance(limit, int) else None,
+        counters=counters,
+        torch_version=str(header.get("torch_version", "")),
+        cache_start=str(header.get("cache_start", "unknown")),
+        cache_dir=str(header.get("cache_dir", "")),
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    )
+
+
+class JournalStream:
+    """What a :class:`~compilescope.probe.capture.ProbeSession` has captured, written to a
+    journal as it changes: records are compared by identity, so a steady poll writes
+    nothing."""
+
+    def __init__(self, writer: JournalWriter) -> None:
+        self.writer = writer
+        self._compiles: list[CompileRecord] = []
+        self._breaks = 0
+        self._counters: tuple[dict[str, int], int | None] = ({}, None)
+
+    def header(self, torch_version: str, cache_start: str, cache_dir: str) -> None:
+        self.writer.write({"probe": SCHEMA_VERSION, "torch_version": torch_version, "cache_start": cache_start,
+                           "cache_dir": cache_dir})
+
+    def call(self, call: ProbeCall) -> None:
+        self.writer.write({"call": to_data(call)})
+
+    def sync(self, compiles: list[CompileRecord], breaks: list[GraphBreak], counters: dict[str, int],
+             limit: int | None) -> None:
+        for i, record in enumerate(compiles):
+            if i >= len(self._compiles) or self._compiles[i] is not record:
+                self.writer.write({"compile": i, "record": to_data(record)})
+        self._compiles = list(compiles)
+        for i in range(self._breaks, len(breaks)):
+            self.writer.write({"break": i, "record": to_data(breaks[i])})
+        self._breaks = len(breaks)
+        if (counters, limit) != self._counters:
+            self.writer.write({"counters": counters, "recompile_limit": limit})
+            self._counters = (dict(counters), limit)
+
+    def end(self, exit_code: int, error: str | None) -> None:
+        self.writer.write({"end": {"exit_code": exit_code, "error": error}})

@@ -1,0 +1,176 @@
+"""``compilescope probe SCRIPT``: the program in a process of its own, observed, never changed.
+
+``probe`` forks; the child (torch already imported, so nothing is paid twice) restores the
+signal dispositions and mask ``probe`` was started with — those a plain ``python SCRIPT``
+has — installs the capture and runs SCRIPT as ``__main__`` with argv SCRIPT and every
+argument after it (:func:`compilescope.probe.capture.run_child`), then ends as Python ends:
+non-daemon threads joined, ``atexit`` functions run, the exit status of ``sys.exit``, an
+uncaught exception's traceback through ``sys.excepthook`` (status 1), an uncaught
+``KeyboardInterrupt`` by SIGINT. The child streams every record into a journal as it is
+captured (:mod:`compilescope.probe.journal`), so ``os._exit``, a fatal signal or a crash in C
+still leaves every record made before it. The parent only waits:
+
+* signals sent to ``probe``'s pid by another process (``kill PID``) are passed on to the
+  program; signals the kernel sends to the whole process group (Ctrl-C, Ctrl-\\, a terminal
+  hangup) already reach the program directly and are not sent twice;
+* when the program has ended, the report and the JSON are written from the journal, and
+  ``probe`` ends as the program did: with its exit status, or killed by the same signal
+  (the default disposition restored, then the signal raised again), so a shell sees 143
+  for SIGTERM and 130 for an uncaught Ctrl-C. When ``probe`` is killed, the program is too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import sys
+import threading
+import traceback
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from ..model import ProbeResult
+from .journal import read_journal
+
+# Signals another process may send to `probe` meaning the program: passed on.
+FORWARDED = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2")
+    if hasattr(signal, name)
+)
+# What compilescope itself installs handlers for (cli.main): given back to the program.
+OURS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+def _passes_on(info: signal.struct_siginfo, child: int) -> bool:
+    """A signal from another process (``si_code`` ≤ 0: kill, sigqueue, tkill), not from the
+    kernel (``SI_KERNEL`` > 0: the terminal sends Ctrl-C to the whole foreground group, the
+    program included) and not from the program itself."""
+    return info.si_code <= 0 and info.si_pid != child
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+
+
+def run_probed(script: str, args: list[str], settings: dict[str, Any], journal: Path,
+               ignored: Iterable[int] = ()) -> int:
+    """Run the program and wait for it; returns how it ended as ``subprocess`` puts it:
+    the exit status, or ``-N`` when killed by signal N. ``ignored``: signals ignored when
+    compilescope started (``nohup``, a background job), ignored in the program too."""
+    block = set(FORWARDED) | {signal.SIGCHLD}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, block)  # from here on, signals wait for us
+    try:
+        _flush()
+        parent = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            _child(script, args, settings, journal, mask, set(ignored), parent)  # never returns
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            info = signal.sigtimedwait(block, 1.0)
+            if info is not None and info.si_signo != signal.SIGCHLD and _passes_on(info, pid):
+                try:
+                    os.kill(pid, info.si_signo)
+                except ProcessLookupError:
+                    pass
+        while signal.sigtimedwait(block, 0) is not None:
+            pass  # what arrived as the program ended (the terminal's Ctrl-C too) was the program's
+        return os.waitstatus_to_exitcode(status)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
+def _child(script: str, args: list[str], settings: dict[str, Any], journal: Path, mask: set[int],
+           ignored: set[int], parent: int) -> None:
+    code = 1
+    try:
+        _die_with(parent)
+        for sig in OURS:
+            default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
+            signal.signal(sig, signal.SIG_IGN if sig in ignored else default)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        code = _run_as_python(script, args, settings, journal)
+    except BaseException:  # compilescope's own fault, outside the script
+        traceback.print_exc()
+    finally:
+        _flush()
+        os._exit(code)
+
+
+def _die_with(parent: int) -> None:
+    """The program is killed when ``probe`` is (as it would be were it the process killed)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # probe died before the line above
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journal: Path) -> int:
+    """Run the script, then end as the interpreter ends after ``python SCRIPT``."""
+    from .. import compat
+    from .capture import run_child
+
+    interrupted = False
+    try:
+        compat.patch_settings(settings)  # for the whole program: never undone
+        run_child(script, args, str(journal))
+        code = 0
+    except SystemExit as exc:
+        code = _exit_status(exc.code)
+    except BaseException as exc:
+        sys.excepthook(type(exc), exc, exc.__traceback__)  # run_child starts it at the script's frame
+        code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
+    threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
+    atexit._run_exitfuncs()
+    _flush()
+    if interrupted:  # as Python does after an uncaught KeyboardInterrupt
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return code
+
+
+def _exit_status(code: object) -> int:
+    """``sys.exit(code)`` as the interpreter turns it into a status."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def probe_result(journal: Path, source: str, returncode: int) -> ProbeResult:
+    """The records the program left in the journal; the exit code as a shell reports it."""
+    if returncode < 0:
+        name = signal.Signals(-returncode).name if -returncode in signal.valid_signals() else str(-returncode)
+        return read_journal(journal, source=source, exit_code=128 - returncode, error=f"killed by {name}")
+    return read_journal(journal, source=source, exit_code=returncode, error=None)
+
+
+def end_as(returncode: int) -> int:
+    """End this process as the program ended: killed by the same signal (its default
+    disposition restored first), or return its exit status."""
+    if returncode >= 0:
+        return returncode
+    sig = -returncode
+    _flush()
+    try:
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+        os.kill(os.getpid(), sig)
+    except (OSError, ValueError):
+        pass
+    return 128 + sig  # a signal whose default is not to end the process

@@ -1,0 +1,65 @@
+"""`-` as an output path: compare --html writes the page to stdout with the report on stderr,
+probe --trace takes one stdout output at a time, messages say "stdout" (never `-`), and
+demo refuses a demo.html it must not write instead of quietly dropping the page."""
+
+from __future__ import annotations
+
+import signal
+
+import pytest
+
+FAST = ("--backend", "eager", "--samples", "3", "--budget", "0.01", "--warmup", "1")
+
+
+@pytest.fixture
+def main(tmp_path, monkeypatch, capsys):
+    """``compilescope ARGS…`` in this process, in tmp_path; returns (exit status, stdout, stderr)."""
+    from compilescope.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            code = cli_main(list(args))
+        finally:
+            for s, handler in saved.items():
+                signal.signal(s, handler)
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    return run
+
+
+def test_compare_html_to_stdout_puts_the_report_on_stderr(main, tmp_path):
+    pytest.importorskip("plotly")
+    for name in ("a", "b"):
+        code, _, err = main("run", "sincos", "--stream", "16,32", "--strategies", "eager", *FAST, "--json", f"{name}.json")
+        assert code == 0, err
+    code, out, err = main("compare", "a.json", "b.json", "--html", "-")
+    assert code == 0, err
+    assert out.lstrip().lower().startswith("<!doctype html") and out.rstrip().endswith("</html>"), out[:200]
+    assert "html: stdout" in err and "html: -" not in err
+    assert not (tmp_path / "-").exists()
+
+
+def test_probe_trace_takes_one_stdout_output_at_a_time(main, tmp_path):
+    code, out, err = main("probe", "--trace", str(tmp_path), "--json", "-", "--html", "-")
+    assert (code, out) == (2, "")
+    assert err.strip() == "compilescope: error: only one output can be written to stdout: --json and --html are -"
+    code, out, err = main("probe", "--trace", str(tmp_path), "--stream-out", "-", "--perfetto", "-")
+    assert code == 2 and "--stream-out and --perfetto are -" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written, `-` no file
+
+
+def test_demo_refuses_a_demo_html_that_leads_out_of_its_directory(main, tmp_path):
+    pytest.importorskip("plotly")
+    outside = tmp_path / "outside.html"
+    outside.write_text("keep")
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "demo.html").symlink_to(outside)
+    code, out, err = main("demo", "--out", "out")
+    assert code == 2 and err.count("\n") == 1 and "demo.html" in err and "outside its directory" in err, err
+    assert outside.read_text() == "keep"
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["demo.html"]  # nothing ran, no lock
+    assert out == ""
