@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -34,5 +35,26 @@ def cli(tmp_path):
             [sys.executable, "-m", "compilescope.cli", *args],
             capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env,
         )
+
+    return run
+
+
+@pytest.fixture
+def main(tmp_path, monkeypatch, capsys):
+    """``compilescope ARGS…`` in this process (fast: torch is already imported), in tmp_path;
+    returns (exit status, stdout, stderr). The CLI's signal handlers are put back after."""
+    from compilescope.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+        try:
+            code = cli_main(list(args))
+        finally:
+            for s, handler in saved.items():
+                signal.signal(s, handler)
+        out, err = capsys.readouterr()
+        return code, out, err
 
     return run

@@ -31,27 +31,6 @@ FAST = ("--backend", "eager", "--samples", "3", "--budget", "0.01", "--warmup", 
 MEMORY_LIMIT = 6 << 30  # a read that is not bounded fails here instead of taking the machine's memory
 
 
-@pytest.fixture
-def main(tmp_path, monkeypatch, capsys):
-    """``compilescope ARGS…`` in this process (fast: torch is already imported), in tmp_path;
-    returns (exit status, stdout, stderr). The CLI's signal handlers are put back after."""
-    from compilescope.cli import main as cli_main
-
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            code = cli_main(list(args))
-        finally:
-            for s, handler in saved.items():
-                signal.signal(s, handler)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
-
-
 def bounded(args: list[str], cwd: Path, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
     """The real CLI in a subprocess with its address space capped and a timeout."""
 

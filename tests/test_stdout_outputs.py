@@ -4,31 +4,9 @@ demo refuses a demo.html it must not write instead of quietly dropping the page.
 
 from __future__ import annotations
 
-import signal
-
 import pytest
 
 FAST = ("--backend", "eager", "--samples", "3", "--budget", "0.01", "--warmup", "1")
-
-
-@pytest.fixture
-def main(tmp_path, monkeypatch, capsys):
-    """``compilescope ARGS…`` in this process, in tmp_path; returns (exit status, stdout, stderr)."""
-    from compilescope.cli import main as cli_main
-
-    monkeypatch.chdir(tmp_path)
-
-    def run(*args: str) -> tuple[int, str, str]:
-        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            code = cli_main(list(args))
-        finally:
-            for s, handler in saved.items():
-                signal.signal(s, handler)
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return run
 
 
 def test_compare_html_to_stdout_puts_the_report_on_stderr(main, tmp_path):
