@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/compilescope demo
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n 2 --dist loadfile --durations=15
+	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
 
 # Headless Chromium from Debian's packages for the browser tests, when missing and possible
 # (root and apt-get); otherwise those tests skip with the reason.
@@ -41,6 +41,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/advise_vs_matrix.py
 	$(BIN)/python benchmarks/load_results.py
 	$(BIN)/python benchmarks/cli_startup.py
+	$(BIN)/python benchmarks/record_shapes_overhead.py
+	$(BIN)/python benchmarks/forecast_vs_run.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results

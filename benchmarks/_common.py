@@ -31,3 +31,23 @@ def write(name: str, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps({"benchmark": name, "env": env, **data}, indent=1))
     print(f"(results in {path})")
     return path
+
+
+def steady_compiled_call(description: str = "") -> tuple[Any, Any, Any]:
+    """The ``--calls/--size/--block`` options and a warmed-up, steady compiled call (sin + cos
+    under ``aot_eager``, one thread) that the per-call overhead benchmarks time: (args, f, x)."""
+    import argparse
+
+    import torch
+
+    parser = argparse.ArgumentParser(description=description or None)
+    parser.add_argument("--calls", type=int, default=20_000)
+    parser.add_argument("--size", type=int, default=12_000)
+    parser.add_argument("--block", type=int, default=50)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    f = torch.compile(lambda x: x.sin() + x.cos(), backend="aot_eager")
+    x = torch.randn(args.size)
+    for _ in range(200):
+        f(x)
+    return args, f, x

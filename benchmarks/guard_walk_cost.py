@@ -20,9 +20,9 @@ import torch
 
 from _common import write
 from compilescope import compat
-from compilescope.analysis.guards import explain_checks
+from compilescope.torchtext import explain_checks
 from compilescope.collect.capture import CaptureSession
-from compilescope.workload import transformer_workload
+from compilescope.zoo import transformer_workload
 
 
 def main() -> None:

@@ -15,27 +15,16 @@ Prints medians and each one's ratio to plain. The goal for "in a watch" is ≤ 1
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
-import torch
 
 import compilescope
-from _common import write
+from _common import steady_compiled_call, write
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=20_000)
-    parser.add_argument("--size", type=int, default=12_000)
-    parser.add_argument("--block", type=int, default=50)
-    args = parser.parse_args()
-    torch.set_num_threads(1)
-    f = torch.compile(lambda x: x.sin() + x.cos(), backend="aot_eager")
-    x = torch.randn(args.size)
-    for _ in range(200):
-        f(x)
+    args, f, x = steady_compiled_call()
     plain: list[float] = []
     inside: list[float] = []
     per_call: list[float] = []

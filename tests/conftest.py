@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import signal
 import subprocess
@@ -23,20 +25,70 @@ def _fresh_dynamo():
     torch.compiler.reset()
 
 
-@pytest.fixture
-def cli(tmp_path):
-    """Run the real ``compilescope`` CLI in a subprocess, as a user would."""
+def _cli_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
+    env["COLUMNS"] = "150"  # one width for the text these tests read (test_cli_conventions tries others)
+    return env
 
+
+def _cli_process(tmp_path: Path):  # type: ignore[no-untyped-def]
     def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        env = dict(os.environ)
-        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor-cache"))
-        env["COLUMNS"] = "150"  # one width for the text these tests read (test_cli_conventions tries others)
         return subprocess.run(
             [sys.executable, "-m", "compilescope.cli", *args],
-            capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=env,
+            capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=_cli_env(tmp_path),
         )
 
     return run
+
+
+@pytest.fixture
+def cli(tmp_path):
+    """Run the real ``compilescope`` CLI in a subprocess, as a user would."""
+    return _cli_process(tmp_path)
+
+
+@pytest.fixture
+def cli_subprocess(tmp_path):
+    """``cli`` by a name of its own, for a module whose ``cli`` runs in this process."""
+    return _cli_process(tmp_path)
+
+
+@pytest.fixture
+def cli_in_process(tmp_path):
+    """As ``cli``, with the CLI in this process (its trials are processes of their own all the
+    same): for tests that read the CLI's output and results, not its process."""
+
+    def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        return cli_here(*args, cwd=tmp_path, env=_cli_env(tmp_path))
+
+    return run
+
+
+def cli_here(*args: object, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``compilescope ARGS…`` in this process (fast: torch is already imported), in ``cwd``, with
+    ``env`` as the environment for the call (its trials inherit it); the exit status, stdout and
+    stderr as a CompletedProcess. For module fixtures and helpers, where ``main`` (a
+    function-scoped fixture) cannot be used; cwd, environment and signal handlers are put back."""
+    from compilescope.cli import main as cli_main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli_main([str(a) for a in args])
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        for s, handler in saved.items():
+            signal.signal(s, handler)
+    return subprocess.CompletedProcess(["compilescope", *map(str, args)], code, out.getvalue(), err.getvalue())
 
 
 @pytest.fixture
@@ -58,3 +110,55 @@ def main(tmp_path, monkeypatch, capsys):
         return code, out, err
 
     return run
+
+
+# `make test` hands each test file to one xdist worker whole (--dist loadfile: its module
+# fixtures are computed once); the files named here share one worker, so that a session
+# fixture they both read (``advised_runs``) is computed once too.
+SHARED_GROUPS = {"test_advise.py": "advise", "test_advice_snippets.py": "advise"}
+# The files that take longest (by `make test`'s --durations), handed out first so that the
+# workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest
+# follow in collection order. A stale list changes only the order, never what runs.
+LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_docs.py", "test_sweep.py", "test_reliability.py",
+                 "test_html.py", "test_probe_behaviour.py", "test_compare.py", "test_inductor.py", "test_probe.py",
+                 "test_cli_conventions.py", "test_real_models.py", "test_request_errors.py", "test_script_advise.py",
+                 "test_cli.py", "test_watch.py")
+
+
+def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: each file's own order kept
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: nothing without it
+def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
+    """--dist loadfile, with the files of SHARED_GROUPS one unit of work."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FileGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return SHARED_GROUPS.get(path.rsplit("/", 1)[-1], path)
+
+    return FileGroups(config, log)
+
+
+@pytest.fixture(scope="session")
+def advised_runs():
+    """``advise(ref, stream)`` on the eager backend with few samples, computed once per
+    session for each (ref, stream) and shared by the files that read the same advice."""
+    from compilescope.api import advise
+    from compilescope.model import MeasureOptions
+
+    measure = MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.02)
+    done: dict[tuple, object] = {}
+
+    def get(ref: str, stream: tuple[dict[str, int], ...]):  # type: ignore[no-untyped-def]
+        key = (ref, tuple(tuple(sorted(s.items())) for s in stream))
+        if key not in done:
+            done[key] = advise(ref, list(stream), backend="eager", measure=measure, timeout_s=600)
+        return done[key]
+
+    return get

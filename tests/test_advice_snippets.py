@@ -14,7 +14,6 @@ import torch
 
 from compilescope import watch
 from compilescope.analysis.advise import AdviceReport, Snippet
-from compilescope.api import advise
 from compilescope.model import MeasureOptions
 from compilescope.render.console import advice_renderables, to_text
 from compilescope.workload import as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
@@ -102,10 +101,11 @@ CASES = {
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
-def advised(request):
+def advised(request, advised_runs):
+    """The advice is computed once per session (test_advise reads the same runs)."""
     ref, stream = CASES[request.param]
     stream = _stream(ref, stream)
-    _, advice = advise(ref, list(stream), backend="eager", measure=FAST, timeout_s=600)
+    _, advice = advised_runs(ref, stream)
     return request.param, ref, stream, advice
 
 

@@ -9,14 +9,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compilescope.analysis.advise import distribution_buckets
-from compilescope.api import advise
 from compilescope.model import MeasureOptions
 
 FAST = MeasureOptions(warmup=1, samples=5, min_samples=5, budget_s=0.05)
 
 
-def test_sincos_proposes_marking_x_dim_0_and_measures_one_compile():
-    result, advice = advise("sincos", "16,16,32,32,64,16", backend="eager", measure=FAST, timeout_s=300)
+SINCOS_STREAM = tuple({"n": n} for n in (16, 16, 32, 32, 64, 16))
+
+
+def test_sincos_proposes_marking_x_dim_0_and_measures_one_compile(advised_runs):
+    result, advice = advised_runs("sincos", SINCOS_STREAM)  # the run test_advice_snippets reads
     rows = {r.label: r for r in advice.rows}
     assert rows["default (cold)"].trial.stream.compiles == 2
     marked = [r for r in advice.rows if r.proposal is not None and r.proposal.strategy == "mark-dynamic"]
@@ -31,8 +33,10 @@ def test_sincos_proposes_marking_x_dim_0_and_measures_one_compile():
     assert {t.spec.name for t in result.trials} >= {"eager", "default", "mark-dynamic[x:0:16:64]"}
 
 
-def test_transformer_proposes_both_varying_dims_and_rejects_what_fails():
-    _, advice = advise("transformer", None, backend="eager", measure=FAST, timeout_s=300)
+def test_transformer_proposes_both_varying_dims_and_rejects_what_fails(advised_runs):
+    from compilescope.workload import load_workload
+
+    _, advice = advised_runs("transformer", tuple(load_workload("transformer").default_stream))
     proposals = [r.proposal for r in advice.rows if r.proposal is not None]
     assert proposals
     marked = {(m.input, m.dim) for p in proposals if p.strategy == "mark-dynamic" for m in p.options.marks}
@@ -125,7 +129,7 @@ from types import SimpleNamespace  # noqa: E402
 
 from compilescope.analysis.advice import group_causes, relation_step  # noqa: E402
 from compilescope.analysis.advise import EAGER, Proposal, Snippet, judge, multiple_buckets, propose  # noqa: E402
-from compilescope.analysis.guards import parse_guard_failure  # noqa: E402
+from compilescope.torchtext import parse_guard_failure  # noqa: E402
 from compilescope.model import CompileId, CompileRecord, StrategyOptions, TrialResult, TrialSpec  # noqa: E402
 from compilescope.report import CompileCounts  # noqa: E402
 
@@ -256,11 +260,11 @@ def test_observed_values_are_listed_completely_or_with_how_many_more():
     default = _default_with([[], ["tensor 'x' size mismatch at index 0. expected 64, actual 48"]], ())
     fed = {("x", 0): [1, 32, 40, 48, 64, 100]}
     (cause,) = group_causes(default.compiles, observed=fed)
-    assert "varied over 1, 32, 40, 48, 64, 100 →" in cause.describe()
+    assert "varied over 1, 32, 40, 48, 64, 100 →" in cause.description
     assert "min=1" not in cause.next_step and "mark_unbacked(x, 0)" in cause.next_step
     many = {("x", 0): list(range(2, 40))}
     (cause,) = group_causes(default.compiles, observed=many)
-    assert "13 and 28 more" in cause.describe()  # 2..39 fed, 48 and 64 from the guard
+    assert "13 and 28 more" in cause.description  # 2..39 fed, 48 and 64 from the guard
 
 
 def test_a_size_threshold_is_not_a_mark_dynamic_range_unless_mark_dynamic_was_called():

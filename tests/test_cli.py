@@ -11,26 +11,31 @@ import pytest
 
 from compilescope.schema import load
 
+from .conftest import cli_here
+
 HERE = Path(__file__).parent
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """The CLI in this process: these tests read its output and results (each trial is still a
+    process of its own); probe, which forks, runs as a process (test_report_reads_a_probe_json)."""
+    return cli_in_process
+
+
 @pytest.fixture(scope="module")
 def acceptance_run(tmp_path_factory):
     """The acceptance command, run once for the module."""
-    import subprocess
-    import sys
-
     import os
 
     tmp = tmp_path_factory.mktemp("acceptance")
     out = tmp / "out.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "compilescope.cli", "run", "sincos", "--stream", "16,16,32,32,64,16",
-         "--strategies", "default,static,dynamic,mark-dynamic", "--mark", "x:0", "--backend", "aot_eager",
-         "--json", str(out), "--csv", str(tmp / "out.csv"), *QUICK],
-        capture_output=True, text=True, timeout=600, cwd=tmp, env=dict(os.environ, COLUMNS="150"),
+    proc = cli_here(
+        "run", "sincos", "--stream", "16,16,32,32,64,16",
+        "--strategies", "default,static,dynamic,mark-dynamic", "--mark", "x:0", "--backend", "aot_eager",
+        "--json", str(out), "--csv", str(tmp / "out.csv"), *QUICK, cwd=tmp, env=dict(os.environ, COLUMNS="150"),
     )
     assert proc.returncode == 0, proc.stderr
     return proc, out, tmp / "out.csv"
@@ -41,8 +46,8 @@ def test_acceptance_compile_counts(acceptance_run):
     result = load(out)
     counts = {t.spec.strategy: sum(1 for e in t.compiles if e.is_compile and e.phase == 'stream') for t in result.trials}
     assert counts == {"eager": 0, "default": 2, "static": 3, "dynamic": 1, "mark-dynamic": 1}
-    assert all(t.ok and t.env["pid"] for t in result.trials)
-    assert len({t.env["pid"] for t in result.trials}) == len(result.trials)  # one process per trial
+    assert all(t.ok and t.env.pid for t in result.trials)
+    assert len({t.env.pid for t in result.trials}) == len(result.trials)  # one process per trial
 
 
 def test_acceptance_reason_text_and_structure(acceptance_run):
@@ -173,7 +178,7 @@ def test_warm_cache_runs_a_fresh_process_on_a_populated_directory(cli, tmp_path)
     assert [(t.spec.strategy, t.spec.cache) for t in trials] == [("eager", "none"), ("default", "cold"),
                                                                   ("default", "warm")]
     cold, warm = trials[1], trials[2]
-    assert cold.env["cache_dir"] == warm.env["cache_dir"] and cold.env["pid"] != warm.env["pid"]
+    assert cold.env.cache_dir == warm.env.cache_dir and cold.env.pid != warm.env.pid
 
 
 def test_stream_from_jsonl_file(cli, tmp_path):
@@ -230,7 +235,8 @@ def test_past_the_recompile_limit_table_verdict_and_json_agree(cli, tmp_path):
     assert "outputs matched eager on every shape that ran compiled (8" in text
 
 
-def test_report_reads_a_probe_json(cli, tmp_path):
+def test_report_reads_a_probe_json(cli_subprocess, tmp_path):
+    cli = cli_subprocess
     script = HERE / "probe_scenarios" / "shape_static.py"
     out = tmp_path / "p.json"
     proc = cli("probe", "--json", str(out), str(script))

@@ -8,8 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 
@@ -18,6 +16,8 @@ from compilescope.analysis.compare import compare_runs
 from compilescope.errors import OptionError
 from compilescope.render import console as console_render
 from compilescope.schema import dumps, load
+
+from .conftest import cli_here
 
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
 
@@ -51,8 +51,8 @@ other = Workload("cmp-other", build, lambda s: (torch.randn(s["n"]),), ("n",), S
 
 
 def _cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=env, timeout=900)
+    """The CLI in this process: what is compared here is the commands' output, not a process."""
+    return cli_here(*args, cwd=cwd, env=env)
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def runs(tmp_path_factory):
     (tmp / "w.py").write_text(WORKLOADS)
     plans = {
         "base": ("w", ("--cache", "cold,warm"), {}),
-        "errors": ("w", (), {"CMP_RAISE": "1"}),
+        "errors": ("w", (), {"CMP_RAISE": "1", "COMPILESCOPE_PASS_ENV": "CMP_RAISE"}),
         "aot": ("w", ("--backend", "aot_eager", "--threads", "2"), {}),
         "other": ("other", (), {}),
     }

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import cli_here
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 BLOCK = re.compile(r"<!-- doctest(?:: (?P<kind>\w+))? -->\n```(?:python|sh)\n(?P<code>.*?)\n```", re.S)
@@ -51,8 +53,7 @@ def test_doc_example_runs(name, kind, code, tmp_path):
             if not line.startswith("compilescope "):
                 continue
             args = shlex.split(line.split("  #", 1)[0])[1:]
-            proc = subprocess.run([sys.executable, "-m", "compilescope.cli", *args], cwd=tmp_path, env=env,
-                                  capture_output=True, text=True, timeout=900)
+            proc = cli_here(*args, cwd=tmp_path, env=env)  # the command, in this process
             assert proc.returncode == 0, f"{name}: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
 
 

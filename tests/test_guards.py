@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from compilescope.analysis.guards import parse_guard_failure, split_reason
+from compilescope.torchtext import parse_guard_failure, split_reason
 from compilescope.collect.capture import CaptureSession
 
 FLAG = True
@@ -148,7 +148,7 @@ def test_nested_module_attribute_source():
 
 
 def test_verbose_entry_split_keeps_comment_semicolons():
-    from compilescope.analysis.guards import split_entry_reasons
+    from compilescope.torchtext import split_entry_reasons
 
     text = ("0/1: 2 <= x.size()[0]  # def f(x): ...  # f.py:3 in f (user code shown is first use of this value--the "
             "guard itself is not due user code but due to 0/1 specialization in the framework; to avoid "
@@ -180,7 +180,7 @@ def test_relations_are_never_advised_as_mark_dynamic():
     record = CompileRecord(CompileId(0, 2), "forward", "m.py", 1, guard_failures=failures)
     (cause,) = group_causes((record,))  # a function's relation guards are one cause
     assert cause.kind == "relation" and not cause.shape_reducible and "mark_dynamic(" not in cause.next_step
-    assert cause.describe().startswith("2 relation guard(s) over L['x'] dim 2, L['x'] dim 3: (x.size()[2] // 2)")
+    assert cause.description.startswith("2 relation guard(s) over L['x'] dim 2, L['x'] dim 3: (x.size()[2] // 2)")
     assert "pad L['x'] dim 2, L['x'] dim 3 to a multiple of 2" in cause.next_step
     assert "size threshold" in cause.next_step
 

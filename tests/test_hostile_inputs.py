@@ -137,7 +137,7 @@ def test_qps_without_a_lifetime_is_refused(cli_here, command):
 
 
 @pytest.mark.parametrize("option", [["--strategies", "static"], ["--cache", "warm"], ["--mark", "x:0"],
-                                    ["--html", "a.html"], ["--fail-on", "crash"]])
+                                    ["--fail-on", "crash"]])
 def test_run_advise_refuses_the_options_it_would_ignore(cli_here, option):
     refused(cli_here("run", "sincos", "--advise", *option), option[0], "cannot be combined with --advise")
 
@@ -369,8 +369,11 @@ def test_a_killed_orchestrator_takes_its_worker_and_cache_dir_with_it(tmp_path):
          *QUICK, "--json", str(tmp_path / "r.json")],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=tmp_path, start_new_session=True)
     try:
-        assert wait_until(lambda: workers_of(scope), 120), "no worker started"
+        # workers start ahead, before the run's cache directory exists: wait for the directory,
+        # then for the trial to be under way (each of its calls sleeps 5 s, so it runs far longer)
+        assert wait_until(lambda: workers_of(scope) and any(scratch.iterdir()), 120), "no trial started"
         assert [p.name for p in scratch.iterdir()][0].startswith("compilescope-cache-")
+        time.sleep(4)
         os.kill(proc.pid, signal.SIGKILL)  # nothing can catch this: the worker must notice
         proc.wait(30)
         assert wait_until(lambda: not processes_of(scope), 10), processes_of(scope)

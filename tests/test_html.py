@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import cli_here
+
 HERE = Path(__file__).parent
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
@@ -36,7 +38,13 @@ w = Workload("inject</script><img src=x onerror=alert(1)>", build,
 '''
 
 
-def _cli(*args, cwd, env=None, timeout=600):
+def _cli(*args, cwd, env=None):
+    """run, report and compare in this process (their trials are processes of their own)."""
+    return cli_here(*args, cwd=cwd, env=env)
+
+
+def _cli_process(*args, cwd, env=None, timeout=600):
+    """probe, which forks, as a process of its own."""
     return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=timeout)
 
@@ -57,7 +65,7 @@ def report_files(tmp_path_factory):
     proc = _cli("run", f"{folder / 'w.py'}:w", "--strategies", "default,static", "--backend", "eager", *QUICK,
                 "--json", str(out), "--html", str(tmp / "r.html"), "--perfetto", str(tmp / "r.trace.json"), cwd=tmp)
     assert proc.returncode == 0, proc.stderr
-    probe = _cli("probe", "--html", str(tmp / "p.html"), str(HERE / "probe_scenarios" / "two_functions.py"), cwd=tmp)
+    probe = _cli_process("probe", "--html", str(tmp / "p.html"), str(HERE / "probe_scenarios" / "two_functions.py"), cwd=tmp)
     assert probe.returncode == 0, probe.stderr
     return tmp
 
@@ -187,7 +195,7 @@ def mixed_run(tmp_path_factory):
     first = _cli("run", ref, "--strategies", "static", *quick, "--json", str(tmp / "a.json"), cwd=tmp)
     assert first.returncode == 0, first.stderr
     dying = _cli("run", ref, "--strategies", "default", *quick, "--json", str(tmp / "b.json"), cwd=tmp,
-                 env=dict(os.environ, MIXED_DIE="1"))
+                 env=dict(os.environ, MIXED_DIE="1", COMPILESCOPE_PASS_ENV="MIXED_DIE"))
     assert dying.returncode == 1, dying.stdout + dying.stderr  # the failed trial is the exit status
     a, b = (json.loads((tmp / name).read_text()) for name in ("a.json", "b.json"))
     died = next(t for t in b["trials"] if t["spec"]["strategy"] == "default")

@@ -23,7 +23,7 @@ def test_inductor_default_strategy_in_three_start_modes(cli, tmp_path):
     assert first.cache.get("inductor_fx_local_cache_miss_count") == 1  # empty cache: a true cold compile
     assert cold.artifacts_bytes and cold.artifacts_bytes > 0  # the mega-cache was saved
     assert warm.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # populated dir
-    assert warm.env["cache_dir"] == cold.env["cache_dir"] != mega.env["cache_dir"]
+    assert warm.env.cache_dir == cold.env.cache_dir != mega.env.cache_dir
     assert mega.cache_load_s is not None  # load_cache_artifacts ran before the first call...
     assert mega.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # ...and an empty dir then hit
     assert all(n.passed for t in (cold, warm, mega) for n in t.numerics)

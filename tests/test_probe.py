@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from compilescope.analysis.guards import split_reason
+from compilescope.torchtext import split_reason
 
 SCENARIOS = Path(__file__).parent / "probe_scenarios"
 SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
@@ -103,10 +103,11 @@ def test_probe_matches_torch_logs(runs, name):
 @pytest.mark.parametrize("name", SCRIPTS)
 def test_probe_trace_matches_probe(runs, name):
     from compilescope.probe.trace import read_trace
-    from compilescope.render.json import render_probe
+    from compilescope.analysis.outputs import probe_file
+    from compilescope.render.json import RENDERER
 
     run = runs[name]
-    traced = json.loads(render_probe(read_trace(run["trace"], strict=False)))
+    traced = json.loads(RENDERER.render(probe_file(read_trace(run["trace"], strict=False))))
     live = run["data"]
     assert [(c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in traced["compiles"]] == [
         (c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in live["compiles"]]
@@ -151,10 +152,11 @@ def test_training_step_backward_is_part_of_its_forward_compile(runs):
 
 def test_reset_starts_a_new_epoch_and_each_reason_stays_on_its_compile(runs):
     from compilescope.probe.trace import read_trace
-    from compilescope.render.json import render_probe
+    from compilescope.analysis.outputs import probe_file
+    from compilescope.render.json import RENDERER
 
     run = runs["reset_between.py"]
-    for data in (run["data"], json.loads(render_probe(read_trace(run["trace"])))):
+    for data in (run["data"], json.loads(RENDERER.render(probe_file(read_trace(run["trace"]))))):
         got = [(c["compile_id"], c["epoch"], c["reasons"]) for c in data["compiles"]]
         assert got == [
             ("0/0", 0, []),

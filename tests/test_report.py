@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from compilescope.analysis.build import build_run_report, build_trial
+from compilescope.analysis.build import build_run_report, trial_report
 from compilescope.analysis.regimes import break_even_request, summarize_samples
 from compilescope.analysis.verdict import verdict_text
 from compilescope.errors import OptionError
@@ -18,6 +18,7 @@ from compilescope.model import (
     NumericsCheck,
     RunResult,
     SteadyState,
+    TrialEnv,
     TrialResult,
     TrialSpec,
 )
@@ -73,7 +74,7 @@ def _split_trial():
 
 def test_verdict_states_the_split_with_both_ranges_and_the_true_median():
     trial, ratios = _split_trial()
-    t = build_trial(trial, None, None)
+    t = trial_report(trial, None, None)
     assert t.steady is not None
     assert t.steady.median_ratio == pytest.approx(statistics.median(ratios))
     assert (t.steady.faster.count, t.steady.slower.count) == (5, 5)
@@ -98,7 +99,7 @@ def test_eager_fallbacks_are_left_out_of_compiled_figures_and_counts_agree():
     checks = tuple(NumericsCheck({"n": n}, "float32", 0.0, 0.0, 1e-5, 1e-5, True, ran_eagerly=i >= 8)
                    for i, n in enumerate(sizes))
     trial = TrialResult(spec, "ok", calls=tuple(cs), compiles=compiles, steady=st, numerics=checks,
-                        env={"recompile_limit_default": "8"})
+                        env=TrialEnv(recompile_limit_default=8))
     report = build_run_report(RunResult(workload="w", stream=spec.stream, trials=(trial,)))
     t = report.trials[0]
     assert (t.stream.compiles, t.stream.recompiles, t.stream.refused) == (8, 7, 1)
@@ -124,7 +125,7 @@ def test_a_saving_inside_the_noise_projects_no_break_even():
         CallRecord(i, {"n": 16}, 1e-3, graphs_run=("0/0",), ran_eagerly=False) for i in (1, 2, 3))
     noisy = steady(16, [0.9e-3, 1.0e-3, 1.1e-3, 1.2e-3, 0.95e-3], [1.0e-3, 1.05e-3, 1.15e-3, 0.9e-3, 1.1e-3])
     trial = TrialResult(spec, "ok", calls=cs, compiles=(rec("0/0", 0),), steady=(noisy,))
-    t = build_trial(trial, None, 10_000)
+    t = trial_report(trial, None, 10_000)
     assert not t.saving_significant and t.n_star is None and t.lifetime_gain_s is None
     text = verdict_text(t.verdict)
     assert "inside the noise" in text and "no break-even is projected" in text and "repaid" not in text
@@ -136,7 +137,7 @@ def test_significant_saving_projects_break_even_and_lifetime():
           CallRecord(1, {"n": 16}, 1e-3, graphs_run=("0/0",), ran_eagerly=False),
           CallRecord(2, {"n": 16}, 1e-3, graphs_run=("0/0",), ran_eagerly=False))
     trial = TrialResult(spec, "ok", calls=cs, compiles=(rec("0/0", 0),), steady=(steady(16, samples(1e-3), samples(2e-3)),))
-    t = build_trial(trial, None, 1_000_000)
+    t = trial_report(trial, None, 1_000_000)
     assert t.saving_significant and t.n_star == 100  # 0.1 s of stall / 1 ms saved
     assert "repaid after ~100 requests" in verdict_text(t.verdict)
 
@@ -145,7 +146,7 @@ def test_backward_and_refused_records_are_not_compiles_and_later_phases_are_apar
     spec = TrialSpec("w", "default", "cold", ({"n": 16},))
     cs = (CallRecord(0, {"n": 16}, 0.5, ("0/0",), graphs_run=("0/0",), ran_eagerly=False),)
     compiles = (rec("0/0", 0, backward=0.3), rec("0/1", None, phase="steady"), rec("0/2", None, outcome="refused", phase="steady"))
-    t = build_trial(TrialResult(spec, "ok", calls=cs, compiles=compiles), None, None)
+    t = trial_report(TrialResult(spec, "ok", calls=cs, compiles=compiles), None, None)
     assert (t.stream.compiles, t.stream.recompiles, t.stream.compile_s) == (1, 0, pytest.approx(0.5))
     assert (t.later.compiles, t.later.refused) == (1, 1)
     assert "steady-state/numerics phases caused 1 more compile(s) and 1 recompile-limit hit(s)" in verdict_text(t.verdict)
@@ -153,7 +154,7 @@ def test_backward_and_refused_records_are_not_compiles_and_later_phases_are_apar
 
 def test_every_clause_has_its_figure_and_none_without_evidence():
     spec = TrialSpec("w", "default", "cold", ({"n": 16},))
-    t = build_trial(TrialResult(spec, "ok"), None, None)
+    t = trial_report(TrialResult(spec, "ok"), None, None)
     assert t.verdict == ()
 
 
@@ -163,7 +164,7 @@ def test_reasons_shown_for_a_recompile():
     cs = (CallRecord(0, {"n": 16}, 0.5, ("0/0",), graphs_run=("0/0",), ran_eagerly=False),
           CallRecord(1, {"n": 32}, 0.3, ("0/1",), graphs_run=("0/1",), ran_eagerly=False))
     trial = TrialResult(spec, "ok", calls=cs, compiles=(rec("0/0", 0), rec("0/1", 1, reasons=(failure,))))
-    t = build_trial(trial, None, None)
+    t = trial_report(trial, None, None)
     assert [r.cause for r in t.rows] == ["first compile", "L['x'] dim 0 size: 16 → 32"]
     assert t.changes[0].outcome == "recompiled" and t.changes[0].reasons == (failure.reason,)
 

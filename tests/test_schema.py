@@ -8,7 +8,7 @@ import pytest
 from compilescope.errors import ResultsError
 from compilescope.model import (
     CallRecord, CompileId, CompileRecord, GuardFailure, MarkSpec, MeasureOptions, NumericsCheck, ProbeResult,
-    RunResult, SteadyState, StrategyOptions, TrialResult, TrialSpec,
+    RunResult, SteadyState, StrategyOptions, TrialEnv, TrialResult, TrialSpec,
 )
 from compilescope.schema import SCHEMA_VERSION, dumps, loads
 
@@ -25,7 +25,7 @@ def sample_result() -> RunResult:
                                 call_index=0, epoch=1, backward_compile_s=0.05),),
         steady=(SteadyState({"n": 16}, 3, (1.0, 2.0), (3.0, 4.0)),),
         numerics=(NumericsCheck({"n": 16}, "float32", 0.0, 0.0, 1e-4, 1e-4, True),),
-        env={"torch": "2.13.0"},
+        env=TrialEnv(torch="2.13.0", threads=1, variables={"TORCH_LOGS": "recompiles"}),
     )
     return RunResult(workload="sincos", stream=spec.stream, trials=(trial,), created="2026-01-01T00:00:00+00:00",
                      command="compilescope run sincos", missing=("static (cold)",))
@@ -53,10 +53,11 @@ def test_not_a_results_file():
 
 
 def test_probe_roundtrip_and_kind():
-    from compilescope.render.json import render_probe
+    from compilescope.analysis.outputs import probe_file
+    from compilescope.render.json import RENDERER
 
     probe = ProbeResult(source="s.py", compiles=sample_result().trials[0].compiles, cache_start="warm")
-    assert loads(render_probe(probe)) == probe
+    assert loads(RENDERER.render(probe_file(probe))) == probe
     assert loads(dumps(probe)) == probe
 
 

@@ -46,7 +46,7 @@ def test_advise_needs_a_workload_or_a_script(cli):
 def test_settings_name_only_the_callers_inputs():
     """A resume frame's temporaries (``___stack0``) and a frame the caller does not call
     directly are no source a setting can usefully name."""
-    from compilescope.analysis.guards import parse_guard_failure
+    from compilescope.torchtext import parse_guard_failure
     from compilescope.model import CompileId, CompileRecord, CompiledTarget, ProbeCall, ProbeResult
     from compilescope.script_advise import propose_settings
 

@@ -17,7 +17,7 @@ def test_compare_html_to_stdout_puts_the_report_on_stderr(main, tmp_path):
     code, out, err = main("compare", "a.json", "b.json", "--html", "-")
     assert code == 0, err
     assert out.lstrip().lower().startswith("<!doctype html") and out.rstrip().endswith("</html>"), out[:200]
-    assert "html: stdout" in err and "html: -" not in err
+    assert "html report: stdout" in err and "html report: -" not in err
     assert not (tmp_path / "-").exists()
 
 

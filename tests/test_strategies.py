@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from compilescope.errors import OptionError, StrategyError
-from compilescope.execute.local import plan_trials
+from compilescope.errors import OptionError
+from compilescope.execute.scheduler import plan_trials
 from compilescope.execute.trial import run_trial
 from compilescope.model import MarkSpec, MeasureOptions, StrategyOptions, TrialSpec
-from compilescope.options import parse_buckets, parse_cache_modes
-from compilescope.strategies import bucket_size, parse_strategies, strategy_names
+from compilescope.options import parse_buckets, parse_cache_modes, parse_strategies
+from compilescope.strategies import strategy_names
+from compilescope.strategies.bucket import bucket_size
 
 HERE = Path(__file__).parent
 STACK = f"{HERE / 'workloads_for_tests.py'}:stack"
@@ -139,7 +140,7 @@ def test_option_parsing():
     assert parse_cache_modes("mega,cold") == ("cold", "mega")
     with pytest.raises(OptionError, match="tepid"):
         parse_cache_modes("tepid")
-    with pytest.raises(StrategyError, match="needs --dynamic-sources"):
+    with pytest.raises(OptionError, match="needs --dynamic-sources"):
         parse_strategies("dynamic-sources", StrategyOptions())
 
 

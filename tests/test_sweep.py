@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -66,16 +67,30 @@ def cli_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def local_sweep(tmp_path_factory):
-    """The sweep run once with the local executor; tests read its store (and run it again)."""
+    """The sweep run with the local executor, killed (SIGTERM) once three trials are in the
+    store and run again to the end: one sweep that the tests read as interrupted, as resumed
+    and as finished (its store; they run it again too)."""
     directory = tmp_path_factory.mktemp("local-sweep")
     sweep = write_sweep(directory)
-    proc = cli_in(directory, "sweep", str(sweep), "--store", "s.sqlite")
-    assert proc.returncode == 0, proc.stderr
-    return directory, sweep
+    store = directory / "s.sqlite"
+    cmd = [sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--store", str(store)]
+    env = dict(os.environ, RAY_ADDRESS="")
+    proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.time() + 300
+    while time.time() < deadline and (not store.exists() or len(rows(store)) < 3):
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)
+    proc.communicate(timeout=120)
+    before = {r["key"]: r["finished"] for r in rows(store)}
+    again = subprocess.run(cmd, cwd=directory, capture_output=True, text=True, timeout=900, env=env)
+    assert again.returncode == 0, again.stderr
+    after = {r["key"]: r["finished"] for r in rows(store)}
+    return SimpleNamespace(directory=directory, sweep=sweep, killed_rc=proc.returncode, before=before, again=again,
+                           after=after)
 
 
 def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing_to_do(local_sweep):
-    tmp_path, sweep = local_sweep
+    tmp_path, sweep = local_sweep.directory, local_sweep.sweep
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
         return cli_in(tmp_path, *args)
@@ -101,23 +116,12 @@ def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing
     assert bad.returncode == 2 and "unknown --where column 'colour'" in bad.stderr
 
 
-def test_killed_sweep_reruns_only_the_missing_trials(tmp_path):
-    sweep = write_sweep(tmp_path, SWEEP.replace('"{tests}/workloads_for_tests.py:fault_segfault"', '"mlp"'))
-    store = tmp_path / "s.sqlite"
-    cmd = [sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--store", str(store)]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 300
-    while time.time() < deadline and (not store.exists() or len(rows(store)) < 3):
-        time.sleep(0.5)
-    proc.send_signal(signal.SIGTERM)
-    proc.communicate(timeout=120)
-    assert proc.returncode == 128 + signal.SIGTERM
-    before = {r["key"]: r["finished"] for r in rows(store)}
+def test_killed_sweep_reruns_only_the_missing_trials(local_sweep):
+    before, again, after = local_sweep.before, local_sweep.again, local_sweep.after
+    assert local_sweep.killed_rc == 128 + signal.SIGTERM
     assert 3 <= len(before) < 10
-    again = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0, again.stderr
     assert f"{len(before)} trial(s) already in the store were skipped" in again.stdout
-    after = {r["key"]: r["finished"] for r in rows(store)}
     assert len(after) == 10 and all(after[k] == v for k, v in before.items())  # finished trials untouched
     ran = [line for line in again.stdout.splitlines() if " done · " in line]
     assert len(ran) == 10 - len(before)
@@ -147,7 +151,7 @@ def test_ray_executor_without_ray_names_the_extra(tmp_path):
 
 def test_ray_sweep_matches_the_local_sweep_trial_for_trial(local_sweep, tmp_path):
     pytest.importorskip("ray")
-    local_dir, sweep = local_sweep
+    local_dir, sweep = local_sweep.directory, local_sweep.sweep
     # RAY_ADDRESS="" (cli_in): a local cluster of its own, never one found on the machine
     ray = cli_in(tmp_path, "sweep", str(sweep), "--executor", "ray", "--store", "ray.sqlite")
     assert ray.returncode == 0, ray.stderr[-2000:]

@@ -14,7 +14,6 @@ from .errors import (
     CompilescopeError,
     OptionError,
     ResultsError,
-    StrategyError,
     StreamError,
     WorkloadError,
 )
@@ -93,7 +92,6 @@ __all__ = [
     "ResultsError",
     "RunInterrupted",
     "RunResult",
-    "StrategyError",
     "StrategyOptions",
     "StreamError",
     "TrialResult",

@@ -13,21 +13,31 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OptionError, ResultsError, StrategyError, WorkloadError
+from .errors import OptionError, ResultsError, WorkloadError
 from .execute.journal import Journal, JournalState, journal_path, read_journal, write_atomic
-from .execute.local import Interrupted, PlannedTrial, ProgressFn, plan_trials, run_planned
-from .model import MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec
+from .execute.executor import Executor
+from .execute.local import Interrupted, LocalExecutor
+from .execute.scheduler import PlannedTrial, ProgressFn, plan_trials, run_plan
+from .model import (
+    DEFAULT_STRATEGIES,
+    MarkSpec,
+    MeasureOptions,
+    RunResult,
+    Shape,
+    StrategyOptions,
+    TrialResult,
+    TrialSpec,
+)
 from .options import (
     check_backend, check_device, check_sizes, check_writable, parse_cache_modes, parse_dynamic_sources,
+    parse_objective, parse_strategies,
 )
 from .schema import from_data, to_data
-from .strategies import apply_marks, get_strategy, parse_strategies
+from .strategies import apply_marks, get_strategy
 from .stream import parse_stream
 from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
-DEFAULT_STRATEGIES = ("eager", "default", "static", "dynamic")
 DEFAULT_TIMEOUT_S = 900.0
-MARK_STRATEGIES = ("mark-dynamic", "shapes-spec")
 
 
 class RunInterrupted(Exception):
@@ -82,12 +92,7 @@ def _prepare(
         raise OptionError("the stream is empty")
     check_sizes(shapes)
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
-    if any(n in MARK_STRATEGIES for n in names):
-        _check_marks(loaded, target, options.marks, shapes[0])
-    elif options.marks:
-        raise StrategyError(f"--mark only applies to the {' and '.join(MARK_STRATEGIES)} strategies")
-    if options.dynamic_sources and "dynamic-sources" not in names:
-        raise StrategyError("--dynamic-sources only applies to the dynamic-sources strategy")
+    _check_marks(loaded, target, options.marks, shapes[0])
     if "eager" not in names:
         names = ("eager", *names)  # the baseline every comparison needs
     assert loaded.ref is not None
@@ -134,6 +139,7 @@ def run(
     command: str = "",
     lifetime: int | None = None,
     results_path: str | Path | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
     """Run ``workload`` over ``stream`` under each strategy, one fresh process per trial.
 
@@ -141,7 +147,9 @@ def run(
     or a :class:`Workload` loaded from one. ``stream`` is a spec string (see
     :mod:`compilescope.stream`), a sequence of shape dicts, or ``None`` for the workload's
     default. The eager baseline is always included. With ``results_path`` each trial is
-    journaled as it finishes and the results file is written at the end.
+    journaled as it finishes and the results file is written at the end. ``executor`` runs
+    the trials (default: a :class:`~compilescope.execute.local.LocalExecutor`; see
+    :mod:`compilescope.execute.executor`).
     """
     parse_cache_modes(cache)
     options = StrategyOptions(
@@ -151,7 +159,7 @@ def run(
     _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
     return execute_run(
         base, names, cache, timeout_s=timeout_s, on_progress=on_progress, command=command, lifetime=lifetime,
-        results_path=None if results_path is None else Path(results_path),
+        results_path=None if results_path is None else Path(results_path), executor=executor,
     )
 
 
@@ -188,13 +196,13 @@ def _assemble(base: TrialSpec, plan: list[PlannedTrial], got: dict[TrialSpec, Tr
 
 def write_results(result: RunResult, path: Path) -> None:
     """The results file, atomically, with the derived summary beside the records."""
-    from .analysis.build import build_run_report
+    from .analysis.outputs import records_only, run_file
     from .render import json as json_render
 
     try:
-        text = json_render.render(result, build_run_report(result))
+        text = json_render.render(run_file(result))
     except Exception:  # never lose records to a fault in analysis: write them bare
-        text = json_render.render(result, summary=False)
+        text = json_render.render(records_only(result))
     try:
         write_atomic(path, text)
     except OSError as exc:
@@ -212,8 +220,10 @@ def execute_run(
     lifetime: int | None = None,
     results_path: Path | None = None,
     resume: JournalState | None = None,
+    executor: Executor | None = None,
 ) -> RunResult:
-    """Run a validated plan (see :func:`prepare_run`): one fresh process per trial.
+    """Run a validated plan (see :func:`prepare_run`): one fresh process per trial, through
+    ``executor`` (default: local subprocesses, one at a time).
 
     With ``results_path``, each finished trial is appended to the journal beside it, and
     the results file is written when the run ends — or is interrupted, in which case
@@ -238,7 +248,8 @@ def execute_run(
             journal.append(result)
 
     try:
-        run_planned(plan, timeout_s, on_progress=on_progress, on_result=on_result, done=tuple(got))
+        run_plan(plan, executor or LocalExecutor(), timeout_s, on_progress=on_progress, on_result=on_result,
+                 done=tuple(got))
     except (KeyboardInterrupt, Interrupted) as exc:
         import signal
 
@@ -271,7 +282,8 @@ def _check_resumable(results_path: Path, base: TrialSpec, names: Sequence[Any]) 
         raise type(exc)(f"cannot resume {results_path}: {exc}") from None
 
 
-def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None) -> RunResult:
+def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None,
+               executor: Executor | None = None) -> RunResult:
     """Finish an interrupted run: re-run only the trials its journal does not hold."""
     jpath = journal_path(results_path)
     if not jpath.exists():
@@ -290,7 +302,7 @@ def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None) -> 
     return execute_run(
         base, names, str(state.header.get("cache", "cold")), timeout_s=float(state.header.get("timeout_s", DEFAULT_TIMEOUT_S)),
         on_progress=on_progress, command=str(state.header.get("command", "")), lifetime=state.header.get("lifetime"),
-        results_path=results_path, resume=state,
+        results_path=results_path, resume=state, executor=executor,
     )
 
 
@@ -319,22 +331,22 @@ def advise(
     results_path: str | Path | None = None,
     command: str = "",
     max_waste: float = 0.125,
+    executor: Executor | None = None,
 ) -> tuple[RunResult, Any]:
     """Run the default strategy, propose the narrowest fix for each recorded cause, run every
     proposal as a cold trial of the same run, and judge them (see
     :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
     from . import compat
-    from .analysis.advise import OBJECTIVES, judge, observed_sizes, propose
+    from .analysis.advise import judge, observed_sizes, propose
     from .analysis.build import build_run_report
     from .strategies import repeated_block
     from .stream import distinct_shapes
 
-    if objective not in OBJECTIVES:
-        raise OptionError(f"unknown --objective {objective!r} (use {', '.join(OBJECTIVES)})")
+    parse_objective(objective)
     options = StrategyOptions(backend=backend, mode=mode)
     loaded, target, base, _ = _prepare(workload, stream, ("eager", "default"), options=options, measure=measure)
     first = execute_run(base, ("eager", "default"), "cold", timeout_s=timeout_s, on_progress=on_progress,
-                        command=command, lifetime=lifetime)
+                        command=command, lifetime=lifetime, executor=executor)
     default = next(t for t in first.trials if t.spec.strategy == "default")
     distinct = distinct_shapes(base.stream)
     named_inputs = [bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct]
@@ -351,7 +363,7 @@ def advise(
     def more(names: list[Any]) -> None:
         if names:
             second = execute_run(base, names, "cold", timeout_s=timeout_s, on_progress=on_progress, command=command,
-                                 lifetime=lifetime)
+                                 lifetime=lifetime, executor=executor)
             trials.extend(t for t in second.trials if t.spec.strategy != "eager")
 
     # static alongside the proposals when the default went dynamic: is the dynamic graph slower?

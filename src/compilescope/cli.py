@@ -11,7 +11,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import click
 from rich.console import Console
@@ -21,15 +21,16 @@ from rich.text import Text
 
 from . import __version__
 from .errors import CompilescopeError, OptionError
-from .model import MeasureOptions, ProbeResult, RunResult, StrategyOptions, TrialResult
-from .options import parse_buckets, parse_fail_on, parse_lifetime, parse_mark
+from .model import DEFAULT_STRATEGIES, MeasureOptions, ProbeResult, RunResult, StrategyOptions, TrialResult
+from .options import OBJECTIVES, parse_buckets, parse_fail_on, parse_lifetime, parse_mark
+from .strategies import strategy_names  # the registry imports no torch
+
+if TYPE_CHECKING:
+    from .execute.executor import Executor
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
 PIPE_WIDTH = 100  # off a terminal with no COLUMNS; tables wrap their cells to whatever width they get
-# the strategy registry's names, for --help without importing torch (a test keeps them equal)
-STRATEGY_NAMES = ("eager", "default", "static", "dynamic", "mark-dynamic", "dynamic-sources", "regional", "nested",
-                  "bucket", "shapes-spec")
 
 
 def output_width(stream: Any, environ: Any = None) -> int | None:
@@ -87,7 +88,7 @@ def _write_text(path: Path, text: str) -> None:
 
 
 def _progress_callback(progress: Progress, task: Any, console: Console) -> Any:
-    from .execute.local import PlannedTrial
+    from .execute.scheduler import PlannedTrial
 
     from .collect.graphs import eager_frames
     from .model import trial_status
@@ -132,65 +133,116 @@ def _with_progress(console: Console, total: int | None, work: Any) -> Any:
         return work(_progress_callback(progress, task, console))
 
 
-def _execute(args: dict[str, Any], console: Console) -> RunResult:
+def _execute(args: dict[str, Any], console: Console, executor: ExecutorChoice | None = None) -> RunResult:
     from .api import execute_run, prepare_run
-    from .execute.local import plan_trials
+    from .execute.scheduler import plan_trials
 
     _, base, names = prepare_run(
         args["workload"], args["stream"], args["strategies"], options=args["options"], measure=args["measure"],
     )
     total = len(plan_trials(base, names, args["cache"]))
+    runner = executor.start() if executor else None
     _say(console, f"results: {args['results']} (each trial is saved as it finishes)", "dim")
     return _with_progress(console, total, lambda cb: execute_run(
         base, names, args["cache"], timeout_s=args["timeout"], on_progress=cb, command=args["command"],
-        lifetime=args.get("lifetime"), results_path=args["results"],
+        lifetime=args.get("lifetime"), results_path=args["results"], executor=runner,
     ))
 
 
-def _report_run(result: RunResult, console: Console, csv_path: Path | None, html_path: Path | None = None,
-                perfetto_path: Path | None = None) -> Any:
-    """Render a run whose records are already on disk; returns the report model."""
-    from .analysis.build import build_run_report
-    from .render import console as console_render
-    from .render import csv as csv_render
+class Output(NamedTuple):
+    """One rendered output a command writes: its path, the renderer (by name) and the option
+    that asked for it (``--csv``, or ``--out`` for a path whose extension picked the renderer)."""
 
-    report = build_run_report(result)
+    path: Path
+    renderer: str
+    option: str
+
+
+def _outputs(outs: tuple[Path, ...] = (), **flags: Path | None) -> list[Output]:
+    """The outputs asked for: each ``--out FILE`` by its extension (see
+    :func:`compilescope.render.for_path`), and the format flags (``csv=path`` for ``--csv``),
+    which are aliases of it. ``--out -`` names no format: stdout is the flags' ``-``."""
+    from .render import for_path
+
+    chosen = [Output(path, name, f"--{name}") for name, path in flags.items() if path is not None]
+    for path in outs:
+        if path == STDOUT:
+            raise OptionError("--out - names no format: for stdout give the format's flag, e.g. --csv - or --html -")
+        chosen.append(Output(path, for_path(path).name, "--out"))
+    return chosen
+
+
+def _results_out(outputs: list[Output], json_path: Path | None) -> tuple[list[Output], Path | None]:
+    """``--out FILE.json`` of a command that writes a results JSON of its own (run, advise,
+    probe) is that file, as ``--json FILE``: returned as the json path, the rest as outputs."""
+    json_outs = [o for o in outputs if o.renderer == "json"]
+    if len(json_outs) + (json_path is not None) > 1:
+        raise OptionError("one results JSON per command: give --json FILE or one --out FILE.json")
+    rest = [o for o in outputs if o.renderer != "json"]
+    return rest, json_outs[0].path if json_outs else json_path
+
+
+def _check_kinds(outputs: list[Output], kind: type, what: str) -> None:
+    """Each output's renderer renders ``kind`` (a run's file, a probe's…), else one line."""
+    from .render import get, renderers
+
+    for o in outputs:
+        if kind not in get(o.renderer).kinds:
+            able = ", ".join(r.name for r in renderers() if kind in r.kinds)
+            raise OptionError(f"{o.option} {_shown(o.path)}: {o.renderer} output is not made for {what} "
+                              f"(it writes: {able})")
+
+
+def _write_outputs(report: Any, outputs: list[Output]) -> list[tuple[str, Path]]:
+    """Render ``report`` with each output's renderer and write it; (what, path) of each written."""
+    from .render import get
+
     written = []
-    if csv_path is not None:
-        _write_text(csv_path, csv_render.render(report))
-        written.append(("csv", csv_path))
-    if html_path is not None:
-        from .render import html as html_render
+    for o in outputs:
+        renderer = get(o.renderer)
+        _write_text(o.path, renderer.render(report))
+        written.append((renderer.written, o.path))
+    return written
 
-        _write_text(html_path, html_render.render_run(report, command=result.command, created=result.created))
-        written.append(("html report", html_path))
-    if perfetto_path is not None:
-        from .render import perfetto
 
-        _write_text(perfetto_path, perfetto.render_run(report))
-        written.append(("perfetto trace", perfetto_path))
-    for part in console_render.renderables(report):
+def _show(report: Any, console: Console, outputs: list[Output]) -> None:
+    """The one output path of every command: write each output, print the report, then say
+    where each output went."""
+    from .render import text
+
+    written = _write_outputs(report, outputs)
+    for part in text.renderables(report):
         console.print(part)
     for what, path in written:
         _say(console, f"{what}: {_shown(path)}")
-    return report
 
 
-def _check_outputs(csv_path: Path | None, html_path: Path | None, perfetto_path: Path | None, *,
-                   others: Any = (), inputs: Any = ()) -> None:
+def _report_run(result: RunResult, console: Console, outputs: list[Output], advice: Any = None) -> Any:
+    """Render a run whose records are already on disk (an advise run's advice after its
+    report: ``advice``, or judged again from the records); returns the report model."""
+    import dataclasses
+
+    from .analysis.outputs import run_file
+
+    file = run_file(result)
+    if advice is not None:
+        file = dataclasses.replace(file, advice=advice)
+    _show(file, console, outputs)
+    return file.report
+
+
+def _check_outputs(outputs: list[Output], *, others: Any = (), inputs: Any = ()) -> None:
     """Before any trial: every output path ours to write (a regular file or a new path; see
     :func:`compilescope.paths.check_output`), no two outputs on one file and none on a file the
-    command reads, plotly present for --html. ``others``/``inputs``: (path or None, name)."""
+    command reads, plotly present for an HTML output. ``others``/``inputs``: (path or None, name)."""
     from .paths import check_distinct, check_output
 
-    outputs = [(path, what) for path, what in
-               [*others, (csv_path, "--csv"), (html_path, "--html"), (perfetto_path, "--perfetto")]
-               if path != STDOUT]
-    for path, what in outputs:
+    checked = [(path, what) for path, what in [*others, *((o.path, o.option) for o in outputs)] if path != STDOUT]
+    for path, what in checked:
         if path is not None:
             check_output(path, what)
-    check_distinct(outputs, inputs)
-    if html_path is not None:
+    check_distinct(checked, inputs)
+    if any(o.renderer == "html" for o in outputs):
         from .render.html import require_plotly
 
         require_plotly()
@@ -212,7 +264,18 @@ def _lock_results(results: Path) -> None:
     click.get_current_context().with_resource(lock)
 
 
+OUT_HELP = ("write an output, its format picked by the file's extension: .json (results), .csv, .html, "
+            ".perfetto.json or .trace.json (Chrome/Perfetto trace), .txt (the report as plain text); repeatable. "
+            "--json/--csv/--html/--perfetto are the same with the format named.")
+
+
+def out_option(f: Any) -> Any:
+    return click.option("--out", "outs", multiple=True, metavar="FILE",
+                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help=OUT_HELP)(f)
+
+
 def html_options(f: Any) -> Any:
+    f = out_option(f)
     f = click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                      help="also write a Chrome/Perfetto trace of calls and compiles (- for stdout).")(f)
     return click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
@@ -247,11 +310,14 @@ def _refuse_given(what: str, allowed: set[str], why: str) -> None:
             raise OptionError(f"{param.opts[0]} cannot be combined with {what}: {why}")
 
 
+RAY_OPTIONS = {"ray_address", "cpus_per_trial", "ray_timeout"}
+EXECUTOR_OPTIONS = {"executor", *RAY_OPTIONS}
 # what --resume still takes: the journal holds the run (workload, stream, strategies, options)
-RESUME_OPTIONS = {"resume_path", "csv_path", "html_path", "perfetto_path", "fail_on"}
+RESUME_OPTIONS = {"resume_path", "csv_path", "html_path", "perfetto_path", "outs", "fail_on", *EXECUTOR_OPTIONS}
 # what run --advise uses (it runs the default and its own proposals, not a strategy matrix)
 ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps", "threads", "warmup", "samples",
-                  "budget", "device", "timeout", "json_path", "csv_path"}
+                  "budget", "device", "timeout", "json_path", "csv_path", "html_path", "perfetto_path", "outs",
+                  *EXECUTOR_OPTIONS}
 
 
 def measure_options(f: Any) -> Any:
@@ -284,6 +350,47 @@ def lifetime_options(f: Any) -> Any:
                      help="requests per second, to turn a --lifetime duration into a request count.")(f)
     return click.option("--lifetime", default=None, metavar="N|DURATION",
                         help="process lifetime for the verdict: 10000 requests, or 8h with --qps.")(f)
+
+
+def executor_options(f: Any) -> Any:
+    """``--executor local|ray`` and the Ray options, the same for run, advise and sweep."""
+    options = [
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="local: one fresh subprocess at a time; ray: each trial a Ray task in a fresh worker "
+                          "process."),
+        click.option("--ray-address", default=None,
+                     help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)."),
+        click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+                     help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow)."),
+        click.option("--ray-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+                     help="ray: seconds to wait for the cluster to answer before giving up."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+class ExecutorChoice:
+    """The executor the options name; checked when the command starts, started (a Ray cluster
+    joined) only once the rest of the input is known to be good."""
+
+    def __init__(self, executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float) -> None:
+        if executor != "ray":
+            ctx = click.get_current_context()
+            _refuse_given(f"--executor {executor}", {p.name or "" for p in ctx.command.params} - RAY_OPTIONS,
+                          "it applies to --executor ray")
+        self.name, self.address, self.cpus, self.timeout = executor, ray_address, cpus_per_trial, ray_timeout
+
+    def start(self) -> Executor:
+        """An :class:`~compilescope.execute.executor.Executor` (with Ray, a trial on a CUDA
+        device reserves one of the cluster's GPUs)."""
+        if self.name != "ray":
+            from .execute.local import LocalExecutor
+
+            return LocalExecutor()
+        from .execute.ray_executor import RayExecutor
+
+        return RayExecutor(self.address, cpus_per_trial=self.cpus, connect_timeout_s=self.timeout)
 
 
 def _measure(threads: int, warmup: int, samples: int, budget: float, device: str) -> MeasureOptions:
@@ -322,14 +429,14 @@ def _complete_strategies(_ctx: click.Context, _param: click.Parameter, incomplet
     """Shell completion of the last name of a comma list."""
     done, comma, last = incomplete.rpartition(",")
     given = set(done.split(",")) if comma else set()
-    return [f"{done}{comma}{name}" for name in STRATEGY_NAMES if name.startswith(last) and name not in given]
+    return [f"{done}{comma}{name}" for name in strategy_names() if name.startswith(last) and name not in given]
 
 
 @cli.command("run")
 @click.argument("workload", required=False)
 @click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
-@click.option("--strategies", default="eager,default,static,dynamic", show_default=True,
-              shell_complete=_complete_strategies, help=f"comma list of: {', '.join(STRATEGY_NAMES)}.")
+@click.option("--strategies", default=",".join(DEFAULT_STRATEGIES), show_default=True,
+              shell_complete=_complete_strategies, help=f"comma list of: {', '.join(strategy_names())}.")
 @click.option("--cache", default="cold", show_default=True, metavar="MODES",
               help="start modes, comma list: cold (empty cache dir), warm (dir populated by the same strategy), "
                    "mega (empty dir + torch.compiler.load_cache_artifacts); both = cold,warm; all.")
@@ -352,21 +459,31 @@ def _complete_strategies(_ctx: click.Context, _param: click.Parameter, incomplet
 @click.option("--fail-on", default=None, metavar="WHAT",
               help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
                    "Exit 1 always when every compiled trial failed.")
+@executor_options
 @lifetime_options
 @html_options
 @measure_options
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
                 buckets: str, recompile_limit: int | None, resume_path: Path | None, advise_flag: bool,
-                fail_on: str | None,
+                fail_on: str | None, executor: str, ray_address: str | None, cpus_per_trial: float,
+                ray_timeout: float,
                 lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
-                threads: int, warmup: int, samples: int, budget: float,
+                outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float,
                 device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
+    if workload is not None and resume_path is None and not advise_flag:
+        from .execute.local import AHEAD, start_ahead
+
+        start_ahead([threads or None] * (strategies.count(",") + 2))  # importing while the driver starts
+        click.get_current_context().call_on_close(AHEAD.close)  # ended on any way out, bad input included
     from .api import default_results_path, resume_run
     from .options import check_writable
+    from .report import RunFile
 
     console = _console(stderr=_stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path))
+    outputs, json_path = _results_out(_outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path), json_path)
+    _check_kinds(outputs, RunFile, "a run")
     failing = parse_fail_on(fail_on)
     if resume_path is not None:
         if workload is not None:
@@ -375,22 +492,24 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                       "to change it)")
     if advise_flag:
         _refuse_given("--advise", ADVISE_OPTIONS, "advise runs the default strategy and its own proposals")
+    runner = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
-    _check_outputs(csv_path, html_path, perfetto_path,
-                   others=_results_outputs(resume_path or (None if json_path == STDOUT else json_path)))
+    _check_outputs(outputs, others=_results_outputs(resume_path or (None if json_path == STDOUT else json_path)))
     if resume_path is not None:
         _lock_results(resume_path)
         _say(console, f"resuming {resume_path}", "dim")
-        result = _with_progress(console, None, lambda cb: resume_run(resume_path, on_progress=cb))
+        started = runner.start()
+        result = _with_progress(console, None, lambda cb: resume_run(resume_path, on_progress=cb, executor=started))
         _say(console, f"results: {resume_path}")
         _results_to_stdout(json_path, resume_path)
-        return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
+        return _exit_status(_report_run(result, console, outputs), failing)
     if workload is None:
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
     if advise_flag:
         return _advise(console, workload, stream, backend, mode, "total", parse_lifetime(lifetime, qps),
-                       _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path)
+                       _measure(threads, warmup, samples, budget, device), timeout, json_path, outputs,
+                       executor=runner)
     options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
@@ -404,10 +523,10 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         command=shlex.join(["compilescope", *sys.argv[1:]]), lifetime=parse_lifetime(lifetime, qps),
         results=results,
     )
-    result = _execute(args, console)
+    result = _execute(args, console, runner)
     _say(console, f"results: {results}")
     _results_to_stdout(json_path, results)
-    return _exit_status(_report_run(result, console, csv_path, html_path, perfetto_path), failing)
+    return _exit_status(_report_run(result, console, outputs), failing)
 
 
 def _results_to_stdout(json_path: Path | None, results: Path) -> None:
@@ -422,7 +541,8 @@ def _results_to_stdout(json_path: Path | None, results: Path) -> None:
 
 @cli.command("demo")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("compilescope-results"),
-              show_default=True, help="directory for demo.json and demo.csv.")
+              show_default=True, help="directory for demo.json, demo.csv and demo.html (here --out is a directory, "
+                                      "not an output file as for the other commands).")
 @click.option("--workload", default="transformer", show_default=True, help="built-in workload to run.")
 @click.option("--lifetime", default="100000", show_default=True, metavar="N|DURATION",
               help="process lifetime for the verdict (requests, or a duration with --qps).")
@@ -450,13 +570,16 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
                  f"verdict over {requests:,} requests")
     console.print(intro)
     args = dict(
-        workload=workload, stream=None, strategies="eager,default,static,dynamic", cache="cold",
+        workload=workload, stream=None, strategies=",".join(DEFAULT_STRATEGIES), cache="cold",
         options=StrategyOptions(backend="inductor"), measure=_measure(1, 3, 100, 1.0, "cpu"), timeout=900.0,
         command="compilescope demo", lifetime=requests, results=out / "demo.json",
     )
     result = _execute(args, console)
     _say(console, f"results: {out / 'demo.json'}")
-    return _exit_status(_report_run(result, console, out / "demo.csv", html_path), frozenset())
+    outputs = [Output(out / "demo.csv", "csv", "csv")]
+    if html_path is not None:
+        outputs.append(Output(html_path, "html", "html report"))
+    return _exit_status(_report_run(result, console, outputs), frozenset())
 
 
 @cli.command("advise", context_settings={"ignore_unknown_options": True})
@@ -470,15 +593,19 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
 @click.option("--stream", help="shapes, as for run.")
 @click.option("--backend", default="inductor", show_default=True)
 @click.option("--mode", default=None, help="torch.compile mode (inductor).")
-@click.option("--objective", type=click.Choice(["total", "p99", "steady"]), default="total", show_default=True,
+@click.option("--objective", type=click.Choice(OBJECTIVES), default="total", show_default=True,
               help="total: stream wall time plus the rest of --lifetime at the steady mean; p99: the stream's p99 "
                    "latency; steady: the steady mean per request.")
+@executor_options
 @lifetime_options
+@html_options
 @measure_options
 def advise_command(workload: str | None, script_args: tuple[str, ...], script: bool, max_waste: float,
                    stream: str | None, backend: str, mode: str | None, objective: str,
-                   lifetime: str | None, qps: float | None, threads: int, warmup: int, samples: int, budget: float,
-                   device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
+                   executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float,
+                   lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
+                   outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
+                   timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
     proposal in the same run, and recommend only what measured better. With --script, WORKLOAD is
     a script re-run unmodified under each fix a setting can apply."""
@@ -490,11 +617,17 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
         return _advise_script(workload, list(script_args), timeout, json_path)
     if script_args:
         raise click.UsageError(f"unexpected argument {script_args[0]!r} (arguments follow a script: --script)")
+    runner = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
-    console = _console(stderr=_stdout_output(json=json_path, csv=csv_path))
+    from .report import RunFile
+
+    console = _console(stderr=_stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path))
+    outputs, json_path = _results_out(_outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path), json_path)
+    _check_kinds(outputs, RunFile, "an advise run")
     return _advise(console, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
-                   _measure(threads, warmup, samples, budget, device), timeout, json_path, csv_path, max_waste)
+                   _measure(threads, warmup, samples, budget, device), timeout, json_path, outputs, max_waste,
+                   executor=runner)
 
 
 def _advise_script(script: str, args: list[str], timeout: float, json_path: Path | None) -> int:
@@ -508,12 +641,15 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
     results = json_path or default_results_path(f"{Path(script).stem}-advise")
     if results != STDOUT:
         check_writable(results, "results")
-        _check_outputs(None, None, None, others=[(results, "results")], inputs=[(script, "the script")])
+        _check_outputs([], others=[(results, "results")], inputs=[(script, "the script")])
         _lock_results(results)
     _say(console, "each run: the script in a fresh process, under probe, with an empty inductor cache", "dim")
     advice = advise_script(script, args, timeout_s=timeout,
                            on_progress=lambda label: _say(console, f"running: {label}", "dim"))
-    _write_text(results, json.dumps({"kind": "advise-script", **to_data(advice)}, indent=1))  # before rendering
+    from .model import SCHEMA_VERSION
+
+    record = {"schema_version": SCHEMA_VERSION, "kind": "advise-script", **to_data(advice)}
+    _write_text(results, json.dumps(record, indent=1))  # before rendering
     _say(console, f"results: {_shown(results)}", "dim")
     for part in console_render.script_advice_renderables(advice):
         console.print(part)
@@ -522,26 +658,26 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
 
 def _advise(console: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
             lifetime: int | None, measure: MeasureOptions, timeout: float, json_path: Path | None,
-            csv_path: Path | None, max_waste: float = 0.125) -> int:
-    from .api import advise, default_results_path
+            outputs: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice) -> int:
+    from .api import advise, default_results_path, prepare_run
     from .options import check_writable
-    from .render import console as console_render
 
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
-    _check_outputs(csv_path, None, None, others=_results_outputs(results))
+    _check_outputs(outputs, others=_results_outputs(results))
     _lock_results(results)
+    if executor.name == "ray":  # the workload checked before a cluster is joined
+        prepare_run(workload, stream, ("eager", "default"), options=StrategyOptions(backend=backend, mode=mode),
+                    measure=measure)
+    runner = executor.start()
     command = shlex.join(["compilescope", *sys.argv[1:]])
     _say(console, f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
     result, advice = _with_progress(console, None, lambda cb: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout,
         lifetime=lifetime, objective=objective, on_progress=cb, results_path=results, command=command,
-        max_waste=max_waste))
+        max_waste=max_waste, executor=runner))
     _results_to_stdout(json_path, results)
-    report = _report_run(result, console, csv_path)
-    for part in console_render.advice_renderables(advice):
-        console.print(part)
-    return _exit_status(report, frozenset())
+    return _exit_status(_report_run(result, console, outputs, advice), frozenset())
 
 
 @cli.command("report")
@@ -556,18 +692,20 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
 @html_options
 @lifetime_options
 def report_command(result: Path | None, store_path: Path | None, where: tuple[str, ...], csv_path: Path | None,
-                   html_path: Path | None, perfetto_path: Path | None, lifetime: str | None, qps: float | None) -> None:
+                   html_path: Path | None, perfetto_path: Path | None, outs: tuple[Path, ...], lifetime: str | None,
+                   qps: float | None) -> None:
     """Print the report of a results JSON written by run, demo, advise or probe (an advise run's
     advice included), or of the runs in a results store (one report per workload, stream,
     backend and torch version)."""
     import dataclasses
 
-    from .analysis.build import build_probe_report
-    from .render import probe as probe_render
+    from .analysis.outputs import probe_file
+    from .report import ProbeFile, RunFile
     from .schema import load
 
     console = _console(stderr=_stdout_output(csv=csv_path, html=html_path, perfetto=perfetto_path))
-    _check_outputs(csv_path, html_path, perfetto_path, inputs=[(result, "the results file"), (store_path, "--store")])
+    outputs = _outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path)
+    _check_outputs(outputs, inputs=[(result, "the results file"), (store_path, "--store")])
     if (result is None) == (store_path is None):
         raise click.UsageError("give a RESULT file or --store PATH (one of them)")
     if store_path is not None:
@@ -575,29 +713,26 @@ def report_command(result: Path | None, store_path: Path | None, where: tuple[st
             if lifetime is not None:
                 run = dataclasses.replace(run, lifetime=parse_lifetime(lifetime, qps))
             _say(console, f"{run.workload}: {len(run.trials)} trial(s) from {store_path}", "bold")
-            _report_run(run, console, csv_path, html_path, perfetto_path)
+            _report_run(run, console, outputs)
         return
     assert result is not None
     loaded = load(result)
     if isinstance(loaded, ProbeResult):
         if csv_path is not None or lifetime is not None:
             raise OptionError("--csv and --lifetime apply to run results, not a probe's")
-        _probe_outputs(build_probe_report(loaded), console, html_path, perfetto_path)
+        _check_kinds(outputs, ProbeFile, "a probe")
+        _show(probe_file(loaded), console, outputs)
         return
+    _check_kinds(outputs, RunFile, "a run")
     if lifetime is not None:
         loaded = dataclasses.replace(loaded, lifetime=parse_lifetime(lifetime, qps))
-    report = _report_run(loaded, console, csv_path, html_path, perfetto_path)
-    if loaded.advice is not None:  # a run made by advise: its advice again, judged from the records
-        from .analysis.advise_record import rejudge
-        from .render import console as console_render
-
-        for part in console_render.advice_renderables(rejudge(loaded, report)):
-            console.print(part)
+    _report_run(loaded, console, outputs)  # a run made by advise: its advice again, judged from the records
 
 
 def _store_runs(path: Path, where: tuple[str, ...] | list[str]) -> list[RunResult]:
     from .paths import check_input
-    from .store import Store, parse_where
+    from .options import parse_where
+    from .store import Store
 
     check_input(path, f"results store {str(path)!r}", OptionError)
     with Store(path, readonly=True) as store:
@@ -609,42 +744,28 @@ def _store_runs(path: Path, where: tuple[str, ...] | list[str]) -> list[RunResul
 
 @cli.command("sweep")
 @click.argument("sweep_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-              help="local: one fresh subprocess at a time; ray: each trial a Ray task in a fresh worker process.")
-@click.option("--ray-address", default=None, help="the Ray cluster to join (default: RAY_ADDRESS, else a local one).")
-@click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
-              help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow).")
-@click.option("--ray-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
-              help="ray: seconds to wait for the cluster to answer before giving up.")
+@executor_options
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the SQLite results store [default: compilescope-results/sweep-NAME.sqlite].")
 def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus_per_trial: float,
                   ray_timeout: float, store_path: Path | None) -> int:
     """Run SWEEP_FILE's workloads × strategies × start modes × settings; each finished trial is
     stored at once, and a sweep run again runs only the trials its store lacks."""
-    from .options import check_writable
+    from .options import check_writable, load_sweep
     from .store import Store
     from .execute.local import Interrupted
-    from .sweep import LocalSweepExecutor, default_store_path, load_sweep, plan_sweep, run_sweep
+    from .sweep import default_store_path, plan_sweep, run_sweep
     from .units import fmt_time
 
     console = _console()
-    if executor != "ray":
-        _refuse_given(f"--executor {executor}", {"executor", "store_path"}, "it applies to --executor ray")
+    choice = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     config = load_sweep(sweep_file)
     store_path = store_path or default_store_path(config.name)
     check_writable(store_path, "results store")
-    _check_outputs(None, None, None, others=[(store_path, "--store")], inputs=[(sweep_file, "the sweep file")])
+    _check_outputs([], others=[(store_path, "--store")], inputs=[(sweep_file, "the sweep file")])
     plan = plan_sweep(config)
-    if executor == "ray":
-        from .execute.ray_executor import RayExecutor
-
-        gpus = 1.0 if config.measure.device.startswith("cuda") else 0.0
-        runner: Any = RayExecutor(ray_address, cpus_per_trial=cpus_per_trial, gpus_per_trial=gpus,
-                                  connect_timeout_s=ray_timeout)
-        parallel = max(1, int(runner.ray.cluster_resources().get("CPU", 1) // cpus_per_trial))
-    else:
-        runner, parallel = LocalSweepExecutor(), 1
+    runner = choice.start()
+    parallel = runner.capabilities.slots
 
     def event(progress: Any, trial: Any, result: Any) -> None:
         if result is None:
@@ -662,13 +783,15 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
         _say(console, f"sweep {config.name}: {len(plan)} planned trial(s), executor {executor}, store {store_path}",
              "dim")
         try:
-            progress = run_sweep(config, plan, runner, store, on_event=event, parallel=parallel)
+            progress = run_sweep(config, plan, runner, store, on_event=event)
         except (Interrupted, KeyboardInterrupt):
             click.echo(f"compilescope: every finished trial is in {store_path}; run the same command again to run "
                        "only the rest", err=True)
             raise
         if progress.skipped:
             _say(console, f"{progress.skipped} trial(s) already in the store were skipped", "dim")
+        for warning in store.warnings:
+            _say(console, f"! {warning}", "yellow")
         runs = store.runs([("sweep", config.name)])
     from .analysis.build import build_run_report
     from .render.console import summary_table
@@ -678,25 +801,6 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
         console.print(summary_table(build_run_report(run)))
     _say(console, f"store: {store_path} (compilescope report --store {store_path} --where workload=…)")
     return EXIT_FAILED if progress.failed and progress.failed == progress.done else 0
-
-
-def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfetto_path: Path | None) -> None:
-    from .render import probe as probe_render
-
-    if html_path is not None:
-        from .render import html as html_render
-
-        _write_text(html_path, html_render.render_probe(report))
-    if perfetto_path is not None:
-        from .render import perfetto
-
-        _write_text(perfetto_path, perfetto.render_probe(report))
-    for part in probe_render.renderables(report):
-        console.print(part)
-    if html_path is not None:
-        _say(console, f"html report: {_shown(html_path)}")
-    if perfetto_path is not None:
-        _say(console, f"perfetto trace: {_shown(perfetto_path)}")
 
 
 @cli.command("compare")
@@ -712,17 +816,21 @@ def _probe_outputs(report: Any, console: Console, html_path: Path | None, perfet
                    "errors always are.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="also write a side-by-side HTML page (needs compilescope[html]).")
+@out_option
 def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_on_regression: str | None,
-                    html_path: Path | None) -> int:
+                    html_path: Path | None, outs: tuple[Path, ...]) -> int:
     """Compare two run results of one workload and stream (A the baseline): status, request
     errors, eager fallbacks, compiles, compile time, first call and speedup per trial and
     shape, flagged only beyond the noise."""
-    from .analysis.compare import compare_runs, parse_threshold
-    from .render import console as console_render
+    from .analysis.compare import compare_runs
+    from .options import parse_threshold
+    from .report import CompareReport
     from .schema import load
 
     threshold = parse_threshold(fail_on_regression) if fail_on_regression is not None else None
-    _check_outputs(None, html_path, None, inputs=[(store_path, "--store")] if store_path is not None else
+    outputs = _outputs(outs, html=html_path)
+    _check_kinds(outputs, CompareReport, "a comparison")
+    _check_outputs(outputs, inputs=[(store_path, "--store")] if store_path is not None else
                    [(Path(a), "A"), (Path(b), "B")])
     runs = []
     for path in (a, b):
@@ -738,15 +846,7 @@ def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_
             raise OptionError(f"{path} is a probe result; compare takes two run results")
         runs.append(got)
     report = compare_runs(runs[0], runs[1], str(a), str(b), pair_by=pair_by)
-    if html_path is not None:
-        from .render import html as html_render
-
-        _write_text(html_path, html_render.render_compare(report))
-    console = _console(stderr=_stdout_output(html=html_path))
-    for part in console_render.compare_renderables(report):
-        console.print(part)
-    if html_path is not None:
-        _say(console, f"html: {_shown(html_path)}")
+    _show(report, _console(stderr=_stdout_output(html=html_path)), outputs)
     if threshold is not None and report.regressions_beyond(threshold):
         return EXIT_FAILED
     return 0
@@ -756,6 +856,9 @@ def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="write the probe JSON.")
 @click.option("--stream-out", type=click.Path(dir_okay=False, path_type=Path),
               help="write the input shapes seen as a stream for `run --stream @FILE`.")
+@click.option("--record-shapes", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write every compiled call's input shapes, dtypes and scalars (the script's main thread) "
+                   "as a stream; one file per compiled function when there are several.")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path), help="read a TORCH_TRACE directory instead.")
 @click.option("--strict", is_flag=True, help="with --trace: fail when any event was unknown or malformed.")
 @click.option("--config", "settings", multiple=True, metavar="NAME=VALUE",
@@ -764,27 +867,38 @@ def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_
 @html_options
 @click.argument("script", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
-def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Path | None, strict: bool,
-                  settings: tuple[str, ...], html_path: Path | None, perfetto_path: Path | None, script: str | None,
+def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes: Path | None,
+                  trace_dir: Path | None, strict: bool, settings: tuple[str, ...], html_path: Path | None,
+                  perfetto_path: Path | None, outs: tuple[Path, ...], script: str | None,
                   args: tuple[str, ...]) -> int:
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
     graph break; or read an existing TORCH_TRACE directory with --trace. Probe options go
     before SCRIPT (`--` ends them); every argument after SCRIPT is the script's. The report
     goes to stderr; the exit status (or the signal that ended it) is the script's."""
-    from .analysis.build import build_probe_report, probe_stream
-    from .options import check_writable
+    from .analysis.build import probe_stream
+    from .analysis.outputs import probe_file
+    from .options import check_writable, parse_probe_settings
     from .probe.trace import read_trace
     from .render import json as json_render
+    from .report import ProbeFile
 
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    outputs, json_path = _results_out(_outputs(outs, html=html_path, perfetto=perfetto_path), json_path)
+    _check_kinds(outputs, ProbeFile, "a probe")
+    if record_shapes is not None:
+        from .shapes_record import ShapeRecorder
+
+        if trace_dir is not None:
+            raise OptionError("--record-shapes records a running script, not a --trace directory")
+        ShapeRecorder(record_shapes)  # a bad path is an error before the script starts
     if STDOUT in (json_path, stream_out, html_path, perfetto_path) and trace_dir is None:
         raise OptionError("probe's outputs cannot be `-`: stdout is the script's; give a file")
     _stdout_output(json=json_path, **{"stream-out": stream_out}, html=html_path, perfetto=perfetto_path)
     for path, what in ((json_path, "probe JSON"), (stream_out, "shape stream")):
         if path not in (None, STDOUT):
             check_writable(path, what)
-    _check_outputs(None, html_path, perfetto_path, others=[(json_path, "--json"), (stream_out, "--stream-out")],
+    _check_outputs(outputs, others=[(json_path, "--json"), (stream_out, "--stream-out")],
                    inputs=[(script, "the script")])
     returncode = 0
     journal: Path | None = None
@@ -794,52 +908,39 @@ def probe_command(json_path: Path | None, stream_out: Path | None, trace_dir: Pa
         assert script is not None
         if not Path(script).is_file():
             raise CompilescopeError(f"script {script!r} does not exist")
-        config = _probe_settings(settings)
+        config = parse_probe_settings(settings)
         journal = _probe_journal(json_path)
         read = False
         try:
             from .probe.launch import probe_result, run_probed
 
-            returncode = run_probed(script, list(args), config, journal, _IGNORED_AT_START)
+            returncode = run_probed(script, list(args), config, journal, _IGNORED_AT_START, record_shapes)
             result = probe_result(journal, " ".join([script, *args]), returncode)
             read = True
         finally:
             if json_path is None or not read:
                 journal.unlink(missing_ok=True)
-    report = build_probe_report(result)
+    file = probe_file(result)
     console = _console(stderr=True)
     if json_path is not None:  # the records first: a rendering fault never loses them
-        _write_text(json_path, json_render.render_probe(result, report))
+        _write_text(json_path, json_render.render_probe(result, file.report))
         if journal is not None:
             journal.unlink(missing_ok=True)
     if stream_out is not None:
         _write_text(stream_out, "".join(json.dumps(row) + "\n" for row in probe_stream(result)))
-    _probe_outputs(report, console, html_path, perfetto_path)
+    _show(file, console, outputs)
     if json_path is not None:
         _say(console, f"probe JSON: {_shown(json_path)}")
     if stream_out is not None:
         _say(console, f"shape stream: {_shown(stream_out)}")
+    if record_shapes is not None:
+        _say(console, f"recorded shapes: {_shown(record_shapes)} (per function, {record_shapes.stem}.<function>"
+                      f"{record_shapes.suffix} when several)")
     if trace_dir is not None:
         return result.exit_code
     from .probe.launch import end_as
 
     return end_as(returncode)
-
-
-def _probe_settings(settings: tuple[str, ...]) -> dict[str, Any]:
-    """``--config`` items parsed and applied once here (then undone), so that a name or value
-    this torch refuses is one line before the script starts."""
-    from . import compat
-    from .options import parse_settings
-
-    parsed = parse_settings(settings)
-    try:
-        compat.patch_settings(parsed)()
-    except KeyError as exc:
-        raise OptionError(f"unknown --config {exc.args[0]!r} for torch {compat.torch_version()}") from None
-    except (TypeError, ValueError, AssertionError) as exc:
-        raise OptionError(f"--config refused by torch {compat.torch_version()}: {exc}") from None
-    return parsed
 
 
 def _probe_journal(json_path: Path | None) -> Path:
@@ -864,6 +965,42 @@ def _probe_journal(json_path: Path | None) -> Path:
 
 
 _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, `&`): kept so for a probed program
+
+
+@cli.command("forecast")
+@click.argument("workload")
+@click.option("--stream", help="shapes, as for run (a recorded `@shapes.jsonl` too); default: the workload's.")
+@click.option("--strategies", default="default,static,dynamic", show_default=True,
+              help="comma-separated compiling strategies to forecast.")
+@click.option("--backend", default="inductor", show_default=True,
+              help="the backend the forecast is for: eager, aot_eager or inductor (traced as aot_eager).")
+@click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
+              help="for mark-dynamic / shapes-spec (repeatable), as for run.")
+@click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
+              help="the recompile limit to forecast under (default: PyTorch's).")
+@click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="a run's results JSON whose measured compile times predict the compile seconds.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="write the forecast as JSON (`-`: stdout).")
+@out_option
+def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, marks: tuple[str, ...],
+                     recompile_limit: int | None, results_path: Path | None, json_path: Path | None,
+                     outs: tuple[Path, ...]) -> int:
+    """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
+    compiled graph, compile (with the guards that fail) or run eagerly at the recompile limit —
+    by running Dynamo on the real code with parameters and inputs on the meta device and a
+    backend that compiles nothing. No kernel runs; a forecast of 10,000 requests takes seconds."""
+    from .forecast.engine import forecast
+    from .report import ForecastReport
+
+    console = _console(stderr=_stdout_output(json=json_path))
+    outputs = _outputs(outs, json=json_path)
+    _check_kinds(outputs, ForecastReport, "a forecast")
+    _check_outputs(outputs, inputs=[(results_path, "--results")] if results_path is not None else [])
+    report = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
+                      marks=tuple(parse_mark(m) for m in marks), results=results_path)
+    _show(report, console, outputs)
+    return 0
 
 
 def _install_signal_handlers() -> None:

@@ -14,8 +14,6 @@ from typing import Any
 
 import torch
 
-CHECKED_ON = "2.13.0"
-
 # Fields of torch._dynamo.utils.CompilationMetrics (checked on 2.13.0) that hold compile
 # phases in microseconds. They nest: dynamo ⊇ aot_autograd ⊇ inductor ⊇ inductor code gen.
 PHASE_FIELDS_US: tuple[tuple[str, str], ...] = (
@@ -139,6 +137,33 @@ def graph_break_reasons() -> list[Any]:
     import torch._dynamo
 
     return torch._dynamo.graph_break_reasons  # type: ignore[attr-defined,no-any-return]
+
+
+def graph_break_user_stack(record: Any) -> list[Any]:
+    """The user frames (``FrameSummary``: ``filename``, ``lineno``) of a graph-break record,
+    innermost last: ``GraphCompileReason.user_stack`` — checked on 2.13.0."""
+    return list(getattr(record, "user_stack", None) or [])
+
+
+def compiled_module_inner(obj: Any) -> Any | None:
+    """The module a ``torch.compile``-d module wraps (``OptimizedModule._orig_mod``), or None
+    for anything else — checked on 2.13.0."""
+    return getattr(obj, "_orig_mod", None) if obj is not None else None
+
+
+def uncompiled_callable(fn: Any) -> Any:
+    """What ``torch.compile`` (or ``torch._dynamo.optimize``) wrapped, for a function it
+    returned (``_torchdynamo_orig_callable``); ``fn`` itself otherwise — checked on 2.13.0."""
+    return getattr(fn, "_torchdynamo_orig_callable", fn)
+
+
+def dynamic_spec_types() -> tuple[Any, Any, Any]:
+    """``(ParamsSpec, ShapeVar, TensorSpec)`` of ``torch.fx.experimental.dynamic_spec``, the
+    types ``torch.compile(shapes_spec=…)`` takes — checked on 2.13.0 (experimental: absent
+    where :func:`compile_accepts` says ``shapes_spec`` is not accepted)."""
+    from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec
+
+    return ParamsSpec, ShapeVar, TensorSpec
 
 
 def mark_dynamic(t: torch.Tensor, dim: int, min: int | None = None, max: int | None = None) -> None:
@@ -539,3 +564,56 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
         stack.close()
         raise
     return stack.close
+
+
+def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]:
+    """Call ``on_call(frame)`` at every call of a ``torch.compile``-d function or module, hit
+    or not, before it runs; ``frame`` is the wrapper's frame, read with
+    :func:`compiled_call_arguments`.
+
+    Every compiled callable is ``_TorchDynamoContext.__call__``'s ``compile_wrapper``, which
+    looks up the module-level ``torch._dynamo.eval_frame._callback_from_stance`` once per
+    call with its compile callback (also called, with no callback or from ``__enter__``, by
+    disable contexts and ``with optimize(...)``) — checked on 2.13.0. The global is swapped
+    for a wrapper that passes the caller's frame on when it is a ``compile_wrapper``."""
+    import sys
+
+    from torch._dynamo import eval_frame
+
+    original = eval_frame._callback_from_stance
+    getframe = sys._getframe
+
+    def observed(callback: Any) -> Any:
+        if callback:
+            frame = getframe(1)
+            if frame.f_code.co_name == "compile_wrapper":
+                on_call(frame)
+        return original(callback)
+
+    eval_frame._callback_from_stance = observed
+
+    def undo() -> None:
+        if eval_frame._callback_from_stance is observed:
+            eval_frame._callback_from_stance = original
+
+    return undo
+
+
+def compiled_call_arguments(frame: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
+    """``(fn, args, kwargs)`` of a ``compile_wrapper`` frame: the callable it compiles (a
+    function, a module's ``__call__``, or ``wrap_inline(module)``) and the call's arguments
+    — the wrapper's own local names, checked on 2.13.0."""
+    local = frame.f_locals
+    return local["fn"], local["args"], local["kwargs"]
+
+
+def compiled_callable_target(fn: Any) -> Any:
+    """What a ``compile_wrapper``'s ``fn`` runs: the module behind ``module.__call__`` or
+    ``external_utils.wrap_inline(module)`` (its ``__wrapped__``), else ``fn`` itself."""
+    owner = getattr(fn, "__self__", None)
+    if isinstance(owner, torch.nn.Module):
+        return owner
+    wrapped = getattr(fn, "__wrapped__", None)
+    if isinstance(wrapped, torch.nn.Module):
+        return wrapped
+    return fn

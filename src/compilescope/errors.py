@@ -17,12 +17,10 @@ class StreamError(CompilescopeError):
 
 class OptionError(CompilescopeError):
     """A command-line or API option that does not parse or cannot apply here
-    (``--lifetime``, ``--cache``, ``--mark``, ``--dynamic-sources``, ``--buckets``,
-    ``--backend``, ``--device``, ``--fail-on``, an output path)."""
-
-
-class StrategyError(OptionError):
-    """An unknown strategy, or options a strategy needs and did not get."""
+    (``--strategies`` and the options a strategy needs, ``--lifetime``, ``--cache``,
+    ``--mark``, ``--dynamic-sources``, ``--buckets``, ``--backend``, ``--device``,
+    ``--fail-on``, ``--where``, ``--objective``, ``probe --config``, a sweep file, an
+    output path). Raised by the parsers of :mod:`compilescope.options`."""
 
 
 class ResultsError(CompilescopeError):

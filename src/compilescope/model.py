@@ -9,8 +9,15 @@ statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Sequence
-from typing import Literal, Union
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Union
+
+from .errors import WorkloadError
+
+# The schema version of every file compilescope writes (results and probe JSON, journals,
+# store rows): one number for the records below. Its history and the steps that migrate older
+# files on load are in :mod:`compilescope.schema`.
+SCHEMA_VERSION = 2
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
@@ -18,26 +25,6 @@ Scalar = Union[int, float, str, bool, None]
 CacheMode = Literal["cold", "warm", "mega", "none"]
 TrialStatus = Literal["ok", "partial", "failed", "timeout", "unavailable", "interrupted"]
 CompileOutcome = Literal["compiled", "failed", "refused"]
-Phase = Literal["stream", "steady", "numerics", "script"]
-
-GUARD_KINDS = (
-    "size",
-    "relation",  # between sizes: equality across inputs, divisibility/parity, a threshold on a product
-    "range",  # a size outside the bounds a dynamic dim was given (2 <= s <= 64)
-    "specialization",  # a size of 0 or 1, which Dynamo always specialises
-    "stride",
-    "dtype",
-    "rank",
-    "device",
-    "requires_grad",
-    "grad_mode",
-    "value",
-    "module_attribute",
-    "global",
-    "length",
-    "dict_keys",
-    "other",
-)
 
 
 def shape_label(shape: Shape) -> str:
@@ -49,6 +36,42 @@ def shape_label(shape: Shape) -> str:
 
 def shape_key(shape: Shape) -> tuple[tuple[str, int], ...]:
     return tuple(shape.items())
+
+
+Inputs = Any  # a tuple of positional args, or a dict of keyword args
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A thing to compile and the inputs to feed it.
+
+    ``build()`` returns the function or ``nn.Module`` to compile (called once per trial, in the
+    trial's own process). ``make_inputs(shape)`` returns the positional arguments (a tuple) or
+    keyword arguments (a dict) for one request of that shape; it is called with the torch RNG
+    seeded from the shape, so inputs are reproducible. ``dims`` names the shape dimensions a
+    stream varies, in order.
+
+    ``step(fn, *args, **kwargs)``, when given, is how one request runs the (compiled) target:
+    a training workload compiles the model and runs forward, loss, backward and the optimizer
+    step around it, so the request's latency is the whole step. ``grad`` enables autograd.
+    ``snapshot()``, for a step that changes state, saves it and returns a function restoring
+    it: the numerics check then runs eager and compiled steps from the same state.
+    """
+
+    name: str
+    build: Callable[[], Callable[..., Any]]
+    make_inputs: Callable[[Shape], Inputs]
+    dims: tuple[str, ...]
+    default_stream: tuple[Shape, ...]
+    description: str = ""
+    grad: bool = False
+    step: Callable[..., Any] | None = field(default=None, compare=False)
+    snapshot: Callable[[], Callable[[], None]] | None = field(default=None, compare=False)
+    ref: str | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.dims:
+            raise WorkloadError(f"workload {self.name!r} declares no shape dimensions (dims=)")
 
 
 @dataclass(frozen=True, order=True)
@@ -87,6 +110,11 @@ class GuardFailure:
 
     ``reason`` is PyTorch's text (first line, without the ``0/0:`` prefix or the trailing
     source comment); ``failed_entry`` is the compile id of the entry that rejected the input.
+    ``kind`` is what the guard checks: ``size``, ``relation`` (between sizes: equality across
+    inputs, divisibility/parity, a threshold on a product), ``range`` (a size outside the bounds
+    a dynamic dim was given), ``specialization`` (a size of 0 or 1, which Dynamo always
+    specialises), ``stride``, ``dtype``, ``rank``, ``device``, ``requires_grad``, ``grad_mode``,
+    ``value``, ``module_attribute``, ``global``, ``length``, ``dict_keys`` or ``other``.
     """
 
     reason: str
@@ -286,6 +314,10 @@ class MarkSpec:
         return text
 
 
+# what run, demo, sweep and the Python API compare when no strategies are named
+DEFAULT_STRATEGIES = ("eager", "default", "static", "dynamic")
+
+
 @dataclass(frozen=True)
 class StrategyOptions:
     backend: str = "inductor"
@@ -340,6 +372,44 @@ class TrialSpec:
         return self.name if self.cache == "none" else f"{self.name} ({self.cache})"
 
 
+ProcessStart = Literal["spawned", "pre-started", "in-process", ""]
+
+
+@dataclass(frozen=True)
+class TrialEnv:
+    """What a trial ran on and with, recorded by the trial's own process: versions, machine,
+    threads, the recompile limit in force, how its process started, and ``variables``, the
+    environment variables that change what PyTorch does (``TORCH_*``, ``TORCHINDUCTOR_*``,
+    ``OMP_*``… — :data:`compilescope.execute.environment.RECORDED`) that it inherited. Two
+    trials that differ here are not measurements of the same thing; ``compare`` and the store
+    say so. ``start``: ``spawned`` (a process started for this trial), ``pre-started`` (a
+    fresh process started before its task, idle until it came), ``in-process``."""
+
+    torch: str = ""
+    python: str = ""
+    host: str = ""
+    platform: str = ""
+    device: str = ""
+    threads: int | None = None
+    recompile_limit_default: int | None = None
+    start: ProcessStart = ""
+    pid: int | None = None
+    cache_dir: str = ""
+    variables: dict[str, str] = field(default_factory=dict)
+
+    def differences(self, other: TrialEnv) -> tuple[str, ...]:
+        """What makes two trials' figures not comparable, as ``name differs (A x, B y)``: the
+        torch version, the device, the threads, each recorded variable (unknown, in a file
+        written before they were recorded, is no difference)."""
+        fields: list[tuple[str, object, object]] = [
+            ("torch", self.torch, other.torch), ("device", self.device, other.device),
+            ("threads", self.threads, other.threads)]
+        names = sorted(set(self.variables) | set(other.variables))
+        fields += [(n, self.variables.get(n, "unset"), other.variables.get(n, "unset")) for n in names]
+        return tuple(f"{name} differs (A {a}, B {b})" for name, a, b in fields
+                     if a not in ("", None) and b not in ("", None) and str(a) != str(b))
+
+
 @dataclass(frozen=True)
 class TrialResult:
     spec: TrialSpec
@@ -351,9 +421,10 @@ class TrialResult:
     graph_breaks: tuple[GraphBreak, ...] = ()
     steady: tuple[SteadyState, ...] = ()
     numerics: tuple[NumericsCheck, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    process_s: float | None = None
-    import_s: float | None = None
+    env: TrialEnv = TrialEnv()
+    process_s: float | None = None  # the trial's process from its start to its result, idle wait excluded
+    import_s: float | None = None  # of which: interpreter start and imports
+    wait_s: float | None = None  # a pre-started process: idle, imports done, before its task came
     build_s: float | None = None
     cache_load_s: float | None = None  # mega-cache: load_cache_artifacts() before the first call
     artifacts_bytes: int | None = None
@@ -445,7 +516,7 @@ class RunResult:
     command: str = ""
     lifetime: int | None = None  # requests over which the verdict projects the accounting
     missing: tuple[str, ...] = ()  # labels of planned trials that did not finish (an interrupted run)
-    schema_version: int = 2
+    schema_version: int = SCHEMA_VERSION
     advice: AdviseRecord | None = None  # a run made by advise: what it proposed
 
 
@@ -475,4 +546,4 @@ class ProbeResult:
     cache_start: str = "unknown"  # cold | warm | unknown: the compile cache when the program started
     cache_dir: str = ""
     created: str = ""
-    schema_version: int = 2
+    schema_version: int = SCHEMA_VERSION

@@ -1,22 +1,29 @@
 """Parsing and checking of user text (``--stream`` aside, see :mod:`compilescope.stream`).
 
-Every parser here raises :class:`~compilescope.errors.OptionError` with a message that
-names the option and the bad token; the CLI prints it as one line and exits 2. The
-``check_*`` functions run before the first trial, so a typo never costs a run.
+Every parser of what a user types or writes lives here — options, ``--strategies``,
+``--where``, ``--fail-on-regression``, ``--objective``, ``probe --config`` and the sweep
+file — and raises :class:`~compilescope.errors.OptionError` with a message that names the
+option and the bad token; the CLI prints it as one line and exits 2. The ``check_*``
+functions run before the first trial, so a typo never costs a run.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import OptionError
-from .model import MarkSpec
+from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, StrategyOptions
 
 START_MODES = ("cold", "warm", "mega")
 FAIL_ON = ("crash", "numerics", "fallback")
+OBJECTIVES = ("total", "p99", "steady")  # what ``advise`` ranks its proposals by
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)\s*$")
 _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 # A lifetime of 10**15 requests is a million requests a second for thirty years; more is a typo
@@ -226,3 +233,181 @@ def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
     if "dynamic_sources" in out:
         parse_dynamic_sources(str(out["dynamic_sources"]))
     return out
+
+
+def parse_probe_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
+    """``probe --config`` items parsed and applied once here (then undone), so that a name or
+    value this torch refuses is one line before the script starts."""
+    from . import compat
+
+    parsed = parse_settings(items)
+    try:
+        compat.patch_settings(parsed)()
+    except KeyError as exc:
+        raise OptionError(f"unknown --config {exc.args[0]!r} for torch {compat.torch_version()}") from None
+    except (TypeError, ValueError, AssertionError) as exc:
+        raise OptionError(f"--config refused by torch {compat.torch_version()}: {exc}") from None
+    return parsed
+
+
+def parse_objective(text: str) -> str:
+    """``total``, ``p99`` or ``steady``."""
+    if text not in OBJECTIVES:
+        raise OptionError(f"unknown --objective {text!r} (use {', '.join(OBJECTIVES)})")
+    return text
+
+
+def parse_threshold(text: str) -> float:
+    """``--fail-on-regression``: ``5%`` or ``0.05`` → 0.05."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise OptionError(f"malformed --fail-on-regression {text!r}: use a percentage such as 5%") from None
+    if value < 0:
+        raise OptionError(f"--fail-on-regression {text!r} is negative")
+    return value
+
+
+WHERE_COLUMNS = ("workload", "strategy", "label", "cache", "backend", "status", "torch", "host", "device", "sweep")
+
+
+def check_where_column(column: str) -> str:
+    if column not in WHERE_COLUMNS:
+        raise OptionError(f"unknown --where column {column!r} (use {', '.join(WHERE_COLUMNS)})")
+    return column
+
+
+def parse_where(items: Iterable[str]) -> list[tuple[str, str]]:
+    """``--where workload=minilm`` (repeatable, or comma-separated) → [(column, value)], each
+    column one of the results store's (:data:`WHERE_COLUMNS`)."""
+    out = []
+    for item in items:
+        for part in item.split(","):
+            column, sep, value = part.partition("=")
+            if not sep or not column.strip():
+                raise OptionError(f"malformed --where {part!r}: use COLUMN=VALUE ({', '.join(WHERE_COLUMNS)})")
+            out.append((check_where_column(column.strip()), value.strip()))
+    return out
+
+
+# ----------------------------------------------------------------------------- --strategies
+
+def parse_strategies(text: str, options: StrategyOptions) -> tuple[str, ...]:
+    """``eager,default`` or ``all``: registered names, each given the options it needs
+    (``Strategy.validate``), and no option given that none of them reads (``Strategy.takes``)."""
+    from .strategies import get_strategy, strategy_names
+
+    if text.strip() == "all":
+        text = ",".join(strategy_names())
+    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+    if not names:
+        raise OptionError("no strategy given")
+    for name in names:
+        strategy = get_strategy(name)
+        if strategy.validate is not None:
+            strategy.validate(options)
+    for option, flag in (("marks", "--mark"), ("dynamic_sources", "--dynamic-sources")):
+        takers = [n for n in strategy_names() if option in get_strategy(n).takes]
+        if getattr(options, option) and not any(n in takers for n in names):
+            raise OptionError(f"{flag} only applies to the {' and '.join(takers)} "
+                              f"{'strategy' if len(takers) == 1 else 'strategies'}")
+    return names
+
+
+# ----------------------------------------------------------------------------- the sweep file
+
+SWEEP_SETTING_KEYS = {"backend": str, "mode": str, "recompile_limit": int, "threads": int, "stream": str}
+SWEEP_MEASURE_KEYS = {"warmup": int, "samples": int, "budget": float, "device": str}
+SWEEP_TOP_KEYS = {"name", "workloads", "strategies", "cache", "settings", "streams", "measure", "timeout"}
+
+
+@dataclass(frozen=True)
+class SweepConfig:
+    """A sweep file, checked (:func:`load_sweep`): the matrix :mod:`compilescope.sweep` runs."""
+
+    name: str
+    workloads: tuple[str, ...]
+    strategies: tuple[str, ...]
+    cache: tuple[str, ...]
+    settings: tuple[dict[str, Any], ...]  # each combination
+    streams: dict[str, str] = field(default_factory=dict)
+    measure: MeasureOptions = MeasureOptions()
+    timeout_s: float = 900.0
+
+
+def _sweep_list(value: Any, where: str, kind: type) -> list[Any]:
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if kind is float and isinstance(item, int) and not isinstance(item, bool):
+            continue
+        if not isinstance(item, kind) or isinstance(item, bool):
+            raise OptionError(f"{where}: expected {kind.__name__} values, got {item!r}")
+    if not items:
+        raise OptionError(f"{where} is empty")
+    return items
+
+
+def _sweep_table(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    from .paths import read_capped
+
+    if not path.exists() and not path.is_symlink():
+        raise OptionError(f"sweep file {str(path)!r} does not exist")
+    try:
+        return tomllib.loads(read_capped(path, f"sweep file {str(path)!r}", OptionError).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise OptionError(f"cannot read sweep file {str(path)!r}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise OptionError(f"{path}: not valid TOML: {exc}") from None
+
+
+def _sweep_measure(p: Path, data: Any) -> MeasureOptions:
+    if not isinstance(data, dict):
+        raise OptionError(f"{p}: [measure] must be a table")
+    measure = MeasureOptions()
+    for key, value in data.items():
+        if key not in SWEEP_MEASURE_KEYS:
+            raise OptionError(f"{p}: unknown measure key {key!r} (use {', '.join(SWEEP_MEASURE_KEYS)})")
+        (v,) = _sweep_list(value, f"measure.{key}", SWEEP_MEASURE_KEYS[key])
+        measure = dataclasses.replace(measure, **{"budget_s" if key == "budget" else key: v})
+    return measure
+
+
+def load_sweep(path: str | Path) -> SweepConfig:
+    """Read and check a sweep file (format: :mod:`compilescope.sweep`); every problem is one
+    line naming the key."""
+    import itertools
+
+    p = Path(path)
+    data = _sweep_table(p)
+    unknown = sorted(set(data) - SWEEP_TOP_KEYS)
+    if unknown:
+        raise OptionError(f"{p}: unknown key {unknown[0]!r} (use {', '.join(sorted(SWEEP_TOP_KEYS))})")
+    if "workloads" not in data:
+        raise OptionError(f"{p}: no workloads = [...]")
+    workloads = _sweep_list(data["workloads"], "workloads", str)
+    strategies = _sweep_list(data.get("strategies", list(DEFAULT_STRATEGIES)), "strategies", str)
+    cache = _sweep_list(data.get("cache", ["cold"]), "cache", str)
+    settings = data.get("settings", {})
+    if not isinstance(settings, dict):
+        raise OptionError(f"{p}: [settings] must be a table")
+    axes = []
+    for key, value in settings.items():
+        if key not in SWEEP_SETTING_KEYS:
+            raise OptionError(f"{p}: unknown setting {key!r} (use {', '.join(SWEEP_SETTING_KEYS)})")
+        axes.append([(key, v) for v in _sweep_list(value, f"settings.{key}", SWEEP_SETTING_KEYS[key])])
+    combos = tuple(dict(c) for c in itertools.product(*axes)) if axes else ({},)
+    streams = data.get("streams", {})
+    if not isinstance(streams, dict) or not all(isinstance(v, str) for v in streams.values()):
+        raise OptionError(f"{p}: [streams] maps a workload to a stream string")
+    measure = _sweep_measure(p, data.get("measure", {}))
+    timeout = data.get("timeout", 900.0)
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+        raise OptionError(f"{p}: timeout must be a positive number of seconds")
+    name = data.get("name", p.stem)
+    if not isinstance(name, str) or not name:
+        raise OptionError(f"{p}: name must be a non-empty string")
+    return SweepConfig(name, tuple(workloads), tuple(strategies), tuple(cache), combos, dict(streams), measure,
+                       float(timeout))

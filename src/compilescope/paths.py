@@ -234,6 +234,14 @@ def lock_path(results: Path) -> Path:
     return results.with_name(results.name + LOCK_SUFFIX)
 
 
+JOURNAL_SUFFIX = ".journal"
+
+
+def journal_path(results: Path) -> Path:
+    """The journal beside a results file: each finished trial, appended as it finishes."""
+    return results.with_name(results.name + JOURNAL_SUFFIX)
+
+
 class ResultsLock:
     """An exclusive ``flock`` on ``RESULT.json.lock`` beside a results file, held for a run.
     The lock file holds the holder's pid and command, for the message a second run prints.
@@ -316,6 +324,4 @@ class ResultsLock:
 
 def results_siblings(results: Path) -> Sequence[tuple[Path, str]]:
     """The files a run writes beside its results file, for :func:`check_distinct`."""
-    from .execute.journal import journal_path
-
     return ((journal_path(results), "the results journal"), (lock_path(results), "the results lock"))

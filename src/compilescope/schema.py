@@ -16,9 +16,22 @@ Schema history (``schema_version``):
       holds ``advice`` (the objective, every proposal with its options, code and target, the
       unmeasured code fixes) and the derived ``advice_summary`` (each proposal's verdict, score
       and why, the recommendation; ignored on load, re-derived by ``report``).
+      A trial's ``env`` is a typed record (``TrialEnv``: threads and the recompile limit as
+      integers, how its process started, ``variables``: the torch-affecting environment it
+      inherited); the string dict of older files is migrated on load (``migrate_trial_env``).
 
-The loader refuses versions it does not know rather than guessing, and checks every field's
-type: a file that does not match gives one :class:`ResultsError` naming the field.
+Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
+and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
+(``{"probe": N}``) and each results-store row (column ``schema_version``).
+
+An older file is migrated on load, not refused: :data:`MIGRATIONS` maps each version N to the
+step turning a version-N document into version N+1, and :func:`migrate` runs the steps in
+turn. A step takes and returns a results document (``{"schema_version", "kind", "trials",
+…}``); records kept one trial at a time (journal lines, store rows) go through the same steps
+by :func:`migrate_trial`. A new version is one :func:`migration` function here and the number
+bumped in :mod:`compilescope.model`. A version newer than this compilescope, or one with no
+step, is refused with the way out. The loader then checks every field's type: a file that
+does not match gives one :class:`ResultsError` naming the field.
 """
 
 from __future__ import annotations
@@ -34,10 +47,8 @@ from collections.abc import Callable
 from typing import Any, Union, get_args, get_origin
 
 from .errors import ResultsError
-from .model import CompileId, ProbeResult, RunResult, TrialResult
+from .model import SCHEMA_VERSION, CompileId, ProbeResult, RunResult, TrialEnv, TrialResult
 
-SCHEMA_VERSION = 2
-KNOWN_VERSIONS = frozenset({2})
 KINDS: dict[str, type] = {"run": RunResult, "probe": ProbeResult}
 MAX_DEPTH = 64
 
@@ -124,6 +135,8 @@ def _converter(tp: Any) -> Converter:
                 raise _Bad(lambda path: f"field {path}: expected a compile id like \"0/1\", got {str(data)[:40]!r}")
             return cid
         return compile_id
+    if tp is TrialEnv:
+        return _trial_env_converter()
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
         return _dataclass_converter(tp)
     if origin is tuple or origin is list:
@@ -252,6 +265,35 @@ def _dataclass_converter(tp: type) -> Converter:
     return dataclass
 
 
+# ----------------------------------------------------------------- migration: a trial's env
+# Files written before :class:`TrialEnv` hold a trial's ``env`` as a dict of strings
+# (``{"torch": "2.13.0", "threads": "1", "recompile_limit_default": "8", "pid": "123", …}``,
+# no ``variables``: the inherited environment was not recorded). Read as a TrialEnv, with no
+# variables; what does not parse is left unknown.
+
+
+def migrate_trial_env(env: dict[str, Any]) -> dict[str, Any]:
+    """An older file's string dict ``env`` → :class:`TrialEnv` data (``variables`` empty)."""
+    def number(key: str) -> int | None:
+        value = env.get(key)
+        return int(value) if isinstance(value, str) and value.strip().isdigit() else None
+
+    text = {k: env[k] for k in ("torch", "python", "host", "platform", "device", "cache_dir")
+            if isinstance(env.get(k), str)}
+    return {**text, "threads": number("threads"), "recompile_limit_default": number("recompile_limit_default"),
+            "pid": number("pid"), "variables": {}}
+
+
+def _trial_env_converter() -> Converter:
+    current = _dataclass_converter(TrialEnv)
+
+    def trial_env(data: Any) -> Any:
+        if isinstance(data, dict) and "variables" not in data:  # written before TrialEnv
+            data = migrate_trial_env(data)
+        return current(data)
+    return trial_env
+
+
 def from_data(tp: Any, data: Any, path: str = "", depth: int = 0) -> Any:
     """Rebuild a value of type ``tp`` (dataclass, tuple[X, ...], dict[str, X], X | None…),
     checking each value's type; raises :class:`ResultsError` naming the first bad field."""
@@ -259,6 +301,119 @@ def from_data(tp: Any, data: Any, path: str = "", depth: int = 0) -> Any:
         return _converter(tp)(data)
     except _Bad as bad:
         raise bad.error(path) from None
+
+
+# ----------------------------------------------------------------------------- migrations
+
+Document = dict[str, Any]
+MIGRATIONS: dict[int, Callable[[Document], Document]] = {}
+
+
+def migration(version: int) -> Callable[[Callable[[Document], Document]], Callable[[Document], Document]]:
+    """Register the decorated function as the step from ``version`` to ``version + 1``."""
+
+    def register(step: Callable[[Document], Document]) -> Callable[[Document], Document]:
+        if version in MIGRATIONS:
+            raise ValueError(f"schema {version} already has a migration step")
+        MIGRATIONS[version] = step
+        return step
+    return register
+
+
+def known_versions() -> frozenset[int]:
+    """The versions this compilescope reads: the current one and every one a chain of steps
+    leads from."""
+    known = {SCHEMA_VERSION}
+    version = SCHEMA_VERSION - 1
+    while version in MIGRATIONS:
+        known.add(version)
+        version -= 1
+    return frozenset(known)
+
+
+def check_version(version: Any, origin: str) -> int:
+    """``version`` as an int this compilescope reads (migrating if older), else one line."""
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise ResultsError(f"{origin} is a malformed results file: schema_version is "
+                           f"{type(version).__name__} {str(version)[:20]!r}, not an integer")
+    if version not in known_versions():
+        known = ", ".join(str(v) for v in sorted(known_versions()))
+        hint = "upgrade compilescope" if version > SCHEMA_VERSION else "re-run to write the current schema"
+        raise ResultsError(f"{origin} has schema_version {version}; this compilescope reads {known} — {hint}")
+    return version
+
+
+def migrate(data: Document, origin: str = "<data>") -> Document:
+    """A results document of an older schema brought to :data:`SCHEMA_VERSION`, step by step
+    (the current one is returned as it is)."""
+    version = check_version(data.get("schema_version"), origin)
+    while version < SCHEMA_VERSION:
+        try:
+            data = MIGRATIONS[version](dict(data))
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise ResultsError(f"{origin} (schema {version}) cannot be migrated: {type(exc).__name__} {exc}"[:300]) \
+                from None
+        version += 1
+        data["schema_version"] = version
+    return data
+
+
+def migrate_trial(trial: Any, version: Any, origin: str = "<data>") -> Any:
+    """One trial's data written at schema ``version`` (a journal line, a store row), brought to
+    the current schema by the same steps as a whole file."""
+    if version == SCHEMA_VERSION:
+        return trial
+    doc = migrate({"schema_version": version, "kind": "run", "workload": "", "stream": [], "trials": [trial]},
+                  origin)
+    return doc["trials"][0]
+
+
+@migration(1)
+def _one_record_family(data: Document) -> Document:
+    """1 → 2: a run's ``CompileEvent`` list becomes :class:`~compilescope.model.CompileRecord`
+    records. A backward event (``forward: false``) is folded into its forward's record as
+    ``backward_compile_s``; the parsed guard failures (``reasons`` in 1) become
+    ``guard_failures``, their entries ``rejected_by`` and the first failing guard's text per
+    entry ``reasons``; the outcome is read from ``fail_type``/``fail_reason``; a compile id
+    seen again (a reset came between) starts a new ``epoch``. Probe files of schema 1 had no
+    loader and are not migrated."""
+    if data.get("kind", "run") != "run":
+        raise ValueError("only run files of schema 1 can be migrated")
+    data["kind"] = "run"
+    data["trials"] = [{**t, "compiles": _records_from_events(t.get("compiles") or [])} for t in data["trials"]]
+    return data
+
+
+def _records_from_events(events: list[Document]) -> list[Document]:
+    from .compat import is_recompile_limit_failure
+
+    records: list[Document] = []
+    latest: dict[str, Document] = {}  # compile id → its record in the current epoch
+    epoch = 0
+    for event in events:
+        event = dict(event)
+        cid = str(event.pop("compile_id"))
+        if not event.pop("forward", True):
+            forward = latest.get(cid)
+            if forward is not None:
+                forward["backward_compile_s"] = (forward.get("backward_compile_s") or 0.0) + (
+                    event.get("compile_time_s") or 0.0)
+            continue
+        if cid in latest:
+            epoch += 1
+            latest.clear()
+        failures = list(event.pop("reasons", None) or [])
+        first_text: dict[str, str] = {}
+        for g in failures:
+            first_text.setdefault(str(g.get("failed_entry")), str(g.get("reason", "")))
+        fail_type, fail_reason = event.get("fail_type"), event.get("fail_reason")
+        outcome = "refused" if is_recompile_limit_failure(fail_type, fail_reason) else (
+            "failed" if fail_type else "compiled")
+        record = {**event, "compile_id": cid, "outcome": outcome, "epoch": epoch, "guard_failures": failures,
+                  "rejected_by": [e for e in first_text if e != "None"], "reasons": list(first_text.values())}
+        latest[cid] = record
+        records.append(record)
+    return records
 
 
 def encode(result: RunResult | ProbeResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -281,15 +436,9 @@ def _decode(data: Any, origin: str, owned: bool) -> RunResult | ProbeResult:
     soon as it is rebuilt (the peak holds one copy of the records, not two)."""
     if not isinstance(data, dict) or "schema_version" not in data:
         raise ResultsError(f"{origin} is not a compilescope results file (no schema_version)")
-    version = data["schema_version"]
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise ResultsError(f"{origin} is a malformed results file: schema_version is "
-                           f"{type(version).__name__} {str(version)[:20]!r}, not an integer")
-    if version not in KNOWN_VERSIONS:
-        known = ", ".join(str(v) for v in sorted(KNOWN_VERSIONS))
-        hint = "re-run to write the current schema" if version == 1 else "upgrade compilescope"
-        shown = version if isinstance(version, int) else repr(str(version)[:20])
-        raise ResultsError(f"{origin} has schema_version {shown}; this compilescope reads {known} — {hint}")
+    version = check_version(data["schema_version"], origin)
+    if version != SCHEMA_VERSION:
+        data = migrate(data, origin)
     kind = data.get("kind", "run")
     if not isinstance(kind, str) or kind not in KINDS:
         raise ResultsError(f"{origin} has an unknown kind {str(kind)[:20]!r} (run or probe)")

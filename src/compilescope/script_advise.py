@@ -12,74 +12,22 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
+from . import compat
 from .analysis.advice import group_causes
-from .analysis.build import caller_inputs, count_compiles
+from .analysis.build import caller_inputs
+from .analysis.counts import count_compiles, graphs_needed
 from .errors import CompilescopeError
 from .model import ProbeResult
+from .report import ScriptAdvice, ScriptProposal, ScriptRun
 from .schema import load
-
-# settings a script run can take without a code change: name → what it patches
-SETTINGS = {
-    "dynamic_sources": "torch.compiler.config.dynamic_sources",
-    "recompile_limit": "torch._dynamo.config.recompile_limit",
-    "automatic_dynamic_shapes": "torch._dynamo.config.automatic_dynamic_shapes",
-    "assume_static_by_default": "torch._dynamo.config.assume_static_by_default",
-}
-
-
-@dataclass(frozen=True)
-class ScriptProposal:
-    name: str
-    settings: dict[str, Any]
-    addresses: str
-    target: Literal["compiles", "refused"] = "compiles"
-
-    @property
-    def env(self) -> str:
-        """The environment variables that apply every setting without a code change, or ''."""
-        if set(self.settings) == {"dynamic_sources"}:
-            return "TORCH_COMPILE_DYNAMIC_SOURCES=" + shlex.quote(str(self.settings["dynamic_sources"]))
-        return ""
-
-    @property
-    def code(self) -> str:
-        return "; ".join(f"{SETTINGS.get(k, 'torch._inductor.config.' + k.removeprefix('inductor.'))} = {v!r}"
-                         for k, v in self.settings.items())
-
-
-@dataclass(frozen=True)
-class ScriptRun:
-    label: str
-    proposal: ScriptProposal | None
-    exit_code: int
-    error: str | None
-    compiles: int
-    recompiles: int
-    refused: int
-    failed: int
-    compile_s: float
-    wall_s: float
-    verdict: Literal["baseline", "recommended", "accepted", "rejected"] = "baseline"
-    why: str = ""
-
-
-@dataclass(frozen=True)
-class ScriptAdvice:
-    command: str
-    rows: tuple[ScriptRun, ...]
-    code_fixes: tuple[tuple[str, str], ...] = field(default=())
-    recommendation: ScriptRun | None = None
-
 
 def _count(result: ProbeResult) -> dict[str, Any]:
     """The run's counts by the one definition every report uses (``count_compiles``)."""
@@ -121,10 +69,6 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
     sources: list[str] = []
     described: list[str] = []
     relation = False
-    by_frame: Counter[str] = Counter()
-    for r in base.compiles:
-        if r.outcome in ("compiled", "refused"):
-            by_frame[f"{r.epoch}:{r.compile_id.frame}"] += 1
     compiled = tuple(r for r in base.compiles if r.outcome == "compiled")
     by_function: dict[str, list[Any]] = {}
     for r in compiled:
@@ -136,18 +80,17 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
             item = f"{cause.frame_source or cause.source}:{cause.dim}"
             if item not in sources:
                 sources.append(item)
-            described.append(cause.describe())
+            described.append(cause.description)
         elif cause.kind == "relation":
             relation = True
-            fixes.append((cause.describe(), cause.next_step))
+            fixes.append((cause.description, cause.next_step))
         else:
-            fixes.append((cause.describe(), cause.next_step))
+            fixes.append((cause.description, cause.next_step))
     if sources:
         proposals.append(ScriptProposal("dynamic_sources", {"dynamic_sources": ",".join(sources)}, "; ".join(described)))
-    needed = max(by_frame.values(), default=0)
-    refused = sum(1 for r in base.compiles if r.outcome == "refused")
+    refused = count_compiles(base.compiles).refused
     if refused:
-        limit = max(needed, base.recompile_limit or 8) * 2
+        limit = max(graphs_needed(base.compiles), base.recompile_limit or compat.recompile_limit_value()) * 2
         proposals.append(ScriptProposal(f"recompile_limit {limit}", {"recompile_limit": limit},
                                         f"{refused} compile(s) refused by the recompile limit", target="refused"))
     if sources or relation:

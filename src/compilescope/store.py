@@ -15,15 +15,15 @@ import datetime as _dt
 import hashlib
 import json
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .errors import CompilescopeError
-from .model import RunResult, TrialResult, TrialSpec
-from .schema import SCHEMA_VERSION, from_data, to_data
+from .options import check_where_column
+from .model import RunResult, TrialEnv, TrialResult, TrialSpec
+from .schema import SCHEMA_VERSION, from_data, migrate_trial, to_data
 
-COLUMNS = ("workload", "strategy", "label", "cache", "backend", "status", "torch", "host", "device", "sweep")
 SCHEMA = """
 create table if not exists trials (
     key text primary key,
@@ -48,7 +48,7 @@ create index if not exists trials_workload on trials (workload, strategy);
 
 
 class StoreError(CompilescopeError):
-    pass
+    """A file that cannot be opened as a results store (``--where`` text: :mod:`compilescope.options`)."""
 
 
 def trial_key(spec: TrialSpec, torch_version: str) -> str:
@@ -71,6 +71,7 @@ class Store:
     def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self.warnings: list[str] = []  # environments that differ, found by :meth:`add`
         try:
             if readonly:
                 from urllib.parse import quote
@@ -126,14 +127,17 @@ class Store:
         return {row[0] for row in self.db.execute("select key from trials")}
 
     def add(self, result: TrialResult, *, torch_version: str, sweep: str = "") -> str:
-        """Insert (or replace) one finished trial, committed at once."""
+        """Insert (or replace) one finished trial, committed at once. When the store's other
+        trials of this workload and stream ran in an environment that differs (torch, device,
+        threads, a torch-affecting variable), :attr:`warnings` says so, once per difference."""
         spec = result.spec
         key = trial_key(spec, torch_version)
-        env = result.env or {}
+        env = result.env
+        self._check_env(result, key)
         row = {
             "key": key, "sweep": sweep, "workload": spec.workload, "strategy": spec.name, "label": spec.label,
             "cache": spec.cache, "backend": spec.options.backend, "status": result.status, "torch": torch_version,
-            "host": env.get("host", ""), "device": spec.measure.device, "stream": json.dumps(to_data(spec.stream)),
+            "host": env.host, "device": spec.measure.device, "stream": json.dumps(to_data(spec.stream)),
             "spec": json.dumps(to_data(spec)), "result": json.dumps(to_data(result)),
             "finished": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
             "schema_version": SCHEMA_VERSION,
@@ -144,18 +148,34 @@ class Store:
             self.db.execute(f"insert or replace into trials ({names}) values ({marks})", tuple(row.values()))
         return key
 
+    def _check_env(self, result: TrialResult, key: str) -> None:
+        stream = json.dumps(to_data(result.spec.stream))
+        rows = self.db.execute(
+            "select distinct json_extract(result, '$.env.torch'), json_extract(result, '$.env.device'), "
+            "json_extract(result, '$.env.threads'), json_extract(result, '$.env.variables') from trials "
+            "where workload = ? and stream = ? and key != ?", (result.spec.workload, stream, key))
+        for torch_version, device, threads, variables in rows:
+            stored = TrialEnv(
+                torch=str(torch_version or ""), device=str(device or ""),
+                threads=int(threads) if str(threads).isdigit() else None,
+                # a trial stored before variables were recorded: unknown, not "none"
+                variables=json.loads(variables) if isinstance(variables, str) else result.env.variables)
+            for difference in stored.differences(result.env):
+                warning = (f"{result.spec.workload} {result.spec.label} joins trials in the store that ran in "
+                           f"another environment: {difference} (A the store's, B this one's)")
+                if warning not in self.warnings:
+                    self.warnings.append(warning)
+
     def trials(self, where: Sequence[tuple[str, str]] = ()) -> list[TrialResult]:
         """Finished trials matching every ``column = value`` filter, oldest first."""
         clauses, values = [], []
         for column, value in where:
-            if column not in COLUMNS:
-                raise StoreError(f"unknown --where column {column!r} (use {', '.join(COLUMNS)})")
-            clauses.append(f"{column} = ?")
+            clauses.append(f"{check_where_column(column)} = ?")
             values.append(value)
-        sql = "select result from trials" + (" where " + " and ".join(clauses) if clauses else "") + " order by rowid"
+        sql = "select result, schema_version from trials" + (" where " + " and ".join(clauses) if clauses else "") + " order by rowid"
         out = []
-        for (text,) in self.db.execute(sql, values):
-            out.append(from_data(TrialResult, json.loads(text)))
+        for text, version in self.db.execute(sql, values):
+            out.append(from_data(TrialResult, migrate_trial(json.loads(text), version, f"{self.path} (a trial)")))
         return out
 
     def runs(self, where: Sequence[tuple[str, str]] = ()) -> list[RunResult]:
@@ -163,21 +183,7 @@ class Store:
         groups: dict[tuple[Any, ...], list[TrialResult]] = {}
         for t in self.trials(where):
             key = (t.spec.workload, json.dumps(to_data(t.spec.stream)), t.spec.options.backend,
-                   (t.env or {}).get("torch", ""))
+                   t.env.torch)
             groups.setdefault(key, []).append(t)
         return [RunResult(workload=k[0], stream=ts[0].spec.stream, trials=tuple(ts), command=f"store {self.path}")
                 for k, ts in groups.items()]
-
-
-def parse_where(items: Iterable[str]) -> list[tuple[str, str]]:
-    """``workload=minilm`` (repeatable, or comma-separated) → [(column, value)]."""
-    out = []
-    for item in items:
-        for part in item.split(","):
-            column, sep, value = part.partition("=")
-            if not sep or not column.strip():
-                raise StoreError(f"malformed --where {part!r}: use COLUMN=VALUE ({', '.join(COLUMNS)})")
-            if column.strip() not in COLUMNS:
-                raise StoreError(f"unknown --where column {column.strip()!r} (use {', '.join(COLUMNS)})")
-            out.append((column.strip(), value.strip()))
-    return out

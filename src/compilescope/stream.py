@@ -11,9 +11,11 @@ Spec forms (``--stream``):
 ``random:count=200;seed=0;batch=1..8;seq=16|32|64``
     seeded draws: uniform over a range or over choices, ``count`` requests.
 ``@shapes.jsonl``
-    one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``); a file
-    whose names are none of the workload's (``{"x.0": 16}`` from ``probe --stream-out``)
-    is matched to the workload's dims in order.
+    one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``, other keys
+    ignored); a file whose names are none of the workload's (``{"x.0": 16}`` from ``probe
+    --stream-out`` or ``watch(record_shapes=)``) is matched to the workload's dims in order
+    (the names that vary across the file, when it has more); a ``{"compilescope": {...}}``
+    line (a recording's closing counts) is not a request.
 
 Every parse error names the token it could not read.
 """
@@ -29,6 +31,7 @@ from .errors import StreamError
 from .model import Shape
 
 MAX_PRODUCT = 100_000
+META_KEY = "compilescope"  # the key of a recording's closing line (see shapes_record)
 
 
 def _int(token: str, context: str) -> int:
@@ -137,7 +140,7 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
     except UnicodeDecodeError:
         raise StreamError(f"stream file {path_text!r} is not text (expected JSON lines)") from None
     del raw
-    shapes = []
+    rows: list[tuple[str, Shape]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -148,8 +151,10 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
             raise StreamError(f"bad stream token {token!r}: not JSON ({exc.msg})") from None
         except (ValueError, RecursionError):
             raise StreamError(f"bad stream token {token!r}: not readable JSON") from None
+        if isinstance(obj, dict) and isinstance(obj.get(META_KEY), dict):
+            continue  # a recording's closing line: what was recorded and dropped
         if isinstance(obj, dict) and isinstance(obj.get("shape"), dict):
-            obj = obj["shape"]
+            obj = obj["shape"]  # a recorded request's dtypes and scalars are not part of its shape
         if not isinstance(obj, dict):
             raise StreamError(f"bad stream token {token!r}: expected a JSON object of dimension sizes")
         shape = {}
@@ -157,12 +162,26 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise StreamError(f"bad stream token {token!r}: {k!r} is not a non-negative integer")
             shape[str(k)] = v
-        if not set(shape) & set(dims) and len(shape) == len(dims):
-            # a recorded stream (``compilescope probe --stream-out``) names dims by input
-            # (``x.0``); with none of the workload's names, take them in order.
-            shape = dict(zip(dims, shape.values()))
+        rows.append((token, shape))
+    varying = _varying([shape for _, shape in rows])
+    shapes = []
+    for token, shape in rows:
+        if not set(shape) & set(dims):
+            # a recorded stream (``probe --stream-out``, ``watch(record_shapes=)``) names dims
+            # by input (``x.0``); with none of the workload's names, take them in order — the
+            # dims that vary across the file when the file has more than the workload
+            if len(shape) != len(dims) and len(varying) == len(dims):
+                shape = {k: shape[k] for k in varying if k in shape}
+            if len(shape) == len(dims):
+                shape = dict(zip(dims, shape.values()))
         shapes.append(_check_dims(shape, dims, token))
     return shapes
+
+
+def _varying(shapes: list[Shape]) -> list[str]:
+    """The names whose value changes across ``shapes``, in order of first appearance."""
+    keys = list(dict.fromkeys(k for s in shapes for k in s))
+    return [k for k in keys if len({s.get(k) for s in shapes}) > 1]
 
 
 def parse_stream(spec: str, dims: tuple[str, ...]) -> tuple[Shape, ...]:

@@ -26,15 +26,18 @@ import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from . import compat
 from .analysis.advice import group_causes
+from .analysis.counts import count_compiles, distinct_breaks
 from .collect.capture import CaptureSession
 from .collect.records import CodeKey, TargetInfo
 from .errors import CompilescopeError
 from .model import CompileRecord, GraphBreak
-from .report import CauseRow
+from .report import Cause
+from .shapes_record import DEFAULT_MAX_BYTES, HUB as RECORD_HUB, RecordSummary, ShapeRecorder
 
 
 class RecompileBudgetExceeded(CompilescopeError, AssertionError):
@@ -108,7 +111,7 @@ def _compiled_target_on_stack(limit: int = 200) -> TargetInfo | None:
         if frame is None:
             return None
         owner = frame.f_locals.get("self")
-        inner = getattr(owner, "_orig_mod", None) if owner is not None else None
+        inner = compat.compiled_module_inner(owner)
         if inner is not None:
             return TargetInfo(inner)
         frame = frame.f_back
@@ -128,7 +131,7 @@ def _modules_on_stack(limit: int = 200) -> set[int]:
         owner = frame.f_locals.get("self")
         if isinstance(owner, torch.nn.Module):
             found.add(id(owner))
-            inner = getattr(owner, "_orig_mod", None)
+            inner = compat.compiled_module_inner(owner)
             if inner is not None:
                 found.add(id(inner))
         frame = frame.f_back
@@ -145,6 +148,9 @@ class Watch:
         on_recompile: Callable[[CompileRecord], None] | None = None,
         functions: Iterable[Any] | None = None,
         action: str = "raise",
+        record_shapes: str | Path | None = None,
+        record_sample: float = 1.0,
+        record_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         if action not in ("raise", "warn"):
             raise ValueError(f"watch(action={action!r}): use 'raise' or 'warn'")
@@ -163,13 +169,18 @@ class Watch:
         self._filtered = functions is not None
         self._thread: int | None = None
         self._active = False
+        self._record = (record_shapes, record_sample, record_max_bytes) if record_shapes is not None else None
+        if self._record is not None:
+            ShapeRecorder(*self._record)  # a bad path or bound is an error now, not at the first call
+        self._recorder: ShapeRecorder | None = None
+        self.recorded: RecordSummary | None = None  # what record_shapes wrote, once the scope ended
 
     def _add_target(self, obj: Any) -> None:
         import torch
 
         if isinstance(obj, torch.nn.Module):
             self._modules.add(id(obj))
-            inner = getattr(obj, "_orig_mod", None)
+            inner = compat.compiled_module_inner(obj)
             if inner is not None:
                 self._modules.add(id(inner))
             return
@@ -207,30 +218,27 @@ class Watch:
 
     @property
     def compiles(self) -> int:
-        return sum(1 for r in self.records if r.is_compile)
+        return count_compiles(self.records).compiles
 
     @property
     def recompiles(self) -> int:
-        return sum(1 for r in self.records if r.is_recompile)
+        return count_compiles(self.records).recompiles
 
     @property
     def refused(self) -> int:
         """Attempts the recompile limit refused (those calls ran eagerly)."""
-        return sum(1 for r in self.records if r.refused)
+        return count_compiles(self.records).refused
 
     @property
     def graph_breaks(self) -> int:
-        """Distinct graph breaks (reason, file, line)."""
-        return len({(b.reason.split("\n", 1)[0], b.filename, b.line) for b in self.breaks})
+        """Distinct graph breaks (:func:`~compilescope.analysis.counts.break_key`)."""
+        return len(distinct_breaks(self.breaks))
 
     @property
-    def causes(self) -> tuple[CauseRow, ...]:
+    def causes(self) -> tuple[Cause, ...]:
         """The recompile causes, grouped per guard, with whether a shape setting removes each
         and the next step."""
-        return tuple(
-            CauseRow(c.describe(), c.kind, c.source, c.dim, c.shape_reducible, c.next_step, c.compiles)
-            for c in group_causes(tuple(self.records))
-        )
+        return group_causes(tuple(self.records))
 
     # -- scope ---------------------------------------------------------------------------
 
@@ -240,6 +248,9 @@ class Watch:
         self._thread = threading.get_ident()
         self._active = True
         _HUB.add(self)
+        if self._record is not None:
+            self._recorder = ShapeRecorder(*self._record, accept=self._accepts if self._filtered else None)
+            RECORD_HUB.add(self._recorder)
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -251,9 +262,23 @@ class Watch:
         if self._active:
             _HUB.remove(self)
             self._active = False
+            if self._recorder is not None:
+                RECORD_HUB.remove(self._recorder)
+                self.recorded = self._recorder.close()
+                self._recorder = None
+
+    def _accepts(self, target: Any) -> bool:
+        """A compiled call's target is one of ``functions`` (for ``record_shapes``)."""
+        import torch
+
+        if isinstance(target, torch.nn.Module):
+            return id(target) in self._modules
+        return bool(set(TargetInfo(target).entry_codes) & self._codes)
 
     def __call__(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """As a decorator: a fresh watch with the same budget around each call."""
+        if self._record is not None:  # each call's scope would write the file anew
+            raise ValueError("watch(record_shapes=…) records one scope: use it as `with watch(…)`, not a decorator")
 
         @functools.wraps(fn)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
@@ -306,12 +331,8 @@ class Watch:
                 reducible = "shape-reducible" if c.shape_reducible else "not shape-reducible"
                 lines.append(f"    - {c.description} [{c.kind}, {reducible}]: {c.next_step}")
         if self.max_graph_breaks is not None and self.graph_breaks > self.max_graph_breaks:
-            seen = set()
-            for b in self.breaks:
-                key = (b.reason.split("\n", 1)[0], b.filename, b.line)
-                if key not in seen:
-                    seen.add(key)
-                    lines.append(f"  graph break at {b.filename}:{b.line}: {key[0]}")
+            for reason, filename, line in distinct_breaks(self.breaks):
+                lines.append(f"  graph break at {filename}:{line}: {reason}")
         return "\n".join(lines)
 
 
@@ -321,6 +342,15 @@ def watch(
     on_recompile: Callable[[CompileRecord], None] | None = None,
     functions: Iterable[Any] | None = None,
     action: str = "raise",
+    record_shapes: str | Path | None = None,
+    record_sample: float = 1.0,
+    record_max_bytes: int = DEFAULT_MAX_BYTES,
 ) -> Watch:
-    """A recompile budget for a scope: ``with watch(max_recompiles=1): …`` or ``@watch(…)``."""
-    return Watch(max_recompiles, max_graph_breaks, on_recompile, functions, action)
+    """A recompile budget for a scope: ``with watch(max_recompiles=1): …`` or ``@watch(…)``.
+
+    ``record_shapes="shapes.jsonl"`` also writes the inputs of every call of the watched
+    compiled functions as a replayable stream (:mod:`compilescope.shapes_record`), sampled at
+    ``record_sample`` and bounded by ``record_max_bytes`` per file; ``w.recorded`` says what
+    was written and dropped once the scope ends."""
+    return Watch(max_recompiles, max_graph_breaks, on_recompile, functions, action,
+                 record_shapes, record_sample, record_max_bytes)

@@ -2,7 +2,8 @@
 
 A workload is built by a factory so that a fresh process can rebuild it from a reference:
 ``path/to/file.py:name``, ``package.module:name`` (a :class:`Workload` or a zero-argument
-factory returning one) or a built-in name (``sincos``, ``mlp``, ``transformer``).
+factory returning one) or a built-in name (:data:`compilescope.zoo.BUILTINS`). The
+:class:`~compilescope.model.Workload` record itself is defined in :mod:`compilescope.model`.
 """
 
 from __future__ import annotations
@@ -13,49 +14,14 @@ import inspect
 import sys
 import zlib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from .errors import WorkloadError
-from .model import Shape
-
-Inputs = Any  # a tuple of positional args, or a dict of keyword args
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A thing to compile and the inputs to feed it.
-
-    ``build()`` returns the function or ``nn.Module`` to compile (called once per trial, in the
-    trial's own process). ``make_inputs(shape)`` returns the positional arguments (a tuple) or
-    keyword arguments (a dict) for one request of that shape; it is called with the torch RNG
-    seeded from the shape, so inputs are reproducible. ``dims`` names the shape dimensions a
-    stream varies, in order.
-
-    ``step(fn, *args, **kwargs)``, when given, is how one request runs the (compiled) target:
-    a training workload compiles the model and runs forward, loss, backward and the optimizer
-    step around it, so the request's latency is the whole step. ``grad`` enables autograd.
-    ``snapshot()``, for a step that changes state, saves it and returns a function restoring
-    it: the numerics check then runs eager and compiled steps from the same state.
-    """
-
-    name: str
-    build: Callable[[], Callable[..., Any]]
-    make_inputs: Callable[[Shape], Inputs]
-    dims: tuple[str, ...]
-    default_stream: tuple[Shape, ...]
-    description: str = ""
-    grad: bool = False
-    step: Callable[..., Any] | None = field(default=None, compare=False)
-    snapshot: Callable[[], Callable[[], None]] | None = field(default=None, compare=False)
-    ref: str | None = field(default=None, compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.dims:
-            raise WorkloadError(f"workload {self.name!r} declares no shape dimensions (dims=)")
+from .model import Inputs, Shape, Workload
+from .zoo import BUILTINS
 
 
 def as_call_args(inputs: Inputs) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -83,111 +49,6 @@ def bind_arguments(target: Callable[..., Any], args: Sequence[Any], kwargs: Mapp
         else:
             named[name] = value
     return named
-
-
-# ----------------------------------------------------------------------------- built-ins
-
-
-def _sincos() -> Workload:
-    def build() -> Callable[..., Any]:
-        def sincos(x: torch.Tensor) -> torch.Tensor:
-            return x.sin() + x.cos()
-
-        return sincos
-
-    return Workload(
-        name="sincos",
-        description="x.sin() + x.cos() over 1-D sizes (the seed article's example)",
-        build=build,
-        make_inputs=lambda s: (torch.randn(s["n"]),),
-        dims=("n",),
-        default_stream=tuple({"n": n} for n in (16, 16, 32, 32, 64, 16)),
-    )
-
-
-def _mlp() -> Workload:
-    def build() -> Callable[..., Any]:
-        torch.manual_seed(0)
-        return torch.nn.Sequential(
-            torch.nn.Linear(256, 512),
-            torch.nn.GELU(),
-            torch.nn.Linear(512, 512),
-            torch.nn.GELU(),
-            torch.nn.Linear(512, 128),
-            torch.nn.LayerNorm(128),
-        ).eval()
-
-    return Workload(
-        name="mlp",
-        description="Linear-GELU ×2 + Linear + LayerNorm, 256→128 features, varying batch",
-        build=build,
-        make_inputs=lambda s: (torch.randn(s["batch"], 256),),
-        dims=("batch",),
-        default_stream=tuple({"batch": b} for b in (1, 1, 4, 8, 32, 2, 1, 8, 32, 4)),
-    )
-
-
-class _Encoder(torch.nn.Module):
-    def __init__(self, d_model: int, heads: int, layers: int, ff: int) -> None:
-        super().__init__()
-        # SiLU, as in current LLM blocks. It also keeps eager off nn.TransformerEncoderLayer's
-        # fused inference kernel (taken only for relu/gelu), which torch.compile would keep as
-        # one opaque op per layer: both sides then run the same per-op layer math.
-        layer = torch.nn.TransformerEncoderLayer(
-            d_model, heads, ff, dropout=0.0, batch_first=True, activation=torch.nn.functional.silu
-        )
-        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.encoder(x)
-
-
-def transformer_workload(layers: int = 4, d_model: int = 128, heads: int = 4, ff: int = 256) -> Workload:
-    """``nn.TransformerEncoder`` with ``layers`` identical layers; batch and sequence vary."""
-
-    def build() -> Callable[..., Any]:
-        torch.manual_seed(0)
-        return _Encoder(d_model, heads, layers, ff).eval()
-
-    pairs = ((1, 16), (1, 16), (4, 32), (8, 57), (8, 128), (2, 16), (4, 32), (8, 57))
-    return Workload(
-        name="transformer",
-        description=f"nn.TransformerEncoder (SiLU), {layers} layers of d_model={d_model}, varying batch and sequence",
-        build=build,
-        make_inputs=lambda s: (torch.randn(s["batch"], s["seq"], d_model),),
-        dims=("batch", "seq"),
-        default_stream=tuple({"batch": b, "seq": q} for b, q in pairs),
-    )
-
-
-def _builtins() -> dict[str, Callable[[], Workload]]:
-    from . import zoo
-
-    return {
-        "sincos": _sincos,
-        "mlp": _mlp,
-        "transformer": transformer_workload,
-        "convnet": zoo.convnet,
-        "mlp-train": zoo.mlp_train,
-        "gpt2-tiny": zoo.gpt2_tiny,
-        "minilm": zoo.minilm,
-    }
-
-
-class _Builtins(Mapping[str, Callable[[], Workload]]):
-    """The built-in workloads by name; the real models import their libraries only when built."""
-
-    def __getitem__(self, key: str) -> Callable[[], Workload]:
-        return _builtins()[key]
-
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        return iter(_builtins())
-
-    def __len__(self) -> int:
-        return len(_builtins())
-
-
-BUILTINS: Mapping[str, Callable[[], Workload]] = _Builtins()
 
 
 # ----------------------------------------------------------------------------- loading

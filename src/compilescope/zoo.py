@@ -1,4 +1,5 @@
-"""Built-in workloads on real models: a conv net, a training step, and two transformers.
+"""The built-in workloads (:data:`BUILTINS`, by name): small functions and modules, and
+real models — a conv net, a training step, and two transformers.
 
 ``convnet`` and ``mlp-train`` need only torch. ``gpt2-tiny`` (Hugging Face modelling code,
 random weights from a small config) and ``minilm`` (all-MiniLM-L6-v2 with its real weights,
@@ -19,8 +20,80 @@ from typing import Any
 import torch
 
 from .errors import WorkloadError
-from .model import Shape
-from .workload import Workload
+from .model import Shape, Workload
+
+def _sincos() -> Workload:
+    def build() -> Callable[..., Any]:
+        def sincos(x: torch.Tensor) -> torch.Tensor:
+            return x.sin() + x.cos()
+
+        return sincos
+
+    return Workload(
+        name="sincos",
+        description="x.sin() + x.cos() over 1-D sizes (the seed article's example)",
+        build=build,
+        make_inputs=lambda s: (torch.randn(s["n"]),),
+        dims=("n",),
+        default_stream=tuple({"n": n} for n in (16, 16, 32, 32, 64, 16)),
+    )
+
+
+def _mlp() -> Workload:
+    def build() -> Callable[..., Any]:
+        torch.manual_seed(0)
+        return torch.nn.Sequential(
+            torch.nn.Linear(256, 512),
+            torch.nn.GELU(),
+            torch.nn.Linear(512, 512),
+            torch.nn.GELU(),
+            torch.nn.Linear(512, 128),
+            torch.nn.LayerNorm(128),
+        ).eval()
+
+    return Workload(
+        name="mlp",
+        description="Linear-GELU ×2 + Linear + LayerNorm, 256→128 features, varying batch",
+        build=build,
+        make_inputs=lambda s: (torch.randn(s["batch"], 256),),
+        dims=("batch",),
+        default_stream=tuple({"batch": b} for b in (1, 1, 4, 8, 32, 2, 1, 8, 32, 4)),
+    )
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self, d_model: int, heads: int, layers: int, ff: int) -> None:
+        super().__init__()
+        # SiLU, as in current LLM blocks. It also keeps eager off nn.TransformerEncoderLayer's
+        # fused inference kernel (taken only for relu/gelu), which torch.compile would keep as
+        # one opaque op per layer: both sides then run the same per-op layer math.
+        layer = torch.nn.TransformerEncoderLayer(
+            d_model, heads, ff, dropout=0.0, batch_first=True, activation=torch.nn.functional.silu
+        )
+        self.encoder = torch.nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.encoder(x)
+
+
+def transformer_workload(layers: int = 4, d_model: int = 128, heads: int = 4, ff: int = 256) -> Workload:
+    """``nn.TransformerEncoder`` with ``layers`` identical layers; batch and sequence vary."""
+
+    def build() -> Callable[..., Any]:
+        torch.manual_seed(0)
+        return _Encoder(d_model, heads, layers, ff).eval()
+
+    pairs = ((1, 16), (1, 16), (4, 32), (8, 57), (8, 128), (2, 16), (4, 32), (8, 57))
+    return Workload(
+        name="transformer",
+        description=f"nn.TransformerEncoder (SiLU), {layers} layers of d_model={d_model}, varying batch and sequence",
+        build=build,
+        make_inputs=lambda s: (torch.randn(s["batch"], s["seq"], d_model),),
+        dims=("batch", "seq"),
+        default_stream=tuple({"batch": b, "seq": q} for b, q in pairs),
+    )
+
+
 
 MODELS_EXTRA = "pip install 'compilescope[models]'"
 
@@ -281,3 +354,14 @@ def minilm() -> Workload:
         dims=("batch", "seq"),
         default_stream=text_stream(12),
     )
+
+
+BUILTINS: dict[str, Callable[[], Workload]] = {
+    "sincos": _sincos,
+    "mlp": _mlp,
+    "transformer": transformer_workload,
+    "convnet": convnet,
+    "mlp-train": mlp_train,
+    "gpt2-tiny": gpt2_tiny,
+    "minilm": minilm,
+}

@@ -1,1 +1,1 @@
-"""Pure analysis over frozen records: guard-failure parsing, regimes, accounting."""
+"""Pure analysis over frozen records: regimes, accounting, causes, advice, comparison."""

@@ -12,48 +12,35 @@ import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
-from ..model import CompileRecord, Scalar
+from ..model import CompileRecord, GuardFailure, Scalar
+from ..report import Cause
 
 
-@dataclass(frozen=True)
-class Cause:
-    source: str | None
-    kind: str
-    dim: int | None
-    values: tuple[Scalar, ...]  # expected and actual values seen, in order of first appearance
-    compiles: tuple[str, ...]  # compile ids this cause triggered
-    shape_reducible: bool
-    next_step: str
-    example: str = ""  # one of PyTorch's texts for it
-    involves: tuple[str, ...] = ()  # every input dim a relation names
-    frame_source: str | None = None  # the source as the compiled frame sees it (what dynamic_sources names)
-    user_lines: tuple[str, ...] = ()  # the user's lines PyTorch cites for the guard(s)
-    reachable: bool = True  # the source is an input the caller passes (not a frame temporary)
-
-    def describe(self) -> str:
-        where = self.source or "?"
-        if self.dim is not None:
-            where += f" dim {self.dim}"
-        seen = listing(self.values)
-        what = {"size": "varied over", "stride": "stride varied over", "dtype": "dtype varied over",
-                "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
-                "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
-                "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(self.kind)
-        if what and seen:
-            head = f"{where} {what} {seen}"
-        elif self.kind == "relation":
-            texts = self.values
-            shown = "; ".join(str(t) for t in texts[:2]) + (f"; and {len(texts) - 2} more" if len(texts) > 2 else "")
-            head = f"{len(texts)} relation guard(s) over {', '.join(self.involves) or where}: {shown}"
-        elif self.kind in ("range", "specialization"):
-            head = f"{where} outside its range: {self.example}"
-        elif self.kind == "other" or self.source is None:
-            head = f"{self.source + ': ' if self.source and self.kind != 'other' else ''}{self.example}"
-        else:
-            head = f"{where}: {self.kind.replace('_', ' ')}"
-        return f"{head} → {len(self.compiles)} compile(s)"
+def describe(cause: Cause) -> str:
+    """A cause in words, as every report prints it ("L['x'] dim 0 varied over 4, 8, 16 → 3 compile(s)")."""
+    where = cause.source or "?"
+    if cause.dim is not None:
+        where += f" dim {cause.dim}"
+    seen = listing(cause.values)
+    what = {"size": "varied over", "stride": "stride varied over", "dtype": "dtype varied over",
+            "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
+            "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
+            "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(cause.kind)
+    if what and seen:
+        head = f"{where} {what} {seen}"
+    elif cause.kind == "relation":
+        texts = cause.values
+        shown = "; ".join(str(t) for t in texts[:2]) + (f"; and {len(texts) - 2} more" if len(texts) > 2 else "")
+        head = f"{len(texts)} relation guard(s) over {', '.join(cause.involves) or where}: {shown}"
+    elif cause.kind in ("range", "specialization"):
+        head = f"{where} outside its range: {cause.example}"
+    elif cause.kind == "other" or cause.source is None:
+        head = f"{cause.source + ': ' if cause.source and cause.kind != 'other' else ''}{cause.example}"
+    else:
+        head = f"{where}: {cause.kind.replace('_', ' ')}"
+    return f"{head} → {len(cause.compile_ids)} compile(s)"
 
 
 SHOWN = 12  # values listed before "and N more"
@@ -113,20 +100,10 @@ def _next_step(
     frame_src: str | None = None, *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
     marked: bool | None = None, thresholds: bool = False,
 ) -> tuple[bool, str]:
+    """Whether a shape setting removes the cause, and the next step, in words."""
     src = source or "the input"
     if kind == "range":
-        bounds = exprs[0] if exprs else "its bounds"
-        widen = (f"an input fell outside the range given to mark_dynamic ({bounds}): widen min/max to cover "
-                 "every size the program sees")
-        threshold = (f"a size threshold ({bounds}) from an op's shape function{_at(lines)}: each side of it needs "
-                     "its own graph, and neither mark_dynamic nor dynamic=True removes it — keep the inputs on one "
-                     "side of it (pad or split them), or raise torch._dynamo.config.recompile_limit to hold the "
-                     "graphs")
-        if marked:
-            return True, widen
-        if marked is False:
-            return False, threshold
-        return False, f"if mark_dynamic was called with min/max, {widen}; otherwise {threshold}"
+        return _range_step(exprs, lines, marked)
     if kind == "specialization":
         return True, (
             f"sizes 0 and 1 are specialised ({exprs[0] if exprs else src}): use "
@@ -135,26 +112,56 @@ def _next_step(
     if kind == "relation":
         return False, relation_step(tuple(str(v) for v in values), exprs, lines)
     if kind == "size":
-        ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
-        if not reach:
-            where = "a tensor the program computes" + (" and carries over a graph break" if resume else "")
-            return True, (f"{where}, not an input the caller passes: mark the varying dims of the inputs it comes "
-                          "from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
-                          "dynamic=True" + ("; or remove the graph break" if resume else ""))
-        name = _local(src)
-        step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
-                f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
-                "bucket sizes")
-        if any(v in (0, 1) for v in ints):
-            step += ("; sizes 0 and 1 are always specialised, so a marked dim still recompiles for them — use "
-                     f"torch._dynamo.decorators.mark_unbacked({name}, {dim}) if they occur")
-        if thresholds:
-            step += "; the threshold/relation guards on it (listed apart) stay whatever it is marked"
-        return True, step
+        return True, _size_step(src, dim, values, frame_src, reach=reach, resume=resume, thresholds=thresholds)
     if not reach and kind == "value" and resume:
         return False, ("not shape-reducible: a Python number the program computed before the graph break"
                        f"{_at(lines)} is specialised in the frame that resumes after it — keep it a tensor (no "
                        ".item()), or set torch._dynamo.config.capture_scalar_outputs = True")
+    return False, _program_step(kind, source)
+
+
+def _range_step(exprs: tuple[str, ...], lines: tuple[str, ...], marked: bool | None) -> tuple[bool, str]:
+    """A ``lo <= size <= hi`` guard: mark_dynamic's bounds (``marked``), or a size threshold
+    from an op's shape function (not marked), or either when it is not known."""
+    bounds = exprs[0] if exprs else "its bounds"
+    widen = (f"an input fell outside the range given to mark_dynamic ({bounds}): widen min/max to cover "
+             "every size the program sees")
+    threshold = (f"a size threshold ({bounds}) from an op's shape function{_at(lines)}: each side of it needs "
+                 "its own graph, and neither mark_dynamic nor dynamic=True removes it — keep the inputs on one "
+                 "side of it (pad or split them), or raise torch._dynamo.config.recompile_limit to hold the "
+                 "graphs")
+    if marked:
+        return True, widen
+    if marked is False:
+        return False, threshold
+    return False, f"if mark_dynamic was called with min/max, {widen}; otherwise {threshold}"
+
+
+def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src: str | None, *, reach: bool,
+               resume: bool, thresholds: bool) -> str:
+    """A size that varied on a static dim: mark it dynamic (the caller's input), or the inputs
+    it comes from (a tensor the program computes)."""
+    ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
+    if not reach:
+        where = "a tensor the program computes" + (" and carries over a graph break" if resume else "")
+        return (f"{where}, not an input the caller passes: mark the varying dims of the inputs it comes "
+                "from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
+                "dynamic=True" + ("; or remove the graph break" if resume else ""))
+    name = _local(src)
+    step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
+            f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
+            "bucket sizes")
+    if any(v in (0, 1) for v in ints):
+        step += ("; sizes 0 and 1 are always specialised, so a marked dim still recompiles for them — use "
+                 f"torch._dynamo.decorators.mark_unbacked({name}, {dim}) if they occur")
+    if thresholds:
+        step += "; the threshold/relation guards on it (listed apart) stay whatever it is marked"
+    return step
+
+
+def _program_step(kind: str, source: str | None) -> str:
+    """The change to the program a guard no shape setting removes asks for."""
+    src = source or "the input"
     steps = {
         "stride": "a differently laid-out input (e.g. a transpose): call .contiguous() before the compiled call",
         "dtype": "not shape-reducible: each dtype needs its own graph — cast inputs to one dtype before the call",
@@ -178,7 +185,7 @@ def _next_step(
                   "or pad the list to a fixed length",
         "dict_keys": f"not shape-reducible: the keys of {src} are part of the graph — use a fixed key set",
     }
-    return False, steps.get(kind, "not a guard compilescope recognises: read PyTorch's text (left)")
+    return steps.get(kind, "not a guard compilescope recognises: read PyTorch's text (left)")
 
 
 def relation_multiple(texts: Iterable[object]) -> int | None:
@@ -229,6 +236,66 @@ def _local(source: str) -> str:
     return source
 
 
+CauseKey = tuple[str | None, str, int | None]  # (source, kind, dim); an "other" guard's dim is its text's hash
+
+
+@dataclass
+class _Evidence:
+    """What a function's guard failures say of each cause, keyed in order of first appearance."""
+
+    values: defaultdict[CauseKey, list[Scalar]] = field(default_factory=lambda: defaultdict(list))
+    ids: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
+    examples: dict[CauseKey, str] = field(default_factory=dict)
+    exprs: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
+    involves: dict[CauseKey, tuple[str, ...]] = field(default_factory=dict)
+    frame_sources: dict[CauseKey, str] = field(default_factory=dict)
+    lines: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
+    functions: dict[CauseKey, str] = field(default_factory=dict)
+    by_mark: set[CauseKey] = field(default_factory=set)
+
+    def add(self, c: CompileRecord) -> None:
+        seen_here = set()
+        for g in c.guard_failures:
+            key = self._add_relation(g) if g.kind == "relation" else self._add_guard(g)
+            self.functions.setdefault(key, c.function)
+            if g.kind == "range":
+                from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
+
+                if any(g.reason in r and MARK_DYNAMIC_GUARD_SOURCE in r for r in c.reasons):
+                    self.by_mark.add(key)  # PyTorch says mark_dynamic's min/max made this guard
+            if g.user_line and g.user_line not in self.lines[key]:
+                self.lines[key].append(g.user_line)
+            if key not in seen_here:
+                self.ids[key].append(str(c.compile_id))
+                seen_here.add(key)
+
+    def _add_relation(self, g: GuardFailure) -> CauseKey:
+        key: CauseKey = (None, "relation", None)  # one cause for all of a function's relation guards
+        text = re.sub(r"L\['([^']+)'\]", r"\1", g.reason)
+        self.examples.setdefault(key, text)
+        if text not in self.values[key]:
+            self.values[key].append(text)
+        for d in g.involves:
+            if d not in self.exprs[key]:
+                self.exprs[key].append(d)
+        self.involves[key] = tuple(sorted(self.exprs[key]))
+        return key
+
+    def _add_guard(self, g: GuardFailure) -> CauseKey:
+        key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+        self.examples.setdefault(key, g.reason)
+        raw = frame_source(g.reason)
+        if raw is not None:
+            self.frame_sources.setdefault(key, raw)
+        symbolic = g.kind in ("range", "specialization")
+        if symbolic and isinstance(g.expected, str) and g.expected not in self.exprs[key]:
+            self.exprs[key].append(g.expected)
+        for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
+            if v is not None and v not in self.values[key]:
+                self.values[key].append(v)
+        return key
+
+
 def group_causes(compiles: tuple[CompileRecord, ...], *,
                  observed: Mapping[tuple[str, int], Sequence[int]] | None = None,
                  inputs: Iterable[str] | None = None, marked: bool | None = None) -> tuple[Cause, ...]:
@@ -240,72 +307,34 @@ def group_causes(compiles: tuple[CompileRecord, ...], *,
     empty set: the frame is not one the caller calls, e.g. a submodule's after a graph
     break, so none of its sources is the caller's); ``marked`` says whether the program
     called mark_dynamic (None: not known), which is what a ``lo <= size <= hi`` guard means."""
-    values: dict[tuple[str | None, str, int | None], list[Scalar]] = defaultdict(list)
-    ids: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
-    examples: dict[tuple[str | None, str, int | None], str] = {}
-    exprs: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
-    involves: dict[tuple[str | None, str, int | None], tuple[str, ...]] = {}
-    frame_sources: dict[tuple[str | None, str, int | None], str] = {}
-    lines: dict[tuple[str | None, str, int | None], list[str]] = defaultdict(list)
-    functions: dict[tuple[str | None, str, int | None], str] = {}
-    by_mark: set[tuple[str | None, str, int | None]] = set()
+    ev = _Evidence()
     for c in compiles:
-        seen_here = set()
-        for g in c.guard_failures:
-            if g.kind == "relation":  # one cause for all of a function's relation guards
-                key = (None, "relation", None)
-                text = re.sub(r"L\['([^']+)'\]", r"\1", g.reason)
-                examples.setdefault(key, text)
-                if text not in values[key]:
-                    values[key].append(text)
-                for d in g.involves:
-                    if d not in exprs[key]:
-                        exprs[key].append(d)
-                involves[key] = tuple(sorted(exprs[key]))
-            else:
-                key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
-                examples.setdefault(key, g.reason)
-                raw = frame_source(g.reason)
-                if raw is not None:
-                    frame_sources.setdefault(key, raw)
-                symbolic = g.kind in ("range", "specialization")
-                if symbolic and isinstance(g.expected, str) and g.expected not in exprs[key]:
-                    exprs[key].append(g.expected)
-                for v in ((g.actual,) if symbolic else (g.expected, g.actual)):
-                    if v is not None and v not in values[key]:
-                        values[key].append(v)
-            functions.setdefault(key, c.function)
-            if g.kind == "range":
-                from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
-
-                if any(g.reason in r and MARK_DYNAMIC_GUARD_SOURCE in r for r in c.reasons):
-                    by_mark.add(key)  # PyTorch says mark_dynamic's min/max made this guard
-            if g.user_line and g.user_line not in lines[key]:
-                lines[key].append(g.user_line)
-            if key not in seen_here:
-                ids[key].append(str(c.compile_id))
-                seen_here.add(key)
+        ev.add(c)
     if inputs is not None:
         inputs = set(inputs)
     elif observed:
         inputs = {name for name, _ in observed}
-    related = {d for k in ids if k[1] == "relation" for d in involves.get(k, ())}
-    related |= {f"{k[0]} dim {k[2]}" for k in ids if k[1] == "range" and not marked}
-    causes = []
-    for key, compile_ids in ids.items():
-        source, kind, dim = key
-        function = functions.get(key, "")
-        reach = reachable(source, function, inputs) if source is not None else False
-        vals = list(values[key])
-        name = input_name(source)
-        if kind == "size" and reach and observed and name is not None and dim is not None:
-            fed = observed.get((name, dim), ())
-            vals = sorted({*(v for v in vals if isinstance(v, int)), *fed})  # every size fed, in order
-        exprs_or_dims = tuple(involves.get(key, ())) if kind == "relation" else tuple(exprs[key])
-        reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, frame_sources.get(key),
-                                     lines=tuple(lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
-                                     marked=True if key in by_mark else marked, thresholds=f"{source} dim {dim}" in related)
-        causes.append(Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
-                            tuple(compile_ids), reducible, step, examples[key], involves.get(key, ()),
-                            frame_sources.get(key, source), tuple(lines[key]), reach))
-    return tuple(causes)
+    related = {d for k in ev.ids if k[1] == "relation" for d in ev.involves.get(k, ())}
+    related |= {f"{k[0]} dim {k[2]}" for k in ev.ids if k[1] == "range" and not marked}
+    causes = (_cause(ev, key, observed, inputs, marked, related) for key in ev.ids)
+    return tuple(replace(c, description=describe(c)) for c in causes)
+
+
+def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequence[int]] | None,
+           inputs: Iterable[str] | None, marked: bool | None, related: set[str]) -> Cause:
+    source, kind, dim = key
+    function = ev.functions.get(key, "")
+    reach = reachable(source, function, inputs) if source is not None else False
+    vals = list(ev.values[key])
+    name = input_name(source)
+    if kind == "size" and reach and observed and name is not None and dim is not None:
+        fed = observed.get((name, dim), ())
+        vals = sorted({*(v for v in vals if isinstance(v, int)), *fed})  # every size fed, in order
+    exprs_or_dims = tuple(ev.involves.get(key, ())) if kind == "relation" else tuple(ev.exprs[key])
+    reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, ev.frame_sources.get(key),
+                                 lines=tuple(ev.lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
+                                 marked=True if key in ev.by_mark else marked,
+                                 thresholds=f"{source} dim {dim}" in related)
+    return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
+                 tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
+                 ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach)

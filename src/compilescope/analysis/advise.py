@@ -22,8 +22,8 @@ execute as printed.
 A proposal that fails, raises on a request, falls back to eager, fails numerics, ends at the
 recompile limit or does not reduce what it targets is *rejected, with why*. Staying eager
 is always a candidate. The recommendation is the best candidate by the objective — the
-default, a proposal or no compilation — and of candidates within the noise (:data:`TIE`) of
-the best, the narrowest change (the default, then proposals narrowest first, then eager).
+default, a proposal or no compilation — and of candidates within the noise (the tolerance,
+:data:`~compilescope.analysis.regimes.TOLERANCE`) of the best, the narrowest change (the default, then proposals narrowest first, then eager).
 """
 
 from __future__ import annotations
@@ -31,84 +31,15 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any, Literal
 
 from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult
-from ..report import RunReport, TrialReport
+from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, relation_multiple, relation_step
-from .build import count_compiles
+from .counts import count_compiles
+from .regimes import TOLERANCE
 
-Objective = Literal["total", "p99", "steady"]
-TIE = 0.05  # scores within 5% of the best are a tie: the narrowest proposal is recommended
-OBJECTIVES = ("total", "p99", "steady")
-
-
-@dataclass(frozen=True)
-class Snippet:
-    """Code that applies a proposal: ``setup`` runs once with ``model`` (the function or module
-    to compile) bound and binds ``compiled``; ``before_call`` runs before each call with the
-    call's inputs bound by parameter name (and may rebind them, e.g. padded); ``note`` is what
-    is left to the caller in words."""
-
-    setup: str
-    before_call: str = ""
-    note: str = ""
-
-    def text(self) -> str:
-        parts = [self.setup.replace("\n", "; ") if "\n    " not in self.setup else self.setup]
-        if self.before_call:
-            parts.append(f"before each call: {self.before_call}")
-        if self.note:
-            parts.append(f"({self.note})")
-        return "; ".join(parts)
-
-
-@dataclass(frozen=True)
-class Proposal:
-    name: str  # the variant, shown as strategy[name]
-    strategy: str
-    options: StrategyOptions
-    addresses: tuple[str, ...]  # the causes it targets
-    snippet: Snippet  # what to write to apply it
-    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total"] = "recompiles"  # what it must reduce
-    alternative: Snippet | None = None  # the same fix another way (a setting instead of a code change)
-
-    @property
-    def code(self) -> str:
-        text = self.snippet.text()
-        if self.alternative is not None:
-            text += f"  (or, with no code change: {self.alternative.text()})"
-        return text
-
-
-@dataclass(frozen=True)
-class CodeFix:
-    cause: str
-    step: str
-    relations: tuple[str, ...] = ()  # a relation cause's guard texts, to word the step again once measured
-    involves: tuple[str, ...] = ()
-    lines: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Judged:
-    label: str
-    proposal: Proposal | None  # None: the default baseline
-    trial: TrialReport
-    score: float | None
-    verdict: Literal["baseline", "recommended", "accepted", "rejected"]
-    why: str
-
-
-@dataclass(frozen=True)
-class AdviceReport:
-    objective: str
-    lifetime: int
-    rows: tuple[Judged, ...]
-    code_fixes: tuple[CodeFix, ...]
-    recommendation: Judged | None
-    tie: str = ""  # when the pick is within the noise of the runner-up: which, and by how much
 
 
 def observed_sizes(named_inputs: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], list[int]]:
@@ -206,121 +137,162 @@ def propose(
     fixes: list[CodeFix] = []
     for c in causes:
         if c.kind == "size" and c.dim is not None:
-            size_causes.append(c.describe())
+            size_causes.append(c.description)
             name = input_name(c.source)
             if c.reachable and name is not None and c.frame_source:
                 frame_roots.setdefault(name, c.frame_source)
         elif c.kind == "relation":
             relation = c
         else:
-            fixes.append(CodeFix(c.describe(), c.next_step))
+            fixes.append(CodeFix(c.description, c.next_step))
+    proposals: list[Proposal] = []
+    if size_causes and sizes:
+        proposals += _size_proposals(base, sizes, tuple(size_causes), frame_roots, relation, ranks)
+    if relation is not None:
+        proposals += _relation_proposals(base, relation, sizes, ranks, distinct_shapes, recompile_limit)
+        fixes.append(CodeFix(relation.description, relation.next_step, tuple(str(v) for v in relation.values),
+                             relation.involves, relation.user_lines))
+    proposals += _distribution_proposals(base, sizes, ranks, _dynamic_slower(default_report, static),
+                                         stream_values, max_waste)
+    proposals += _block_proposals(default, records, base, block)
+    return proposals, fixes
+
+
+def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[str, ...],
+                    frame_roots: dict[str, str], relation: Cause | None, ranks: Mapping[str, int]) -> list[Proposal]:
+    """Size guards on static dims that varied: mark the varying dims dynamic (bounded when a
+    range can cover every size fed, and unbounded, or as ``dynamic_sources``), everything
+    dynamic, and unbacked when sizes 0/1 occur."""
     # a threshold on a dim is a guard no mark removes, and a bounded mark contradicts it
     thresholds = set(relation.involves) if relation is not None else set()
-    proposals: list[Proposal] = []
     compile_plain = _compile_call(base)
     chosen = sorted(sizes)  # only the varying dims of the inputs the caller passes
-    if size_causes and chosen:
-        unbounded = [MarkSpec(name, dim) for name, dim in chosen]
-        # a range must cover every size fed: none does where sizes 0/1 occur (a backed dynamic
-        # dim specialises them) or where a threshold guard splits the dim
-        bounded = [MarkSpec(name, dim, min(sizes[(name, dim)]), max(sizes[(name, dim)]))
-                   for name, dim in chosen
-                   if f"L['{name}'] dim {dim}" not in thresholds and min(sizes[(name, dim)]) >= 2]
-        if bounded and len(bounded) == len(chosen) and all(m.min is not None and m.max is not None and m.min < m.max
-                                                           for m in bounded):
-            proposals.append(Proposal(
-                ",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
-                tuple(size_causes), Snippet(f"compiled = {compile_plain}", "; ".join(
-                    f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded))))
-        sources = ",".join(f"{frame_roots.get(n, f'L[{n!r}]')}:{d}" for n, d in chosen)
-        proposals.append(Proposal(
-            ",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
-            tuple(size_causes),
-            Snippet(f"compiled = {compile_plain}",
-                    "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in unbounded)),
-            alternative=Snippet(f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
-        # the broad fix the narrow ones are judged against: every dim of every input symbolic
-        proposals.append(Proposal("everything", "dynamic", base, tuple(size_causes),
-                                  Snippet(f"compiled = {_compile_call(base, 'dynamic=True')}")))
-        if any(min(sizes[key]) < 2 for key in chosen):
-            # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
-            proposals.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
-                                      replace(base, marks=tuple(unbounded)), tuple(size_causes),
-                                      _shapes_spec_snippet(chosen, ranks, base)))
-    if relation is not None:
-        multiple = relation_multiple(relation.values) or 8
-        buckets = multiple_buckets((v for vs in sizes.values() for v in vs), multiple)
-        padded = [(n, d) for n, d in chosen if any(v % multiple for v in sizes[(n, d)])]
-        if buckets and padded:
-            pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1), f"-{n}.shape[{d}] % {multiple}") for n, d in padded)
-            note = "slice the outputs back to each request's size"
-            proposals.append(Proposal(f"multiples of {multiple}", "bucket", replace(base, buckets=buckets),
-                                      (relation.describe(),),
-                                      Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads, note)))
-            marks = tuple(MarkSpec(n, d) for n, d in chosen)
-            proposals.append(Proposal(
-                f"multiples of {multiple}, marked dynamic", "bucket", replace(base, buckets=buckets, marks=marks),
-                (relation.describe(),),
-                Snippet(f"compiled = {compile_plain}",
-                        pads + "; " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in marks),
-                        note)))
-        if distinct_shapes > recompile_limit:
-            proposals.append(Proposal(f"limit {distinct_shapes}", "static",
-                                      replace(base, recompile_limit=distinct_shapes), (relation.describe(),),
-                                      Snippet(f"torch._dynamo.config.recompile_limit = {distinct_shapes}\n"
-                                              f"compiled = {_compile_call(base, 'dynamic=False')}"),
-                                      target="fallbacks"))
-        fixes.append(CodeFix(relation.describe(), relation.next_step, tuple(str(v) for v in relation.values),
-                             relation.involves, relation.user_lines))
-    slower = _dynamic_slower(default_report, static)
+    out: list[Proposal] = []
+    unbounded = [MarkSpec(name, dim) for name, dim in chosen]
+    # a range must cover every size fed: none does where sizes 0/1 occur (a backed dynamic
+    # dim specialises them) or where a threshold guard splits the dim
+    bounded = [MarkSpec(name, dim, min(sizes[(name, dim)]), max(sizes[(name, dim)]))
+               for name, dim in chosen
+               if f"L['{name}'] dim {dim}" not in thresholds and min(sizes[(name, dim)]) >= 2]
+    if bounded and len(bounded) == len(chosen) and all(m.min is not None and m.max is not None and m.min < m.max
+                                                       for m in bounded):
+        out.append(Proposal(
+            ",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
+            size_causes, Snippet(f"compiled = {compile_plain}", "; ".join(
+                f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded))))
+    sources = ",".join(f"{frame_roots.get(n, f'L[{n!r}]')}:{d}" for n, d in chosen)
+    out.append(Proposal(
+        ",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
+        size_causes,
+        Snippet(f"compiled = {compile_plain}",
+                "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in unbounded)),
+        alternative=Snippet(f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
+    # the broad fix the narrow ones are judged against: every dim of every input symbolic
+    out.append(Proposal("everything", "dynamic", base, size_causes,
+                        Snippet(f"compiled = {_compile_call(base, 'dynamic=True')}")))
+    if any(min(sizes[key]) < 2 for key in chosen):
+        # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
+        out.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
+                            replace(base, marks=tuple(unbounded)), size_causes,
+                            _shapes_spec_snippet(chosen, ranks, base)))
+    return out
+
+
+def _relation_proposals(base: StrategyOptions, relation: Cause, sizes: dict[tuple[str, int], list[int]],
+                        ranks: Mapping[str, int], distinct_shapes: int, recompile_limit: int) -> list[Proposal]:
+    """Relation guards on dims already dynamic: pad the varying dims to multiples of the
+    divisor the guards use (static, and marked dynamic), and hold the static graphs when the
+    stream has more shapes than the recompile limit."""
+    chosen = sorted(sizes)
+    out: list[Proposal] = []
+    multiple = relation_multiple(relation.values) or 8
+    buckets = multiple_buckets((v for vs in sizes.values() for v in vs), multiple)
+    padded = [(n, d) for n, d in chosen if any(v % multiple for v in sizes[(n, d)])]
+    if buckets and padded:
+        pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1), f"-{n}.shape[{d}] % {multiple}") for n, d in padded)
+        note = "slice the outputs back to each request's size"
+        out.append(Proposal(f"multiples of {multiple}", "bucket", replace(base, buckets=buckets),
+                            (relation.description,),
+                            Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads, note)))
+        marks = tuple(MarkSpec(n, d) for n, d in chosen)
+        out.append(Proposal(
+            f"multiples of {multiple}, marked dynamic", "bucket", replace(base, buckets=buckets, marks=marks),
+            (relation.description,),
+            Snippet(f"compiled = {_compile_call(base)}",
+                    pads + "; " + "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in marks),
+                    note)))
+    if distinct_shapes > recompile_limit:
+        out.append(Proposal(f"limit {distinct_shapes}", "static",
+                            replace(base, recompile_limit=distinct_shapes), (relation.description,),
+                            Snippet(f"torch._dynamo.config.recompile_limit = {distinct_shapes}\n"
+                                    f"compiled = {_compile_call(base, 'dynamic=False')}"),
+                            target="fallbacks"))
+    return out
+
+
+def _distribution_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]],
+                            ranks: Mapping[str, int], slower: str, stream_values: dict[str, list[int]] | None,
+                            max_waste: float) -> list[Proposal]:
+    """Where the dynamic graph ran slower than static ones (``slower`` says how): static
+    graphs for a few buckets from the one varying dim's observed distribution."""
     varying = {d: v for d, v in (stream_values or {}).items() if len(set(v)) > 1}
     # the bucket strategy pads every varying dim to one list of sizes: from one dim's
     # distribution, that is only right when one shape dim varies
-    if slower and len(varying) == 1:
-        ((dim_name, values),) = varying.items()
-        buckets = distribution_buckets(values, max_waste)
-        tensor_dims = [(n, d) for (n, d), vs in sizes.items() if set(vs) == set(values)]
-        if 1 < len(buckets) < len(set(values)):
-            pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1),
-                                       f"next(b for b in {buckets!r} if b >= {n}.shape[{d}]) - {n}.shape[{d}]")
-                             for n, d in tensor_dims)
-            proposals.append(Proposal(
-                f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
-                (f"the dynamic graph ran slower than static ones ({slower})",),
-                Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads,
-                        f"pads {dim_name} up to the next of {', '.join(map(str, buckets))}: mean padding waste "
-                        f"≤ {max_waste:.1%} over the stream; slice the outputs back"),
-                target="steady"))
+    if not slower or len(varying) != 1:
+        return []
+    ((dim_name, values),) = varying.items()
+    buckets = distribution_buckets(values, max_waste)
+    tensor_dims = [(n, d) for (n, d), vs in sizes.items() if set(vs) == set(values)]
+    if not 1 < len(buckets) < len(set(values)):
+        return []
+    pads = "; ".join(_pad_code(n, d, ranks.get(n, d + 1),
+                               f"next(b for b in {buckets!r} if b >= {n}.shape[{d}]) - {n}.shape[{d}]")
+                     for n, d in tensor_dims)
+    return [Proposal(
+        f"{len(buckets)} from the distribution", "bucket", replace(base, buckets=buckets),
+        (f"the dynamic graph ran slower than static ones ({slower})",),
+        Snippet(f"compiled = {_compile_call(base, 'dynamic=False')}", pads,
+                f"pads {dim_name} up to the next of {', '.join(map(str, buckets))}: mean padding waste "
+                f"≤ {max_waste:.1%} over the stream; slice the outputs back"),
+        target="steady")]
+
+
+def _block_proposals(default: TrialResult, records: tuple[CompileRecord, ...], base: StrategyOptions,
+                     block: str | None) -> list[Proposal]:
+    """Where compile time dominates the default's stream: compile the repeated block alone
+    (regional) or once for every instance (nested)."""
     compile_s = count_compiles(records).compile_s
     stream_s = sum(c.latency_s or 0.0 for c in default.calls)
-    if block is not None and stream_s > 0 and compile_s >= COMPILE_DOMINATES * stream_s:
-        why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
-        block_call = _compile_call(base).replace("(model", "(child", 1)
-        proposals.append(Proposal(block, "regional", replace(base, block=block), (why,), Snippet(
+    if block is None or stream_s <= 0 or compile_s < COMPILE_DOMINATES * stream_s:
+        return []
+    why = f"compile time is {compile_s / stream_s:.0%} of the default's stream wall"
+    block_call = _compile_call(base).replace("(model", "(child", 1)
+    return [
+        Proposal(block, "regional", replace(base, block=block), (why,), Snippet(
             "for parent in list(model.modules()):\n"
             "    for name, child in list(parent.named_children()):\n"
             f"        if type(child).__name__ == {block!r}:\n"
             f"            setattr(parent, name, {block_call})\n"
-            "compiled = model", note="the rest of the model runs eagerly"), target="compile_s"))
-        proposals.append(Proposal(block, "nested", replace(base, block=block), (why,), Snippet(
+            "compiled = model", note="the rest of the model runs eagerly"), target="compile_s"),
+        Proposal(block, "nested", replace(base, block=block), (why,), Snippet(
             f"block = next(type(m) for m in model.modules() if type(m).__name__ == {block!r})\n"
             "block.forward = torch.compiler.nested_compile_region(block.forward)\n"
-            f"compiled = {compile_plain}"), target="compile_s"))
-    return proposals, fixes
+            f"compiled = {_compile_call(base)}"), target="compile_s"),
+    ]
 
 
 def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> str:
     """Where the default's graphs run measurably slower than the static graphs on most shapes
     both measured: a description, else ''. Each trial is compared through its own speedup over
     eager sampled in its own process (timing on a shared machine is bimodal per process, so a
-    raw cross-process ratio is not evidence); a shape counts when the static speedup is more
-    than 5% higher."""
+    raw cross-process ratio is not evidence); a shape counts when the static speedup is
+    higher beyond the tolerance."""
     if default is None or static is None:
         return ""
     theirs = {r.shape: r.speedup for r in static.rows}
     ratios = [theirs[r.shape] / r.speedup for r in default.rows
               if r.speedup and theirs.get(r.shape) and r.status != "eager"]
-    slower = [x for x in ratios if x > 1.05]
+    slower = [x for x in ratios if x > 1 + TOLERANCE]
     if ratios and len(slower) * 2 > len(ratios):
         return (f"static graphs were ×{min(slower):.2f}–{max(slower):.2f} faster relative to eager on "
                 f"{len(slower)} of {len(ratios)} shapes")
@@ -389,7 +361,7 @@ def entries_per_frame(t: TrialReport) -> dict[str, int]:
 def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime: int | None,
           fixes: list[CodeFix], recompile_limit: int | None = None) -> AdviceReport:
     """Each measured proposal accepted or rejected with why; staying eager judged beside them;
-    the recommendation by the objective, ties (within :data:`TIE`) to the narrowest change."""
+    the recommendation by the objective, ties (within the tolerance) to the narrowest change."""
     life = lifetime if lifetime is not None else report.requests
     by_label = {t.label: t for t in report.trials}
     default = next((t for t in report.trials if t.strategy == "default"), None)
@@ -416,15 +388,15 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     recommendation, tie = None, ""
     if candidates:
         lowest = min(_score(r) for r in candidates)
-        best = next(r for r in candidates if _score(r) <= lowest * (1 + TIE))
+        best = next(r for r in candidates if _score(r) <= lowest * (1 + TOLERANCE))
         fastest = min(candidates, key=lambda r: (_score(r), candidates.index(r)))
         if best is not fastest:
-            tie = (f"{best.label} is within {TIE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
+            tie = (f"{best.label} is within {TOLERANCE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
                    f"{fmt_s(fastest.score)}): the narrower change is preferred")
         else:
             runner = sorted((r for r in candidates if r is not best), key=lambda r: _score(r))
-            if runner and _score(runner[0]) <= lowest * (1 + TIE):
-                tie = (f"{best.label} and {runner[0].label} are within {TIE:.0%} (the noise) of each other "
+            if runner and _score(runner[0]) <= lowest * (1 + TOLERANCE):
+                tie = (f"{best.label} and {runner[0].label} are within {TOLERANCE:.0%} (the noise) of each other "
                        f"({fmt_s(best.score)} against {fmt_s(runner[0].score)})")
         if best.proposal is EAGER:
             compiled = [r for r in candidates if r is not best]

@@ -1,5 +1,13 @@
 """Build the report model from the records, once. Every figure any renderer shows is made
-here (see :mod:`compilescope.report` for the definitions)."""
+here (see :mod:`compilescope.report` for the definitions).
+
+A trial's report (:func:`trial_report`) is composed of named derivations, each of a few
+fields: :func:`trial_records` (the records as the others read them), :func:`shape_row`
+per distinct shape (:func:`first_call_status`, :func:`steady_note`, :func:`classify_speed`),
+:func:`steady_summary`, :func:`saving` and :func:`payback`, :func:`numerics_counts`,
+:func:`padding_waste`, :func:`stream_times`, :func:`fallback_counts`; then
+:func:`trial_notes` and the verdict (:mod:`.verdict`), which read the figures. The counts
+are :mod:`.counts`', the noise rules :mod:`.regimes`'."""
 
 from __future__ import annotations
 
@@ -8,6 +16,7 @@ import math
 import re
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
 from ..collect.graphs import eager_frames
 from ..model import (
@@ -16,9 +25,11 @@ from ..model import (
     ErrorInfo,
     GraphBreak,
     GuardFailure,
+    NumericsCheck,
     ProbeResult,
     RunResult,
     Shape,
+    SteadyState,
     TrialResult,
     shape_key,
     shape_label,
@@ -27,9 +38,7 @@ from ..model import (
 from ..report import (
     BreakRow,
     CallPoint,
-    CauseRow,
     ChangeRow,
-    CompileCounts,
     CompileRow,
     ErrorGroup,
     FunctionReport,
@@ -47,23 +56,13 @@ from ..report import (
 from ..stream import distinct_shapes
 from ..units import fmt_time
 from .advice import group_causes
-from .guards import failure_key
-from .regimes import break_even_request, summarize_samples
-from .verdict import STEADY_TOLERANCE, verdict_clauses
+from ..torchtext import failure_key
+from .counts import count_compiles, distinct_breaks
+from .presented import finish_probe_report, finish_run_report
+from .regimes import TOLERANCE, break_even_request, iqr_separated, summarize_samples
+from .verdict import verdict_clauses
 
 START_MODES = ("cold", "warm", "mega")
-
-
-def count_compiles(records: Sequence[CompileRecord]) -> CompileCounts:
-    compiles = [r for r in records if r.is_compile]
-    return CompileCounts(
-        compiles=len(compiles),
-        recompiles=sum(r.is_recompile for r in compiles),
-        failed=sum(r.failed for r in compiles),
-        refused=sum(r.refused for r in records),
-        compile_s=sum((r.compile_time_s or 0.0) + (r.backward_compile_s or 0.0) for r in compiles),
-        backward_s=sum(r.backward_compile_s or 0.0 for r in compiles),
-    )
 
 
 NESTED_PHASES = (("dynamo", "aot_autograd"), ("aot_autograd", "inductor"), ("inductor", "inductor_codegen"),
@@ -122,27 +121,12 @@ def group_breaks(breaks: Sequence[GraphBreak]) -> tuple[BreakRow, ...]:
     (the first occurrence's), its explanation and hints."""
     from .breaks import split_break_text
 
-    counts: dict[tuple[str, str | None, int | None], int] = {}
-    texts: dict[tuple[str, str | None, int | None], str] = {}
-    for b in breaks:
-        key = (b.reason.strip().split("\n", 1)[0], b.filename, b.line)
-        counts[key] = counts.get(key, 0) + 1
-        texts.setdefault(key, b.reason.strip())
     rows = []
-    for (r, f, ln), n in counts.items():
-        parts = split_break_text(texts[(r, f, ln)])
-        rows.append(BreakRow(r, f, ln, n, texts[(r, f, ln)], parts.explanation, parts.hints))
+    for (r, f, ln), items in distinct_breaks(breaks).items():
+        text = items[0].reason.strip()
+        parts = split_break_text(text)
+        rows.append(BreakRow(r, f, ln, len(items), text, parts.explanation, parts.hints))
     return tuple(rows)
-
-
-def _classify(steady: Stats, eager: Stats) -> str:
-    ratio = eager.median / steady.median
-    separated = steady.q3 < eager.q1 or steady.q1 > eager.q3
-    if separated and ratio >= 1 + STEADY_TOLERANCE:
-        return "faster"
-    if separated and ratio <= 1 / (1 + STEADY_TOLERANCE):
-        return "slower"
-    return "matched"
 
 
 def _group(rows: Sequence[ShapeRow], cls: str) -> SpeedGroup:
@@ -166,11 +150,15 @@ def _size_note(faster: list[Shape], slower: list[Shape]) -> str:
     return ""
 
 
+def _limit_hit(limit: int | None) -> str:
+    return f"recompile limit ({limit}) hit" if limit is not None else "recompile limit hit"
+
+
 def _fallback_cause(call_index: int, records: Sequence[CompileRecord], limit: int | None) -> str:
     """Why the call at ``call_index`` ran eagerly, from what happened up to it."""
     earlier = [r for r in records if r.call_index is not None and r.call_index <= call_index]
     if any(r.refused for r in earlier):
-        return f"recompile limit ({limit}) hit" if limit is not None else "recompile limit hit"
+        return _limit_hit(limit)
     failed = [r for r in earlier if r.failed]
     if failed:
         return f"compile {failed[0].compile_id} failed ({failed[0].fail_type}); Dynamo runs the frame eagerly since"
@@ -189,7 +177,7 @@ def _frame_cause(frame: int, call_index: int, records: Sequence[CompileRecord], 
     earlier = [r for r in records if r.compile_id.frame == frame and r.call_index is not None
                and r.call_index <= call_index]
     if any(r.refused for r in earlier):
-        return f"recompile limit ({limit}) hit" if limit is not None else "recompile limit hit"
+        return _limit_hit(limit)
     failed = next((r for r in earlier if r.failed), None)
     if failed is not None:
         return f"compile {failed.compile_id} failed ({failed.fail_type})"
@@ -253,205 +241,268 @@ def error_group_text(g: ErrorGroup) -> str:
 def _trial_limit(trial: TrialResult) -> int | None:
     if trial.spec.options.recompile_limit is not None:
         return trial.spec.options.recompile_limit
-    default = trial.env.get("recompile_limit_default")
-    return int(default) if default and default.isdigit() else None
+    return trial.env.recompile_limit_default
 
 
-def build_trial(trial: TrialResult, eager: TrialResult | None, lifetime: int | None) -> TrialReport:
+@dataclasses.dataclass(frozen=True)
+class TrialRecords:
+    """A trial's records as the derivations read them: which compiles the stream caused, the
+    compiles each call caused, the calls that ran a frame eagerly and each frame's name."""
+
+    trial: TrialResult
+    compiles_code: bool  # the strategy compiles (False for eager)
+    limit: int | None  # the recompile limit the trial ran under
+    stream: tuple[CompileRecord, ...]
+    later: tuple[CompileRecord, ...]  # the steady-state and numerics phases' compiles
+    by_call: dict[int, list[CompileRecord]]
+    partial: dict[int, tuple[int, ...]]  # call index → the frames that ran eagerly in it
+    names: dict[int, str]
+
+
+def strategy_compiles(trial: TrialResult) -> bool:
+    """Whether the trial's strategy compiles (for an unknown one, whether it had a cache)."""
     from ..strategies import get_strategy
 
     try:
-        compiles_code = get_strategy(trial.spec.strategy).compiles
+        return get_strategy(trial.spec.strategy).compiles
     except Exception:
-        compiles_code = trial.spec.cache != "none"
-    limit = _trial_limit(trial)
-    stream_records = [r for r in trial.compiles if r.phase == "stream"]
-    later_records = [r for r in trial.compiles if r.phase != "stream"]
+        return trial.spec.cache != "none"
+
+
+def trial_records(trial: TrialResult) -> TrialRecords:
+    stream = tuple(r for r in trial.compiles if r.phase == "stream")
     by_call: dict[int, list[CompileRecord]] = {}
-    for r in stream_records:
+    for r in stream:
         if r.call_index is not None:
             by_call.setdefault(r.call_index, []).append(r)
-    partial = eager_frames(trial.calls, stream_records)
-    names = _frame_names(trial.compiles)
-    steady = {shape_key(s.shape): s for s in trial.steady}
-    numerics = {shape_key(n.shape): n for n in trial.numerics}
+    return TrialRecords(trial, strategy_compiles(trial), _trial_limit(trial), stream,
+                        tuple(r for r in trial.compiles if r.phase != "stream"), by_call,
+                        eager_frames(trial.calls, stream), _frame_names(trial.compiles))
+
+
+def first_call_status(rec: TrialRecords, first: CallRecord, made: Sequence[CompileRecord]) -> tuple[str, str]:
+    """How a shape's first request ran, and why."""
+    if first.error:
+        return "error", first.error
+    if not rec.compiles_code:
+        return "eager", ""
+    if first.ran_eagerly:
+        return "eager fallback", _fallback_cause(first.index, rec.trial.compiles, rec.limit)
+    if first.index in rec.partial:
+        return "partial eager fallback", _partial_text(rec.partial[first.index], first.index, rec.trial.compiles,
+                                                       rec.limit, rec.names)
+    if made and made[0].call_index == first.index:
+        reasons = [g for r in made for g in r.guard_failures]
+        return "compiled", reasons[0].describe() if reasons else (
+            "first compile" if not made[0].is_recompile else "recompiled")
+    return "reused", ""
+
+
+def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: int, error_calls: int) -> str:
+    """Why a shape has no compiled steady-state figure ('' when it has one)."""
+    if state is not None and state.error:
+        return state.error
+    if state is not None and state.ran_eagerly:
+        return "eager fallback"
+    if state is not None and partial_calls:
+        return "partial eager fallback"
+    if state is None and error_calls:
+        return "a request raised"
+    if state is None and (trial.ok or trial.ran_through):
+        return "not measured"
+    return ""
+
+
+def classify_speed(steady: Stats, eager: Stats) -> str:
+    """faster / slower than eager only beyond the noise (the IQRs apart) and the tolerance."""
+    ratio = eager.median / steady.median
+    separated = iqr_separated((steady.q1, steady.q3), (eager.q1, eager.q3))
+    if separated and ratio >= 1 + TOLERANCE:
+        return "faster"
+    if separated and ratio <= 1 / (1 + TOLERANCE):
+        return "slower"
+    return "matched"
+
+
+def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check: NumericsCheck | None,
+              e_trial: SteadyState | None) -> ShapeRow:
+    """One distinct shape of the stream under the trial, with its steady-state samples and
+    numerics check, and the eager trial's steady-state samples of it."""
+    trial, key = rec.trial, shape_key(shape)
+    calls = [c for c in trial.calls if shape_key(c.shape) == key]
+    first = calls[0]
+    made = [r for c in calls for r in rec.by_call.get(c.index, ()) if r.is_compile]
+    partial_calls = sum(1 for c in calls if c.index in rec.partial)
+    error_calls = sum(1 for c in calls if c.error is not None)
+    status, cause = first_call_status(rec, first, made)
+    s_stats = summarize_samples(state.compiled_s) if state else None
+    e_stats = summarize_samples(state.eager_s) if state else None
+    note = steady_note(trial, state, partial_calls, error_calls)
+    compiled_steady = s_stats if not note else None
+    speedup, speed_class = None, ""
+    if rec.compiles_code and compiled_steady is not None and e_stats is not None and compiled_steady.median > 0:
+        speedup, speed_class = e_stats.median / compiled_steady.median, classify_speed(compiled_steady, e_stats)
+    if check is not None and partial_calls:  # a frame ran eagerly: not a check of compiled code
+        check = dataclasses.replace(check, ran_eagerly=True)
+    return ShapeRow(
+        shape=shape_label(shape), requests=len(calls), first_call_index=first.index, first_call_s=first.latency_s,
+        status=status, cause=cause, compile_ids=tuple(str(r.compile_id) for r in made),  # type: ignore[arg-type]
+        fallback_calls=sum(1 for c in calls if c.ran_eagerly),
+        error=next((c.error for c in calls if c.error is not None), None),
+        steady=compiled_steady if rec.compiles_code else s_stats, eager=e_stats,
+        eager_trial=summarize_samples(e_trial.compiled_s) if e_trial is not None else None,
+        speedup=speedup, speed_class=speed_class, numerics=check, steady_note=note,  # type: ignore[arg-type]
+        error_calls=error_calls, partial_fallback_calls=partial_calls,
+    )
+
+
+def shape_rows(rec: TrialRecords, eager: TrialResult | None) -> tuple[ShapeRow, ...]:
+    steady = {shape_key(s.shape): s for s in rec.trial.steady}
+    numerics = {shape_key(n.shape): n for n in rec.trial.numerics}
     eager_steady = {shape_key(s.shape): s for s in (eager.steady if eager is not None else ())}
+    return tuple(shape_row(rec, shape, steady.get(shape_key(shape)), numerics.get(shape_key(shape)),
+                           eager_steady.get(shape_key(shape)))
+                 for shape in distinct_shapes(tuple(c.shape for c in rec.trial.calls)))
 
-    rows: list[ShapeRow] = []
-    row_shapes: dict[str, Shape] = {}
-    for shape in distinct_shapes(tuple(c.shape for c in trial.calls)):
-        key = shape_key(shape)
-        calls = [c for c in trial.calls if shape_key(c.shape) == key]
-        first = calls[0]
-        made = [r for c in calls for r in by_call.get(c.index, ()) if r.is_compile]
-        fallback_calls = sum(1 for c in calls if c.ran_eagerly)
-        partial_calls = sum(1 for c in calls if c.index in partial)
-        error_calls = sum(1 for c in calls if c.error is not None)
-        error = next((c.error for c in calls if c.error is not None), None)
-        if first.error:
-            status, cause = "error", first.error
-        elif not compiles_code:
-            status, cause = "eager", ""
-        elif first.ran_eagerly:
-            status, cause = "eager fallback", _fallback_cause(first.index, trial.compiles, limit)
-        elif first.index in partial:
-            status = "partial eager fallback"
-            cause = _partial_text(partial[first.index], first.index, trial.compiles, limit, names)
-        elif made and made[0].call_index == first.index:
-            status = "compiled"
-            reasons = [g for r in made for g in r.guard_failures]
-            cause = reasons[0].describe() if reasons else ("first compile" if not made[0].is_recompile else "recompiled")
-        else:
-            status, cause = "reused", ""
-        state = steady.get(key)
-        s_stats = summarize_samples(state.compiled_s) if state else None
-        e_stats = summarize_samples(state.eager_s) if state else None
-        e_trial = eager_steady.get(key)
-        note = ""
-        if state is not None and state.error:
-            note = state.error
-        elif state is not None and state.ran_eagerly:
-            note = "eager fallback"
-        elif state is not None and partial_calls:
-            note = "partial eager fallback"
-        elif state is None and error_calls:
-            note = "a request raised"
-        elif state is None and (trial.ok or trial.ran_through):
-            note = "not measured"
-        compiled_steady = s_stats if not note else None
-        speedup = None
-        speed_class = ""
-        if compiles_code and compiled_steady is not None and e_stats is not None and compiled_steady.median > 0:
-            speedup = e_stats.median / compiled_steady.median
-            speed_class = _classify(compiled_steady, e_stats)
-        check = numerics.get(key)
-        if check is not None and partial_calls:  # a frame ran eagerly: not a check of compiled code
-            check = dataclasses.replace(check, ran_eagerly=True)
-        label = shape_label(shape)
-        row_shapes[label] = shape
-        rows.append(ShapeRow(
-            shape=label,
-            requests=len(calls),
-            first_call_index=first.index,
-            first_call_s=first.latency_s,
-            status=status,  # type: ignore[arg-type]
-            cause=cause,
-            compile_ids=tuple(str(r.compile_id) for r in made),
-            fallback_calls=fallback_calls,
-            error=error,
-            steady=compiled_steady if compiles_code else s_stats,
-            eager=e_stats,
-            eager_trial=summarize_samples(e_trial.compiled_s) if e_trial is not None else None,
-            speedup=speedup,
-            speed_class=speed_class,  # type: ignore[arg-type]
-            numerics=check,
-            steady_note=note,
-            error_calls=error_calls,
-            partial_fallback_calls=partial_calls,
-        ))
 
-    # steady state over the shapes that ran compiled
-    measured = [r for r in rows if r.speedup is not None and r.steady is not None and r.eager is not None]
-    summary = None
-    saving = noise = None
-    significant = False
-    if measured:
-        weight = sum(r.requests * r.steady.median for r in measured if r.steady)
-        weighted = sum(r.requests * r.eager.median for r in measured if r.eager) / weight if weight > 0 else 1.0
-        faster_rows = [r for r in measured if r.speed_class == "faster"]
-        slower_rows = [r for r in measured if r.speed_class == "slower"]
-        summary = SteadySummary(
-            shapes=len(measured),
-            weighted_ratio=weighted,
-            median_ratio=statistics.median(r.speedup for r in measured if r.speedup is not None),
-            faster=_group(measured, "faster"),
-            slower=_group(measured, "slower"),
-            matched=_group(measured, "matched"),
-            size_note=_size_note([row_shapes[r.shape] for r in faster_rows], [row_shapes[r.shape] for r in slower_rows]),
-            noisy=any(s is not None and s.noisy for r in measured for s in (r.steady, r.eager)),
-        )
-        n = sum(r.requests for r in measured)
-        saving = sum(r.requests * (r.eager.median - r.steady.median) for r in measured if r.eager and r.steady) / n
-        noise = sum(r.requests * (r.eager.iqr + r.steady.iqr) / 2 for r in measured if r.eager and r.steady) / n
-        significant = abs(saving) > noise
+def measured_rows(rows: Sequence[ShapeRow]) -> list[ShapeRow]:
+    """The shapes that ran compiled with both steady-state figures: what the steady summary covers."""
+    return [r for r in rows if r.speedup is not None and r.steady is not None and r.eager is not None]
 
+
+def steady_summary(rows: Sequence[ShapeRow], trial: TrialResult) -> SteadySummary | None:
+    """The steady state over the shapes that ran compiled: stream-weighted and per-shape."""
+    measured = measured_rows(rows)
+    if not measured:
+        return None
+    weight = sum(r.requests * r.steady.median for r in measured if r.steady)
+    weighted = sum(r.requests * r.eager.median for r in measured if r.eager) / weight if weight > 0 else 1.0
+    shapes = {shape_label(s): s for s in distinct_shapes(tuple(c.shape for c in trial.calls))}
+    return SteadySummary(
+        shapes=len(measured),
+        weighted_ratio=weighted,
+        median_ratio=statistics.median(r.speedup for r in measured if r.speedup is not None),
+        faster=_group(measured, "faster"),
+        slower=_group(measured, "slower"),
+        matched=_group(measured, "matched"),
+        size_note=_size_note([shapes[r.shape] for r in measured if r.speed_class == "faster"],
+                             [shapes[r.shape] for r in measured if r.speed_class == "slower"]),
+        noisy=any(s is not None and s.noisy for r in measured for s in (r.steady, r.eager)),
+    )
+
+
+def saving(rows: Sequence[ShapeRow]) -> tuple[float | None, float | None, bool]:
+    """(saving per request, its noise, whether it is beyond the noise): the stream-weighted
+    eager − compiled p50, and the stream-weighted mean of the two IQRs around it."""
+    measured = measured_rows(rows)
+    if not measured:
+        return None, None, False
+    n = sum(r.requests for r in measured)
+    value = sum(r.requests * (r.eager.median - r.steady.median) for r in measured if r.eager and r.steady) / n
+    noise = sum(r.requests * (r.eager.iqr + r.steady.iqr) / 2 for r in measured if r.eager and r.steady) / n
+    return value, noise, abs(value) > noise
+
+
+def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None) -> dict[str, Any]:
+    """What compiling cost (the compiled calls' latency over their shape's steady p50), the
+    saving that repays it, and when it is repaid: the report's saving and break-even fields."""
+    value, noise, significant = saving(rows)
     steady_by_shape = {r.shape: r.steady.median for r in rows if r.steady is not None}
     cost = 0.0
     for call in trial.calls:
         if call.compiled and call.latency_s is not None:
             cost += max(0.0, call.latency_s - steady_by_shape.get(shape_label(call.shape), 0.0))
-    n_star = math.ceil(cost / saving) if significant and saving is not None and saving > 0 else None
-    gain = lifetime * saving - cost if lifetime is not None and saving is not None and significant else None
+    return dict(
+        saving_per_request_s=value, saving_noise_s=noise, saving_significant=significant, compile_cost_s=cost,
+        n_star=math.ceil(cost / value) if significant and value is not None and value > 0 else None,
+        lifetime=lifetime,
+        lifetime_gain_s=lifetime * value - cost if lifetime is not None and value is not None and significant else None,
+    )
 
-    fallback_calls = [c for c in trial.calls if c.ran_eagerly]
-    fallback_shapes = tuple(dict.fromkeys(shape_label(c.shape) for c in fallback_calls))
-    checked = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True and r.numerics.comparable]
-    not_comparable = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True
-                      and not r.numerics.comparable]
-    eager_checks = [r for r in rows if r.numerics is not None and r.numerics.ran_eagerly is True]
-    errs = [r.numerics.max_abs_err for r in checked if r.numerics and r.numerics.max_abs_err is not None]
-    padded = [c for c in trial.calls if c.padded_shape is not None]
-    waste = None
-    if padded:
-        real = sum(_volume(c.shape) for c in padded)
-        waste = (sum(_volume(c.padded_shape or {}) for c in padded) / real - 1.0) if real else None
 
-    changes = tuple(_changes(trial, by_call, partial, names))
-    reused = [c.latency_s for c in changes if c.outcome == "reused" and c.latency_s is not None]
+def numerics_counts(rows: Sequence[ShapeRow]) -> dict[str, Any]:
+    """The numerics checks counted over the shapes that ran compiled; those that ran eagerly
+    or where eager did not repeat itself, apart."""
+    compiled = [r.numerics for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True]
+    checked = [n for n in compiled if n.comparable]
+    errs = [n.max_abs_err for n in checked if n.max_abs_err is not None]
+    return dict(
+        numerics_checked=len(checked),
+        numerics_failed=sum(1 for n in checked if not n.passed),
+        numerics_eager=sum(1 for r in rows if r.numerics is not None and r.numerics.ran_eagerly is True),
+        numerics_not_comparable=sum(1 for n in compiled if not n.comparable),
+        max_abs_err=max(errs) if errs else None,
+    )
+
+
+def padding_waste(calls: Sequence[CallRecord]) -> float | None:
+    """The extra elements bucketing padded the stream with, as a share of the real ones."""
+    padded = [c for c in calls if c.padded_shape is not None]
+    if not padded:
+        return None
+    real = sum(_volume(c.shape) for c in padded)
+    return (sum(_volume(c.padded_shape or {}) for c in padded) / real - 1.0) if real else None
+
+
+def stream_times(rec: TrialRecords, eager: TrialResult | None) -> dict[str, Any]:
+    """The stream's wall times, the eager trial's over the same requests, and the break-even
+    request within the stream (only against an eager trial that ran every request)."""
+    trial = rec.trial
     eager_ok = (eager is not None and trial_status(eager.status, eager.calls) == "ok"
                 and len(eager.calls) == len(trial.calls) == len(trial.spec.stream))
     complete = [c for c in trial.calls if c.latency_s is not None]
-    status = trial_status(trial.status, trial.calls)  # records written before "partial" existed say "ok"
-    report = TrialReport(
-        label=trial.label,
-        strategy=trial.spec.name,
-        cache=trial.spec.cache,
-        status=status,
-        error=trial.error,
-        compiles_code=compiles_code,
-        requests=len(trial.spec.stream),
-        completed=len(trial.calls),
-        stream=count_compiles(stream_records),
-        later=count_compiles(later_records),
-        graph_breaks=group_breaks(trial.graph_breaks),
-        fallbacks=len(fallback_calls),
-        fallback_shapes=fallback_shapes,
+    return dict(
         first_call_s=trial.calls[0].latency_s if trial.calls else None,
         stream_s=sum(c.latency_s or 0.0 for c in complete) if complete else None,
         # over the same requests as stream_s: those that raised here are left out on both sides
         eager_stream_s=sum(e.latency_s or 0.0 for c, e in zip(trial.calls, eager.calls) if c.latency_s is not None)
         if eager_ok and eager and complete else None,
-        break_even_request=break_even_request(trial.calls, eager.calls) if eager_ok and eager and compiles_code else None,
-        steady=summary,
-        saving_per_request_s=saving,
-        saving_noise_s=noise,
-        saving_significant=significant,
-        compile_cost_s=cost,
-        n_star=n_star,
-        lifetime=lifetime,
-        lifetime_gain_s=gain,
-        numerics_checked=len(checked),
-        numerics_failed=sum(1 for r in checked if r.numerics is not None and not r.numerics.passed),
-        numerics_eager=len(eager_checks),
-        numerics_not_comparable=len(not_comparable),
-        max_abs_err=max(errs) if errs else None,
+        break_even_request=break_even_request(trial.calls, eager.calls)
+        if eager_ok and eager and rec.compiles_code else None,
+    )
+
+
+def fallback_counts(trial: TrialResult, partial: dict[int, tuple[int, ...]]) -> dict[str, Any]:
+    """The requests that ran eagerly, whole or a frame of them, and their shapes."""
+    return dict(
+        fallbacks=sum(1 for c in trial.calls if c.ran_eagerly),
+        fallback_shapes=tuple(dict.fromkeys(shape_label(c.shape) for c in trial.calls if c.ran_eagerly)),
+        partial_fallbacks=len(partial),
+        partial_fallback_shapes=tuple(dict.fromkeys(shape_label(c.shape) for c in trial.calls if c.index in partial)),
+    )
+
+
+def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | None) -> TrialReport:
+    """The trial's report: each figure from its named derivation, then the notes and the
+    verdict, which read the figures."""
+    rec = trial_records(trial)
+    rows = shape_rows(rec, eager)
+    changes = tuple(_changes(trial, rec.by_call, rec.partial, rec.names))
+    reused = [c.latency_s for c in changes if c.outcome == "reused" and c.latency_s is not None]
+    status = trial_status(trial.status, trial.calls)  # records written before "partial" existed say "ok"
+    report = TrialReport(
+        label=trial.label, strategy=trial.spec.name, cache=trial.spec.cache, status=status, error=trial.error,
+        compiles_code=rec.compiles_code, requests=len(trial.spec.stream), completed=len(trial.calls),
+        stream=count_compiles(rec.stream), later=count_compiles(rec.later),
+        graph_breaks=group_breaks(trial.graph_breaks),
+        steady=steady_summary(rows, trial),
         call_errors=sum(1 for c in trial.calls if c.error is not None),
-        padding_waste=waste,
+        padding_waste=padding_waste(trial.calls),
         cache_load_s=trial.cache_load_s,
-        rows=tuple(rows),
+        rows=rows,
         changes=changes,
         reused_median_s=statistics.median(reused) if reused else None,
-        timeline=timeline(trial, by_call, partial),
+        timeline=timeline(trial, rec.by_call, rec.partial),
         compile_rows=tuple(compile_row(r) for r in trial.compiles),
         verdict=(),
         notes=(),
         errors=group_errors(trial.calls),
-        partial_fallbacks=len(partial),
-        partial_fallback_shapes=tuple(dict.fromkeys(shape_label(c.shape) for c in trial.calls if c.index in partial)),
+        **stream_times(rec, eager), **payback(trial, rows, lifetime), **numerics_counts(rows),
+        **fallback_counts(trial, rec.partial),
     )
-    report = dataclasses.replace(report, notes=tuple(_trial_notes(trial, report, limit)))
-    if status == "ok" and compiles_code:
-        report = dataclasses.replace(report, verdict=tuple(verdict_clauses(report, limit)))
+    report = dataclasses.replace(report, notes=tuple(trial_notes(rec, report)))
+    if status == "ok" and rec.compiles_code:
+        report = dataclasses.replace(report, verdict=tuple(verdict_clauses(report, rec.limit)))
     return report
 
 
@@ -496,7 +547,9 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
     return tuple(out)
 
 
-def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[Note]:
+def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
+    """What the reader must know before trusting the trial's figures, worst first."""
+    trial, limit = rec.trial, rec.limit
     out: list[Note] = []
     if t.status in ("partial", "failed") and (trial.ok or trial.ran_through):
         which = "every request" if t.status == "failed" else f"{t.call_errors} of {t.requests} requests"
@@ -515,10 +568,8 @@ def _trial_notes(trial: TrialResult, t: TrialReport, limit: int | None) -> list[
         out.append(Note("error", f"{t.label}: {t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)}); "
                                  "they are left out of the compiled steady-state, saving and numerics figures"))
     if t.partial_fallbacks:
-        stream_records = [r for r in trial.compiles if r.phase == "stream"]
-        names = _frame_names(trial.compiles)
-        frames = list(dict.fromkeys(_partial_text(fs, i, trial.compiles, limit, names)
-                                    for i, fs in eager_frames(trial.calls, stream_records).items()))
+        frames = list(dict.fromkeys(_partial_text(fs, i, trial.compiles, limit, rec.names)
+                                    for i, fs in rec.partial.items()))
         out.append(Note("error", f"{t.label}: {t.partial_fallbacks} request(s) ran partly eagerly — a frame ran "
                                  f"eagerly while the others ran compiled (shapes {', '.join(t.partial_fallback_shapes)}"
                                  f"{'; ' + '; '.join(frames) if frames else ''}); those shapes are left out of the "
@@ -578,7 +629,7 @@ def _start_rows(result: RunResult, modes: tuple[str, ...]) -> tuple[StartRow, ..
 
 def build_run_report(result: RunResult) -> RunReport:
     eager = eager_trial(result)
-    trials = tuple(build_trial(t, eager, result.lifetime) for t in result.trials)
+    trials = tuple(trial_report(t, eager, result.lifetime) for t in result.trials)
     shapes: list[str] = []
     for t in trials:
         for r in t.rows:
@@ -590,7 +641,7 @@ def build_run_report(result: RunResult) -> RunReport:
     notes = []
     if result.missing:
         notes.append(Note("warning", f"{len(result.missing)} planned trial(s) did not finish: {', '.join(result.missing)}"))
-    return RunReport(
+    return finish_run_report(RunReport(
         workload=result.workload,
         requests=len(result.stream),
         lifetime=result.lifetime,
@@ -601,7 +652,7 @@ def build_run_report(result: RunResult) -> RunReport:
         eager_spread=max(spread) if spread else None,
         missing=result.missing,
         notes=tuple(notes),
-    )
+    ), result)
 
 
 def run_summary(report: RunReport) -> dict[str, object]:
@@ -685,11 +736,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
     functions = []
     for (name, location, frame), records in groups.items():
         counts = count_compiles(records)
-        causes = tuple(
-            CauseRow(cause.describe(), cause.kind, cause.source, cause.dim, cause.shape_reducible, cause.next_step,
-                     cause.compiles)
-            for cause in group_causes(tuple(records), **caller_inputs(result, name))
-        )
+        causes = group_causes(tuple(records), **caller_inputs(result, name))
         failures = tuple(
             f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
             for c in records if c.failed
@@ -705,7 +752,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
                                         counts.compile_s, counts.backward_s, causes, failures, guard_rows(records),
                                         tuple(sorted(unevaluated.items())), tuple(compile_row(r) for r in records)))
     totals = count_compiles(result.compiles)
-    return ProbeReport(
+    return finish_probe_report(ProbeReport(
         source=result.source,
         compiles=totals.compiles,
         frames=len(groups),
@@ -718,7 +765,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
         counters=tuple(sorted(result.counters.items())),
         error=result.error,
         exit_code=result.exit_code,
-    )
+    ))
 
 
 def probe_stream(result: ProbeResult) -> list[dict[str, int]]:
@@ -730,10 +777,10 @@ def probe_stream(result: ProbeResult) -> list[dict[str, int]]:
         by_fn.setdefault(call.function, []).append(call.inputs)
     if not by_fn:
         return []
-    compiles: dict[str, int] = {}
+    records: dict[str, list[CompileRecord]] = {}
     for c in result.compiles:
-        if c.is_compile:
-            compiles[c.display_name] = compiles.get(c.display_name, 0) + 1
+        records.setdefault(c.display_name, []).append(c)
+    compiles = {name: count_compiles(rs).compiles for name, rs in records.items()}
     function = max(by_fn, key=lambda f: (compiles.get(f, 0), len(by_fn[f])))
     flat = [{f"{name}.{d}": size for name, shape in inputs.items() for d, size in enumerate(shape)}
             for inputs in by_fn[function]]

@@ -16,33 +16,34 @@ Rules, stated once:
   process — the one definition every report uses (higher is better). Timing on a shared CPU
   is bimodal per process, so a compiled trial is compared by this ratio, free of the
   process's speed. A change is flagged only when the two ratio intervals (the same-process
-  eager p50 over the compiled IQR) do not overlap and it is beyond ``MIN_EFFECT``;
+  eager p50 over the compiled IQR) do not overlap and it is beyond the tolerance
+  (:data:`~compilescope.analysis.regimes.TOLERANCE`);
 * the **eager trial** has no same-process baseline, so its raw p50 is shown but never
   flagged: it moves with the process's speed, which says nothing about compiling;
 * **status, request errors, eager fallbacks, compiles** — exact: any change is flagged
   (15 errors against 0 is a regression, whatever else improved);
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
-  ``SINGLE_SAMPLE_TOLERANCE`` and ``SINGLE_SAMPLE_MIN_S``. Less compile time is an
+  ``SINGLE_SAMPLE_TOLERANCE`` (wider than the tolerance of sampled figures: one sample's
+  jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``. Less compile time is an
   improvement only for the same work: when the compile counts, errors or fallbacks differ,
   compile seconds are shown, not flagged.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
 from typing import Literal
 
 from ..errors import OptionError
-from ..model import RunResult, TrialResult
-from ..report import RunReport, ShapeRow, Stats, TrialReport
+from ..model import RunResult, TrialEnv, TrialResult
+from ..report import Change, CompareReport, Flag, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
 from .build import build_run_report
+from .regimes import TOLERANCE, iqr_separated
 
-MIN_EFFECT = 0.05
 SINGLE_SAMPLE_TOLERANCE = 0.25
 SINGLE_SAMPLE_MIN_S = 0.05  # and at least this many seconds: a tiny compile's jitter is no regression
 
-Flag = Literal["regression", "improvement", ""]
 PairBy = Literal["label", "strategy"]
 PAIR_BY = ("label", "strategy")
 
@@ -58,64 +59,6 @@ BETTER = {
     "speedup": "eager p50 / compiled p50 in the same process: higher is better",
     "steady p50": "eager trial, raw: never flagged",
 }
-LEGEND = ("change = B / A − 1; speedup = eager p50 / compiled p50, both sampled in the trial's own process "
-          "(higher is better, a drop is a regression); errors, fallbacks, compiles, compile s and first call: "
-          "lower is better; compile s is flagged only when both did the same work")
-
-
-@dataclass(frozen=True)
-class Change:
-    trial: str
-    shape: str  # "" for a trial-level figure
-    figure: str  # "status", "request errors", "eager fallbacks", "compiles", "compile s", "first call", "speedup"…
-    a: float | None
-    b: float | None
-    change: float | None  # relative: b / a − 1
-    flag: Flag
-    why: str
-    a_text: str = ""  # the values as every report prints them
-    b_text: str = ""
-
-
-@dataclass(frozen=True)
-class Pair:
-    """Two trials compared: A's label, B's label, and what differs between them besides
-    what the comparison is about (backend, mode, device, torch, threads, start mode)."""
-
-    a: str
-    b: str
-    differences: tuple[str, ...]
-
-    @property
-    def name(self) -> str:
-        return self.a if self.a == self.b else f"{self.a} → {self.b}"
-
-
-@dataclass(frozen=True)
-class CompareReport:
-    a: str
-    b: str
-    changes: tuple[Change, ...]
-    only_in_a: tuple[str, ...]
-    only_in_b: tuple[str, ...]
-    pairs: tuple[Pair, ...] = ()
-    pair_by: str = "label"
-    workload: str = ""
-
-    @property
-    def regressions(self) -> tuple[Change, ...]:
-        return tuple(c for c in self.changes if c.flag == "regression")
-
-    def regressions_beyond(self, threshold: float) -> tuple[Change, ...]:
-        """Flagged regressions larger than ``threshold`` (a fraction); one with no relative
-        size (a failed trial, errors where A had none) is always beyond."""
-        return tuple(c for c in self.regressions if c.change is None or abs(c.change) > threshold)
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return tuple(f"{p.name}: {d}" for p in self.pairs for d in p.differences)
-
-
 def _rel(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a == 0:
         return None
@@ -146,11 +89,10 @@ def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
     b1, bm, b3 = _speedup_interval(rb.steady, rb.eager)
     rel = _rel(am, bm)
     texts = dict(a_text=_ratio_text(am), b_text=_ratio_text(bm))
-    separated = b1 > a3 or b3 < a1
-    if rel is None or not separated:
+    if rel is None or not iqr_separated((a1, a3), (b1, b3)):
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", "within the IQRs", **texts)
-    if abs(rel) < MIN_EFFECT:
-        return Change(trial, ra.shape, "speedup", am, bm, rel, "", f"below {MIN_EFFECT:.0%}", **texts)
+    if abs(rel) < TOLERANCE:
+        return Change(trial, ra.shape, "speedup", am, bm, rel, "", f"below {TOLERANCE:.0%}", **texts)
     return Change(trial, ra.shape, "speedup", am, bm, rel, "improvement" if rel > 0 else "regression",
                   "IQRs do not overlap", **texts)
 
@@ -256,16 +198,22 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
 
 
 def _differences(a: TrialResult, b: TrialResult, compiles: bool) -> tuple[str, ...]:
+    """Everything besides what is compared that differs between two trials: the options of a
+    compiled one, the start mode, and their environments (:meth:`TrialEnv.differences`)."""
     fields: list[tuple[str, object, object]] = []
     if compiles:
         fields += [("backend", a.spec.options.backend, b.spec.options.backend),
                    ("mode", a.spec.options.mode or "default", b.spec.options.mode or "default")]
-    fields += [("device", a.env.get("device") or a.spec.measure.device, b.env.get("device") or b.spec.measure.device),
-               ("torch", a.env.get("torch") or "?", b.env.get("torch") or "?"),
-               ("threads", a.env.get("threads") or a.spec.measure.threads,
-                b.env.get("threads") or b.spec.measure.threads),
-               ("start mode", a.spec.cache, b.spec.cache)]
-    return tuple(f"{name} differs (A {va}, B {vb})" for name, va, vb in fields if str(va) != str(vb))
+    fields += [("start mode", a.spec.cache, b.spec.cache)]
+    own = tuple(f"{name} differs (A {va}, B {vb})" for name, va, vb in fields if str(va) != str(vb))
+    return own + _effective_env(a).differences(_effective_env(b))
+
+
+def _effective_env(trial: TrialResult) -> TrialEnv:
+    """A trial's environment, its spec's device and threads standing in where it has none."""
+    env, m = trial.env, trial.spec.measure
+    return dataclasses.replace(env, device=env.device or m.device,
+                               threads=env.threads if env.threads is not None else m.threads)
 
 
 def _stream_text(result: RunResult) -> str:
@@ -336,15 +284,3 @@ def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str =
     labels_a = {t.label for t in a.trials}
     return CompareReport(a_name, b_name, tuple(changes), tuple(sorted(labels_a - set(by_b))),
                          tuple(sorted(set(by_b) - labels_a)), tuple(pairs), "label", a.workload)
-
-
-def parse_threshold(text: str) -> float:
-    """``5%`` or ``0.05`` → 0.05."""
-    t = text.strip()
-    try:
-        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
-    except ValueError:
-        raise OptionError(f"malformed --fail-on-regression {text!r}: use a percentage such as 5%") from None
-    if value < 0:
-        raise OptionError(f"--fail-on-regression {text!r} is negative")
-    return value

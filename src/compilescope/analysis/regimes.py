@@ -1,4 +1,18 @@
-"""Pure helpers over raw samples and call records: statistics, cumulative time, break-even."""
+"""Pure helpers over raw samples and call records: statistics, the noise rules, cumulative
+time, break-even.
+
+The noise rules, stated once and used by every report:
+
+* two sampled figures differ only when their interquartile ranges do not overlap
+  (:func:`iqr_separated`);
+* a relative difference within :data:`TOLERANCE` is no difference: a speedup within it of
+  ×1 "matched eager" (the verdict, a shape's speed class), a change of speedup within it is
+  not flagged (``compare``), proposals scoring within it of the best are a tie (``advise``),
+  and a graph within it of another's speed is not slower (``advise``'s bucket proposal).
+
+``compare``'s single-sample figures (first call, compile seconds) have no IQR and use their
+own, wider ``SINGLE_SAMPLE_TOLERANCE``: one sample's jitter, not the spread of many.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +21,14 @@ from collections.abc import Sequence
 
 from ..model import CallRecord
 from ..report import Stats
+
+TOLERANCE = 0.05  # a relative difference within ±5% is no difference
+
+
+def iqr_separated(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    """Whether two (low, high) interquartile ranges do not overlap: the one test of a
+    difference beyond the noise."""
+    return a[1] < b[0] or a[0] > b[1]
 
 
 def summarize_samples(samples: Sequence[float]) -> Stats | None:

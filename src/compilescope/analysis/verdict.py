@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .regimes import TOLERANCE  # a ratio within it of 1 is "matched eager"; one outside it is never called a match
+
 if TYPE_CHECKING:
     from ..report import SpeedGroup, TrialReport
-
-STEADY_TOLERANCE = 0.05  # a ratio within ±5% of 1 is "matched eager"; one outside it is never called a match
 
 
 def _t(seconds: float) -> str:
@@ -40,17 +40,17 @@ def steady_clauses(t: TrialReport) -> list[str]:
     if s.noisy:
         where += ", noisy"
     w = s.weighted_ratio
-    if t.saving_significant and w >= 1 + STEADY_TOLERANCE:
+    if t.saving_significant and w >= 1 + TOLERANCE:
         head = f"steady-state execution improved on this stream's mix of shapes ({where})"
-    elif t.saving_significant and w <= 1 / (1 + STEADY_TOLERANCE):
+    elif t.saving_significant and w <= 1 / (1 + TOLERANCE):
         head = f"steady-state execution was slower than eager on this stream's mix of shapes ({where})"
     elif t.saving_significant and w != 1:
         # beyond the noise but under the tolerance: say so, since a break-even follows from it
         way = "faster" if w > 1 else "slower"
-        head = (f"steady-state execution was marginally {way} than eager: under {STEADY_TOLERANCE:.0%}, "
+        head = (f"steady-state execution was marginally {way} than eager: under {TOLERANCE:.0%}, "
                 f"but beyond the noise ({where})")
-    elif abs(w - 1) <= STEADY_TOLERANCE:
-        head = f"steady-state execution matched eager: within {STEADY_TOLERANCE:.0%}, inside the noise ({where})"
+    elif abs(w - 1) <= TOLERANCE:
+        head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, inside the noise ({where})"
     else:
         # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,
         # and the ratio is never called a match
@@ -60,7 +60,7 @@ def steady_clauses(t: TrialReport) -> list[str]:
     if s.faster.count and s.slower.count:
         faster = f"faster on {s.faster.count} of {s.shapes} shapes ({s.size_note + ', ' if s.size_note else ''}{_range(s.faster)})"
         slower = f"slower on {s.slower.count} ({_range(s.slower)})"
-        matched = (f", no measurable difference on {s.matched.count} (within {STEADY_TOLERANCE:.0%} or inside "
+        matched = (f", no measurable difference on {s.matched.count} (within {TOLERANCE:.0%} or inside "
                    "the noise)" if s.matched.count else "")
         out.append(f"the shapes disagree: {faster}, {slower}{matched}")
     return out
@@ -68,7 +68,13 @@ def steady_clauses(t: TrialReport) -> list[str]:
 
 def verdict_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
     """The verdict, clause by clause; each present only when its evidence is."""
-    out = steady_clauses(t)
+    return [*steady_clauses(t), *compile_clauses(t, limit), *payback_clauses(t), *numerics_clauses(t)]
+
+
+def compile_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
+    """What compiling did over the stream: recompiles or reuse, eager fallbacks, the later
+    phases' compiles, graph breaks, padding."""
+    out: list[str] = []
     recompiled = [c for c in t.changes if c.outcome == "recompiled"]
     reused = [c for c in t.changes if c.outcome == "reused"]
     if t.stream.recompiles:
@@ -96,6 +102,12 @@ def verdict_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
         out.append(f"{len(t.graph_breaks)} distinct graph break(s) split the compiled code")
     if t.padding_waste is not None:
         out.append(f"bucketing padded the stream with {t.padding_waste:.0%} extra elements")
+    return out
+
+
+def payback_clauses(t: TrialReport) -> list[str]:
+    """Whether compiling pays for itself: the saving beyond the noise, the break-even, the lifetime."""
+    out: list[str] = []
     if t.saving_per_request_s is not None and t.saving_noise_s is not None:
         if not t.saving_significant:
             out.append(
@@ -120,6 +132,12 @@ def verdict_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
             out.append(f"over a lifetime of {t.lifetime:,} requests compiling saves ~{_t(t.lifetime_gain_s)}")
         else:
             out.append(f"over a lifetime of {t.lifetime:,} requests compiling costs ~{_t(-t.lifetime_gain_s)} more than eager")
+    return out
+
+
+def numerics_clauses(t: TrialReport) -> list[str]:
+    """Whether the compiled outputs matched eager's, and the requests that raised."""
+    out: list[str] = []
     if t.numerics_checked:
         err = f", max abs err {t.max_abs_err:.1e}" if t.max_abs_err is not None else ""
         if t.numerics_failed:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat
-from ..analysis.guards import enrich_actual, explain_checks, parse_guard_failure
+from ..torchtext import enrich_actual, explain_checks, parse_guard_failure
 from ..model import CompileRecord, GraphBreak, GuardFailure
 from .records import CodeKey, RecordBuilder, TargetInfo, break_location, code_key
 

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import compat
-from ..analysis.guards import enrich_actual, failure_key, parse_guard_failure, split_entry_reasons
+from ..torchtext import enrich_actual, failure_key, parse_guard_failure, split_entry_reasons
 from ..model import CompiledTarget, CompileId, CompileRecord, GuardFailure
 
 CodeKey = tuple[str, str, int]
@@ -46,7 +46,7 @@ def code_key(code: Any) -> CodeKey:
 
 def break_location(record: Any) -> tuple[str | None, int | None]:
     """The user's file and line of a graph-break record (its innermost user frame)."""
-    stack = getattr(record, "user_stack", None) or []
+    stack = compat.graph_break_user_stack(record)
     if not stack:
         return None, None
     frame = stack[-1]
@@ -62,7 +62,7 @@ class TargetInfo:
 
         self.is_module = isinstance(obj, torch.nn.Module)
         fn = type(obj).forward if self.is_module else obj
-        fn = getattr(fn, "_torchdynamo_orig_callable", fn)
+        fn = compat.uncompiled_callable(fn)
         chain: list[Any] = []
         seen = 0
         current = fn

@@ -20,14 +20,8 @@ from typing import Any
 
 from ..errors import ResultsError
 from ..model import TrialResult
-from ..schema import SCHEMA_VERSION, from_data, to_data
-
-JOURNAL_SUFFIX = ".journal"
-
-
-def journal_path(results: Path) -> Path:
-    return results.with_name(results.name + JOURNAL_SUFFIX)
-
+from ..paths import journal_path, read_capped
+from ..schema import SCHEMA_VERSION, from_data, known_versions, migrate_trial, to_data
 
 @dataclass(frozen=True)
 class JournalState:
@@ -61,7 +55,6 @@ class Journal:
 def read_journal(path: Path) -> JournalState:
     """The run description and every finished trial; raises :class:`ResultsError` when the
     file is not a compilescope journal."""
-    from ..paths import read_capped
 
     raw = read_capped(path, str(path), ResultsError)  # a regular file, size-capped
     try:
@@ -70,6 +63,7 @@ def read_journal(path: Path) -> JournalState:
         raise ResultsError(f"{path} is not a compilescope journal (not text)") from None
     lines = text.splitlines()
     header: dict[str, Any] | None = None
+    version = SCHEMA_VERSION
     trials: list[TrialResult] = []
     for number, line in enumerate(lines, 1):
         try:
@@ -81,13 +75,15 @@ def read_journal(path: Path) -> JournalState:
         if not isinstance(data, dict):
             raise ResultsError(f"{path}:{number} is not a journal line")
         if header is None:
-            if data.get("journal") != SCHEMA_VERSION:
-                raise ResultsError(f"{path} is not a compilescope journal of schema {SCHEMA_VERSION}")
+            version = data.get("journal")
+            if not isinstance(version, int) or isinstance(version, bool) or version not in known_versions():
+                known = ", ".join(str(v) for v in sorted(known_versions()))
+                raise ResultsError(f"{path} is not a compilescope journal of schema {known}")
             header = data
             continue
         if "trial" in data:
             try:
-                trials.append(from_data(TrialResult, data["trial"]))
+                trials.append(from_data(TrialResult, migrate_trial(data["trial"], version, f"{path}:{number}")))
             except ResultsError as exc:
                 raise ResultsError(f"{path}:{number}: {exc}") from None
     if header is None:

@@ -1,18 +1,16 @@
-"""The plan of a run, the local executor (one fresh subprocess per trial) and the driver.
+"""The local executor: one fresh subprocess per trial, one trial at a time.
 
-Cold means a fresh process on an empty ``TORCHINDUCTOR_CACHE_DIR``; warm means a fresh
-process on the directory its strategy's cold trial populated; mega means an empty directory
-plus the cold trial's ``torch.compiler.save_cache_artifacts()`` bytes. A trial that raises,
-exits, is killed by a signal or runs past its timeout is recorded as such with every call
-it finished and its stderr tail apart; the other trials still run. An interrupt (SIGINT,
-SIGTERM, SIGHUP) kills the running trial's whole process group, removes temporary
-directories and keeps every finished trial.
+A trial that raises, exits, is killed by a signal or runs past its timeout is recorded as
+such with every call it finished and its stderr tail apart; the other trials still run. An
+interrupt (SIGINT, SIGTERM, SIGHUP) kills the running trial's whole process group; the
+scheduler (:mod:`compilescope.execute.scheduler`) then removes temporary directories and
+keeps every finished trial.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
+import atexit
+import contextlib
 import os
 import platform
 import signal
@@ -21,15 +19,17 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
-from ..model import Shape, TrialResult, TrialSpec, shape_label
-from ..options import parse_cache_modes
-from ..schema import ResultsError, from_data
+from ..model import Shape, TrialEnv, TrialResult, TrialSpec, shape_label
+from ..schema import ResultsError
+from . import wire
+from .environment import recorded_variables, worker_environment
+from .executor import Capabilities, done_future
 from .task import CallCallback, Progress, TrialOutcome, TrialTask
-from .worker import RUN_DIR, host_tag, run_dir_prefix
+from .worker import RUN_DIR, host_tag
 
 STDERR_TAIL_CHARS = 4000
 KILL_GRACE_S = 2.0
@@ -41,73 +41,6 @@ class Interrupted(BaseException):
     def __init__(self, signum: int) -> None:
         super().__init__(signum)
         self.signum = signum
-
-
-@dataclass(frozen=True)
-class PlannedTrial:
-    """A trial to run. ``report`` is False for a pass that only populates a cache;
-    ``after`` is the cold trial this one starts from (warm: its cache directory, mega: its
-    artifacts); ``cache_key`` names the cache directory the strategy's trials share."""
-
-    spec: TrialSpec
-    cache_key: str
-    report: bool = True
-    save_artifacts: bool = False
-    after: TrialSpec | None = None
-
-    @property
-    def label(self) -> str:
-        if not self.report:
-            return f"{self.spec.name}: populating cache"
-        return self.spec.label
-
-
-def plan_trials(base: TrialSpec, strategies: Iterable[str | tuple[str, str, object]], cache: str) -> list[PlannedTrial]:
-    """Eager once (cache does not apply), then each compiled strategy in the asked start modes.
-
-    ``strategies`` holds names, or (name, variant, options) for a variant of a strategy.
-    Warm and mega-cache starts need a cold run of the same strategy first: it is reported
-    when cold was asked for, and otherwise runs stream-only to populate the cache.
-    """
-    from ..strategies import get_strategy
-
-    modes = parse_cache_modes(cache)
-    plan: list[PlannedTrial] = []
-    for item in strategies:
-        if isinstance(item, str):
-            spec = dataclasses.replace(base, strategy=item)
-        else:
-            name, variant, options = item
-            spec = dataclasses.replace(base, strategy=name, variant=variant, options=options)  # type: ignore[arg-type]
-        strategy = get_strategy(spec.strategy)
-        key = cache_key(spec.name)
-        if not strategy.compiles:
-            plan.append(PlannedTrial(dataclasses.replace(spec, cache="none"), key))
-            continue
-        cold = dataclasses.replace(spec, cache="cold")
-        mega = "mega" in modes
-        if "cold" in modes:
-            plan.append(PlannedTrial(cold, key, save_artifacts=mega))
-        elif "warm" in modes or mega:
-            populate = dataclasses.replace(cold, measure=dataclasses.replace(spec.measure, steady=False, numerics=False))
-            plan.append(PlannedTrial(populate, key, report=False, save_artifacts=mega))
-            cold = populate
-        if "warm" in modes:
-            plan.append(PlannedTrial(dataclasses.replace(spec, cache="warm"), key, after=cold))
-        if mega:
-            plan.append(PlannedTrial(dataclasses.replace(spec, cache="mega"), f"{key}-mega", after=cold))
-    return plan
-
-
-def cache_key(name: str) -> str:
-    """A directory name for a strategy's compile cache: letters, digits, ``._-`` only (inductor
-    passes the cache path to g++ unquoted: a space or a bracket in it breaks every compile),
-    with a short hash so two variants never share one."""
-    import hashlib
-    import re
-
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:48] or "trial"
-    return f"{safe}-{hashlib.sha1(name.encode()).hexdigest()[:8]}" if safe != name else safe
 
 
 def _tail(text: str) -> str:
@@ -146,70 +79,214 @@ def kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+MAX_PRESTART = 3  # trial processes started ahead of their tasks (~300 MB each once torch is imported)
+READY_TIMEOUT_S = 120.0
+EXIT_POLL_S = 0.05
+
+
+class _Worker:
+    """One trial process: started with its environment, it imports, says it is ready and
+    waits for its task on stdin; its events stream into :attr:`progress` and :attr:`final`."""
+
+    def __init__(self, env: dict[str, str], start: str) -> None:
+        self.env, self.start = env, start
+        self.progress = Progress()
+        self.final: dict[str, object] = {}
+        self.on_call: CallCallback | None = None
+        self.ready = threading.Event()  # set once it imported (or died)
+        self.ready_s: float | None = None  # from its start to the end of its imports, as it measured
+        self.delivered = threading.Event()  # its whole result came: its exit is not waited for
+        self.errfile = tempfile.TemporaryFile()
+        read_fd, write_fd = os.pipe()
+        self.started = time.perf_counter()
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid()),
+                 repr(time.time()), start],
+                stdin=subprocess.PIPE, stdout=self.errfile, stderr=self.errfile, pass_fds=(write_fd,),
+                start_new_session=True, env=env,
+            )
+        except BaseException:
+            os.close(read_fd)
+            self.errfile.close()
+            raise
+        finally:
+            os.close(write_fd)
+        self.reader = threading.Thread(target=_read_events, args=(read_fd, self), daemon=True)
+        self.reader.start()
+
+    def send(self, task: TrialTask) -> None:
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(wire.encode_task(task).encode())
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+
+    def stderr(self) -> str:
+        self.errfile.seek(0)
+        text = self.errfile.read().decode(errors="replace")
+        self.errfile.close()
+        return text
+
+    def discard(self) -> None:
+        """End a process started ahead that no task came for: it has run nothing."""
+        kill_group(self.proc)
+        self.reader.join(1.0)
+        self.errfile.close()
+
+
+class _Ahead:
+    """The processes started ahead of their tasks, this driver's (one set, whichever
+    executor takes them) and the environments of the tasks still to come."""
+
+    def __init__(self) -> None:
+        self.idle: list[_Worker] = []
+        self.coming: list[dict[str, str]] = []
+        self.hooked = False
+
+    def start(self, threads: Iterable[int | None]) -> None:
+        self.coming = [worker_environment(t) for t in threads]
+        if not self.hooked:  # a driver that stops early (bad input, an error) ends them too
+            atexit.register(self.close)
+            self.hooked = True
+        self.fill()
+
+    def fill(self) -> None:
+        if not self.idle:
+            self.idle = [_Worker(env, "pre-started") for env in self.coming[:MAX_PRESTART]]
+
+    def take(self, env: dict[str, str]) -> _Worker:
+        if self.coming and self.coming[0] == env:
+            self.coming.pop(0)
+        for worker in self.idle:
+            if worker.env == env and worker.proc.poll() is None:
+                self.idle.remove(worker)
+                return worker
+        return _Worker(env, "spawned")
+
+    def close(self) -> None:
+        for worker in self.idle:
+            worker.discard()
+        self.idle, self.coming = [], []
+
+
+AHEAD = _Ahead()
+
+
+def start_ahead(threads: Iterable[int | None]) -> None:
+    """Start the processes of the first coming trials now (their ``--threads``, in order),
+    while the driver is still starting up: see :class:`LocalExecutor`."""
+    AHEAD.start(threads)
+
+
 class LocalExecutor:
     """Each task in a fresh ``python -m compilescope.execute.worker`` process of its own
-    process group; records stream back over a pipe as each call finishes."""
+    process group, with the environment :func:`~.environment.worker_environment` builds;
+    records stream back over a pipe as each call finishes.
+
+    After :meth:`prestart` (or :func:`start_ahead`), up to :data:`MAX_PRESTART` processes of
+    the coming tasks are started ahead, together, so their interpreter start and ``import
+    torch`` overlap each other and the driver's own start-up. Each is still a fresh process
+    that has run nothing: it waits, idle, on its stdin until its task comes, and a task is only
+    sent once every process started ahead has finished importing, so no import runs while a
+    trial is measured. A trial's ``wait_s`` is that idle time, kept out of its ``process_s``.
+    :meth:`close` ends those no task came for. As an
+    :class:`~compilescope.execute.executor.Executor`: one trial at a time, in the caller's
+    thread (timings never overlap; an interrupt there ends the trial); :meth:`expect` starts
+    processes ahead, :meth:`shutdown` ends those no task came for."""
+
+    capabilities = Capabilities(slots=1, shared_disk=True, streams_calls=True)
+
+    def expect(self, specs: Sequence[TrialSpec]) -> None:
+        self.prestart([s.measure.threads for s in specs])
+
+    def submit(self, task: TrialTask, timeout_s: float, on_call: CallCallback | None = None) -> Future[TrialOutcome]:
+        return done_future(self.run(task, timeout_s=timeout_s, on_call=on_call))
+
+    def shutdown(self) -> None:
+        self.close()
+
+    @property
+    def idle(self) -> list[_Worker]:
+        return AHEAD.idle
+
+    def prestart(self, threads: Iterable[int | None]) -> None:
+        """The coming tasks' ``--threads``, in order: start the first processes now."""
+        AHEAD.start(threads)
+
+    def close(self) -> None:
+        AHEAD.close()
+
+    @contextlib.contextmanager
+    def ahead(self, threads: Iterable[int | None]) -> Iterator[LocalExecutor]:
+        """:meth:`prestart` for the tasks to come, :meth:`close` when they are done."""
+        try:
+            self.prestart(threads)
+            yield self
+        finally:
+            self.close()
 
     def run(self, task: TrialTask, *, timeout_s: float, on_call: CallCallback | None = None) -> TrialOutcome:
         spec = task.spec
         Path(task.cache_dir).mkdir(parents=True, exist_ok=True)
-        task = dataclasses.replace(task, launched_at=time.time())
-        read_fd, write_fd = os.pipe()
-        progress = Progress()
-        final: dict[str, object] = {}
-        with tempfile.TemporaryFile() as errfile:
-            started = time.perf_counter()
-            try:
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid())],
-                    stdin=subprocess.PIPE, stdout=errfile, stderr=errfile, pass_fds=(write_fd,),
-                    start_new_session=True,
-                )
-            finally:
-                os.close(write_fd)
-            reader = threading.Thread(target=_read_events, args=(read_fd, progress, final, on_call), daemon=True)
-            reader.start()
-            timed_out = False
-            try:
-                assert proc.stdin is not None
-                try:
-                    proc.stdin.write(task.to_json().encode())
-                    proc.stdin.close()
-                except BrokenPipeError:
-                    pass
-                try:
-                    proc.wait(timeout=timeout_s)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-            finally:
-                kill_group(proc)  # no-op when it exited; on an interrupt it ends the trial
-            reader.join(5.0)
-            elapsed = time.perf_counter() - started
-            errfile.seek(0)
-            stderr = errfile.read().decode(errors="replace")
-        partial = dict(
-            calls=tuple(progress.calls), compiles=tuple(progress.compiles), graph_breaks=tuple(progress.graph_breaks),
-            stderr_tail=_tail(stderr), process_s=elapsed, env={"pid": str(proc.pid), "host": platform.node()},
-        )
-        where = _where(spec.stream, len(progress.calls))
-        if timed_out:
-            return TrialOutcome(TrialResult(
-                spec, "timeout", error=f"timed out after {timeout_s:g} s {where} and was killed", **partial,  # type: ignore[arg-type]
-            ))
-        if "result" in final:
-            try:
-                result: TrialResult = from_data(TrialResult, final["result"])
-            except ResultsError as exc:
-                return TrialOutcome(TrialResult(spec, "failed", error=f"unreadable trial result: {exc}", **partial))  # type: ignore[arg-type]
-            blob = final.get("artifacts")
-            import base64
+        worker = AHEAD.take(worker_environment(spec.measure.threads))
+        worker.on_call = on_call
+        timed_out = False
+        try:
+            for other in AHEAD.idle:  # every process started ahead is idle before this trial starts
+                other.ready.wait(READY_TIMEOUT_S)
+            sent = time.perf_counter()
+            worker.send(task)
+            timed_out = not _delivered_or_exited(worker, timeout_s)
+        finally:
+            kill_group(worker.proc)  # its teardown, a trial past its timeout, or on an interrupt the trial
+        worker.reader.join(5.0)
+        elapsed = time.perf_counter() - worker.started
+        ready_s = worker.ready_s if worker.start == "pre-started" else None
+        waited = 0.0 if ready_s is None else max(0.0, sent - worker.started - ready_s)
+        AHEAD.fill()
+        return _outcome(task, worker, worker.stderr(), elapsed - waited, waited, timed_out, timeout_s)
 
-            return TrialOutcome(result, base64.b64decode(blob) if isinstance(blob, str) else None)
-        rc = proc.returncode
-        how = f"exited with status {rc}" if rc is not None and rc >= 0 else f"killed by signal {_signal_name(-(rc or 0))}"
-        last = _last_error_line(stderr)
-        error = f"trial process {how} {where}" + (f": {last}" if last else "")
-        return TrialOutcome(TrialResult(spec, "failed", error=error[:600], **partial))  # type: ignore[arg-type]
+
+def _delivered_or_exited(worker: _Worker, timeout_s: float) -> bool:
+    """Wait until the worker sent its whole result or exited; False past ``timeout_s``. A
+    process that delivered is ended rather than waited for: its interpreter's teardown (an
+    inductor compile pool's shutdown, ~1 s) measures nothing and holds nothing still to come."""
+    deadline = time.monotonic() + timeout_s
+    while not worker.delivered.wait(EXIT_POLL_S):
+        if worker.proc.poll() is not None:
+            return True
+        if time.monotonic() > deadline:
+            return False
+    return True
+
+
+def _outcome(task: TrialTask, worker: _Worker, stderr: str, process_s: float, wait_s: float, timed_out: bool,
+             timeout_s: float) -> TrialOutcome:
+    spec, progress, final, proc = task.spec, worker.progress, worker.final, worker.proc
+    env = TrialEnv(pid=proc.pid, host=platform.node(), start=worker.start,  # type: ignore[arg-type]
+                   cache_dir=task.cache_dir, device=spec.measure.device,
+                   variables=recorded_variables(worker.env, spec.measure.threads))
+    partial = dict(
+        calls=tuple(progress.calls), compiles=tuple(progress.compiles), graph_breaks=tuple(progress.graph_breaks),
+        stderr_tail=_tail(stderr), process_s=process_s, wait_s=wait_s, env=env,
+    )
+    where = _where(spec.stream, len(progress.calls))
+    if timed_out:
+        return TrialOutcome(TrialResult(
+            spec, "timeout", error=f"timed out after {timeout_s:g} s {where} and was killed", **partial,  # type: ignore[arg-type]
+        ))
+    if "unreadable" in final:
+        error = f"unreadable trial result: {final['unreadable']}"
+        return TrialOutcome(TrialResult(spec, "failed", error=error, **partial))  # type: ignore[arg-type]
+    if "outcome" in final:
+        return final["outcome"]  # type: ignore[return-value]
+    rc = proc.returncode
+    how = f"exited with status {rc}" if rc is not None and rc >= 0 else f"killed by signal {_signal_name(-(rc or 0))}"
+    last = _last_error_line(stderr)
+    error = f"trial process {how} {where}" + (f": {last}" if last else "")
+    return TrialOutcome(TrialResult(spec, "failed", error=error[:600], **partial))  # type: ignore[arg-type]
 
 
 def _last_error_line(stderr: str) -> str | None:
@@ -224,29 +301,30 @@ def _last_error_line(stderr: str) -> str | None:
     return None
 
 
-def _read_events(fd: int, progress: Progress, final: dict[str, object], on_call: CallCallback | None) -> None:
-    from ..model import CallRecord, CompileRecord, GraphBreak
-
-    with os.fdopen(fd, "r", errors="replace") as stream:
-        for line in stream:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue  # a torn last line from a dying worker
-            if not isinstance(event, dict):
-                continue
-            if "result" in event:
-                final.update(event)
-                continue
-            try:
-                call = from_data(CallRecord, event.get("call"))
-                progress.compiles.extend(from_data(tuple[CompileRecord, ...], event.get("compiles") or []))
-                progress.graph_breaks.extend(from_data(tuple[GraphBreak, ...], event.get("graph_breaks") or []))
-            except ResultsError:
-                continue
-            progress.calls.append(call)
-            if on_call is not None:
-                on_call(call)
+def _read_events(fd: int, worker: _Worker) -> None:
+    progress = worker.progress
+    try:
+        with os.fdopen(fd, "r", errors="replace") as stream:
+            for line in stream:
+                try:
+                    event = wire.read_event(line)
+                except ResultsError as exc:
+                    worker.final["unreadable"] = exc
+                    continue
+                if isinstance(event, wire.Ready):
+                    worker.ready_s = event.seconds
+                    worker.ready.set()
+                elif isinstance(event, TrialOutcome):
+                    worker.final["outcome"] = event
+                    worker.delivered.set()
+                elif event is not None:
+                    progress.calls.append(event.call)
+                    progress.compiles.extend(event.compiles)
+                    progress.graph_breaks.extend(event.graph_breaks)
+                    if worker.on_call is not None:
+                        worker.on_call(event.call)
+    finally:
+        worker.ready.set()  # a process that died importing is not waited for
 
 
 def _alive(pid: int) -> bool:
@@ -281,62 +359,3 @@ def remove_orphaned_dirs(root: str | None = None) -> list[Path]:
         shutil.rmtree(entry, ignore_errors=True)
         removed.append(entry)
     return removed
-
-
-ProgressFn = Callable[[PlannedTrial, "TrialResult | None"], None]
-ResultFn = Callable[[PlannedTrial, TrialResult], None]
-
-
-def run_planned(
-    plan: list[PlannedTrial],
-    timeout_s: float,
-    *,
-    executor: LocalExecutor | None = None,
-    on_progress: ProgressFn | None = None,
-    on_result: ResultFn | None = None,
-    done: Iterable[TrialSpec] = (),
-) -> list[TrialResult]:
-    """Run each planned trial through ``executor``; return the reported ones, in plan order.
-
-    ``done`` are trials already finished (a resumed run): they are skipped, and a cold
-    trial that only they depended on is not re-run. ``on_result`` sees each reported trial
-    the moment it finishes (the journal appends it there). Temporary cache directories are
-    removed whatever happens, an interrupt included.
-    """
-    executor = executor or LocalExecutor()
-    finished = set(done)
-    needed = {p.after for p in plan if p.report and p.spec not in finished and p.after is not None}
-    results: list[TrialResult] = []
-    artifacts: dict[TrialSpec, bytes | None] = {}
-    remove_orphaned_dirs()
-    with tempfile.TemporaryDirectory(prefix=run_dir_prefix("cache")) as cache_root:
-        for trial in plan:
-            if trial.spec in finished and trial.spec not in needed:
-                continue
-            if trial.after is not None and trial.spec.cache == "mega" and artifacts.get(trial.after) is None:
-                result = TrialResult(
-                    trial.spec, "unavailable",
-                    error="no cache artifacts to load: the cold run failed or torch.compiler.save_cache_artifacts() "
-                          "returned none",
-                )
-                results.append(result)
-                if on_result:
-                    on_result(trial, result)
-                continue
-            task = TrialTask(
-                spec=trial.spec,
-                cache_dir=str(Path(cache_root) / trial.cache_key),
-                save_artifacts=trial.save_artifacts,
-                load_artifacts=artifacts.get(trial.after) if trial.spec.cache == "mega" and trial.after else None,
-            )
-            if on_progress:
-                on_progress(trial, None)
-            outcome = executor.run(task, timeout_s=timeout_s)
-            artifacts[trial.spec] = outcome.artifacts
-            if on_progress:
-                on_progress(trial, outcome.result)
-            if trial.report and trial.spec not in finished:
-                results.append(outcome.result)
-                if on_result:
-                    on_result(trial, outcome.result)
-    return results

@@ -11,9 +11,7 @@ failed trial. Ray is the optional extra ``compilescope[ray]``.
 
 from __future__ import annotations
 
-import base64
 import io
-import json
 import os
 import signal
 import socket
@@ -22,14 +20,16 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from ..errors import CompilescopeError
-from ..model import TrialResult
-from ..schema import from_data, to_data
-from .task import TrialOutcome, TrialTask
+from ..model import TrialResult, TrialSpec
+from . import wire
+from .executor import Capabilities
+from .task import CallCallback, TrialOutcome, TrialTask
 
 RAY_EXTRA = "pip install 'compilescope[ray]'"
 DEFAULT_CONNECT_TIMEOUT_S = 30.0
@@ -104,13 +104,13 @@ def _untar(blob: bytes, directory: Path) -> None:
         tar.extractall(str(directory), filter="data")
 
 
-def run_task_here(task_json: str, timeout_s: float) -> str:
+def run_task_here(task_text: str, timeout_s: float) -> str:
     """The body of the Ray task: one trial through a local fresh process, on a private cache
     directory (unpacked from the task's tar for a warm start)."""
     from .local import LocalExecutor
-
-    task = TrialTask.from_json(task_json)
     from .worker import run_dir_prefix
+
+    task = wire.decode_task(task_text)
 
     with tempfile.TemporaryDirectory(prefix=run_dir_prefix("ray")) as tmp:
         cache = Path(tmp) / "cache"
@@ -119,27 +119,15 @@ def run_task_here(task_json: str, timeout_s: float) -> str:
         local = TrialTask(task.spec, str(cache), task.save_artifacts, task.load_artifacts)
         outcome = LocalExecutor().run(local, timeout_s=timeout_s)
         back = _tar(cache) if task.return_cache and cache.exists() else None
-    return json.dumps({
-        "result": to_data(outcome.result),
-        "artifacts": None if outcome.artifacts is None else base64.b64encode(outcome.artifacts).decode(),
-        "cache_tar": None if back is None else base64.b64encode(back).decode(),
-    })
-
-
-def _outcome(text: str) -> TrialOutcome:
-    data = json.loads(text)
-    blob, cache = data.get("artifacts"), data.get("cache_tar")
-    return TrialOutcome(from_data(TrialResult, data["result"]), base64.b64decode(blob) if blob else None,
-                        base64.b64decode(cache) if cache else None)
+    return wire.encode_outcome(TrialOutcome(outcome.result, outcome.artifacts, back))
 
 
 class RayExecutor:
-    """Submits each trial as a Ray task and returns a future of its outcome."""
+    """Submits each trial as a Ray task and returns a future of its outcome. As many trials
+    run at once as the cluster's CPUs hold ``cpus_per_trial``; nothing is shared through a
+    path (caches travel as bytes); calls are not streamed back as they finish."""
 
-    hands_over_cache = True
-    concurrent = True
-
-    def __init__(self, address: str | None = None, cpus_per_trial: float = 1.0, gpus_per_trial: float = 0.0,
+    def __init__(self, address: str | None = None, cpus_per_trial: float = 1.0, gpus_per_trial: float | None = None,
                  init: bool = True, connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S) -> None:
         ray = require_ray()
         self.ray = ray
@@ -149,18 +137,28 @@ class RayExecutor:
                 check_cluster(target, connect_timeout_s)
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
         self.refs: list[Any] = []
-        self.remote = ray.remote(num_cpus=cpus_per_trial, num_gpus=gpus_per_trial, max_calls=1,
+        self.gpus_per_trial = gpus_per_trial  # None: one for a trial on a CUDA device, else none
+        self.remote = ray.remote(num_cpus=cpus_per_trial, max_calls=1,
                                  max_retries=1, retry_exceptions=False)(run_task_here)
+        slots = int(ray.cluster_resources().get("CPU", 1) // cpus_per_trial)
+        self.capabilities = Capabilities(slots=max(1, slots), shared_disk=False, streams_calls=False)
 
-    def submit(self, task: TrialTask, timeout_s: float) -> Future[TrialOutcome]:
-        ref = self.remote.remote(task.to_json(), timeout_s)
+    def expect(self, specs: Sequence[TrialSpec]) -> None:
+        """Nothing to prepare: Ray starts each task's worker process as the cluster has room."""
+
+    def submit(self, task: TrialTask, timeout_s: float, on_call: CallCallback | None = None) -> Future[TrialOutcome]:
+        """``on_call`` is not called (:attr:`capabilities`: calls are not streamed)."""
+        gpus = self.gpus_per_trial
+        if gpus is None:
+            gpus = 1.0 if task.spec.measure.device.startswith("cuda") else 0.0
+        ref = self.remote.options(num_gpus=gpus).remote(wire.encode_task(task), timeout_s)
         self.refs.append(ref)
         raw = ref.future()
         out: Future[TrialOutcome] = Future()
 
         def done(f: Future[Any]) -> None:
             try:
-                out.set_result(_outcome(f.result()))
+                out.set_result(wire.decode_outcome(f.result()))
             except Exception as exc:  # the worker was lost twice, or the task could not run
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
                 out.set_result(TrialOutcome(TrialResult(

@@ -35,7 +35,9 @@ from ..model import (
     MeasureOptions,
     NumericsCheck,
     Shape,
+    ProcessStart,
     SteadyState,
+    TrialEnv,
     TrialResult,
     TrialSpec,
     trial_status,
@@ -43,6 +45,7 @@ from ..model import (
 from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
 from ..stream import distinct_shapes
 from ..workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from .environment import recorded_variables
 
 
 def _to_device(value: Any, device: str) -> Any:
@@ -300,18 +303,22 @@ def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable
     return dataclasses.replace(prepared, fn=run_compiled, eager=run_eager)
 
 
-def _env(measure: MeasureOptions) -> dict[str, str]:
-    return {
-        "torch": compat.torch_version(),
-        "python": platform.python_version(),
-        "host": platform.node(),
-        "platform": platform.platform(),
-        "threads": str(torch.get_num_threads()),
-        "device": measure.device,
-        "cache_dir": os.environ.get("TORCHINDUCTOR_CACHE_DIR", ""),
-        "pid": str(os.getpid()),
-        "recompile_limit_default": str(compat.recompile_limit_value()),
-    }
+def trial_env(measure: MeasureOptions, cache_dir: str | None, start: ProcessStart) -> TrialEnv:
+    """This process's :class:`TrialEnv`: what it runs on, the threads torch uses, the
+    recompile limit in force, and the torch-affecting variables it inherited."""
+    return TrialEnv(
+        torch=compat.torch_version(),
+        python=platform.python_version(),
+        host=platform.node(),
+        platform=platform.platform(),
+        device=measure.device,
+        threads=torch.get_num_threads(),
+        recompile_limit_default=compat.recompile_limit_value(),
+        start=start,
+        pid=os.getpid(),
+        cache_dir=cache_dir or "",
+        variables=recorded_variables(os.environ, measure.threads),
+    )
 
 
 def run_trial(
@@ -321,13 +328,21 @@ def run_trial(
     save_artifacts: bool = False,
     load_artifacts: bytes | None = None,
     sink: CallSink | None = None,
+    cache_dir: str | None = None,
+    start: ProcessStart = "in-process",
 ) -> tuple[TrialResult, bytes | None]:
     """Run one trial in this process. Bad workloads raise; failures inside calls are recorded.
+
+    ``cache_dir`` is the compile cache directory the trial starts on; it is made this
+    process's before anything compiles (``None``: the process's own, recorded as unknown).
+    ``start`` is how this process started (recorded in :class:`TrialEnv`).
 
     ``load_artifacts`` (mega-cache start) are ``torch.compiler`` cache artifacts loaded and
     timed before the first call; with ``save_artifacts`` the trial's own are returned.
     ``sink`` receives each stream call's records as soon as the call finishes."""
     measure = spec.measure
+    if cache_dir is not None:  # read by Inductor when it first compiles, nothing before
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     compat.reset()  # a trial never sees another's compiled code (free in a fresh process)
     if measure.threads is not None:
         torch.set_num_threads(measure.threads)
@@ -338,10 +353,11 @@ def run_trial(
     if isinstance(target, torch.nn.Module):
         target = target.to(measure.device)
     build_s = time.perf_counter() - started
+    env = trial_env(measure, cache_dir, start)
     if strategy.unavailable is not None:
         reason = strategy.unavailable(target, spec.options)
         if reason is not None:
-            return TrialResult(spec, "unavailable", error=reason, env=_env(measure), build_s=build_s), None
+            return TrialResult(spec, "unavailable", error=reason, env=env, build_s=build_s), None
 
     def make_inputs(shape: Shape) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return as_call_args(_to_device(seeded_inputs(workload, shape), measure.device))
@@ -386,7 +402,7 @@ def run_trial(
         graph_breaks=tuple(capture.graph_breaks),
         steady=steady,
         numerics=numerics,
-        env=_env(measure),
+        env=env,
         build_s=build_s,
         cache_load_s=cache_load_s,
         artifacts_bytes=None if artifacts is None else len(artifacts),

@@ -1,10 +1,13 @@
-"""Worker entry: ``python -m compilescope.execute.worker FD``, the task as JSON on stdin.
+"""Worker entry: ``python -m compilescope.execute.worker FD PARENT SPAWNED START``, the task as
+JSON on stdin (an empty stdin: no task came, it exits).
 
-Runs one trial in this fresh process. Each finished stream call is written to file
-descriptor FD as one JSON line the moment it finishes (``{"call": …, "compiles": […],
+Runs one trial in this fresh process. Once its imports are done it writes ``{"ready":
+seconds}`` to file descriptor FD, then reads its task; each finished stream call is written
+to FD as one JSON line the moment it finishes (``{"call": …, "compiles": […],
 "graph_breaks": […]}``), then the whole result (``{"result": …, "artifacts": base64}``), so a
 trial that dies mid-stream still gives its parent every call it completed. The compile
-cache directory is set from the task before torch is imported.
+cache directory is set from the task before anything compiles; torch is imported before the
+task is read, so the driver may start the process ahead of its task (it then waits, idle).
 
 A worker never outlives the process that started it: the kernel signals it when its parent
 dies (``PR_SET_PDEATHSIG``, with a real-time signal nothing else sends, so the worker's own
@@ -15,8 +18,6 @@ which its dead parent can no longer remove, and ends its process group.
 
 from __future__ import annotations
 
-import base64
-import json
 import os
 import re
 import shutil
@@ -99,37 +100,45 @@ class ParentWatch:
 
 
 def main(argv: list[str]) -> int:
+    """``FD PARENT SPAWNED START``: the event pipe, the driver's pid, when the driver started
+    this process (``time.time()``) and how (``spawned`` for a task at hand, ``pre-started``)."""
     fd = int(argv[0])
     parent = int(argv[1]) if len(argv) > 1 else os.getppid()
+    launched = float(argv[2]) if len(argv) > 2 else time.time()
+    start = argv[3] if len(argv) > 3 else "spawned"
     out = os.fdopen(fd, "w", buffering=1)
-    text = sys.stdin.read()
-    data = json.loads(text)
-    ParentWatch(parent, str(data["cache_dir"])).install()
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(data["cache_dir"])
-    threads = (data.get("spec") or {}).get("measure", {}).get("threads")
-    if threads:
-        os.environ["OMP_NUM_THREADS"] = str(threads)
-    launched = float(data.get("launched_at") or time.time())
+    watch = ParentWatch(parent, "")
+    watch.install()
+    # Imports first, then the task: the environment (threads, the torch variables) is the
+    # driver's doing, so this process can be started before its task is known. Nothing here
+    # compiles or reads the cache directory; the task's is set before the first compile.
     import dataclasses
 
     import torch  # noqa: F401  (timed: import cost is reported apart from the first call)
 
-    imported = time.time()
-    from ..schema import to_data
-    from .task import TrialTask
+    from . import wire
     from .trial import run_trial
 
-    task = TrialTask.from_json(text)
+    imported = time.time()
+    out.write(wire.ready_event(imported - launched))
+    text = sys.stdin.read()
+    received = time.time()
+    if not text.strip():
+        return 0  # a pre-started process the driver no longer needs
+    task = wire.decode_task(text)
+    watch.cache_dir = task.cache_dir
 
     def sink(call, compiles, breaks):  # type: ignore[no-untyped-def]
-        out.write(json.dumps({"call": to_data(call), "compiles": to_data(compiles), "graph_breaks": to_data(breaks)}) + "\n")
+        out.write(wire.call_event(call, compiles, breaks))
 
     result, artifacts = run_trial(
-        task.spec, save_artifacts=task.save_artifacts, load_artifacts=task.load_artifacts, sink=sink
+        task.spec, save_artifacts=task.save_artifacts, load_artifacts=task.load_artifacts, sink=sink,
+        cache_dir=task.cache_dir, start="pre-started" if start == "pre-started" else "spawned",
     )
-    result = dataclasses.replace(result, import_s=imported - launched, process_s=time.time() - launched)
-    blob = None if artifacts is None else base64.b64encode(artifacts).decode()
-    out.write(json.dumps({"result": to_data(result), "artifacts": blob}) + "\n")
+    wait = received - imported
+    result = dataclasses.replace(result, import_s=imported - launched, wait_s=wait,
+                                 process_s=time.time() - launched - wait)
+    out.write(wire.result_event(result, artifacts))
     out.close()
     return 0
 

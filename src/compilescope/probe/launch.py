@@ -59,10 +59,12 @@ def _flush() -> None:
 
 
 def run_probed(script: str, args: list[str], settings: dict[str, Any], journal: Path,
-               ignored: Iterable[int] = ()) -> int:
+               ignored: Iterable[int] = (), record_shapes: Path | None = None) -> int:
     """Run the program and wait for it; returns how it ended as ``subprocess`` puts it:
     the exit status, or ``-N`` when killed by signal N. ``ignored``: signals ignored when
-    compilescope started (``nohup``, a background job), ignored in the program too."""
+    compilescope started (``nohup``, a background job), ignored in the program too.
+    ``record_shapes``: where the program's compiled calls are recorded
+    (:mod:`compilescope.shapes_record`, the program's main thread)."""
     block = set(FORWARDED) | {signal.SIGCHLD}
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, block)  # from here on, signals wait for us
     try:
@@ -70,7 +72,7 @@ def run_probed(script: str, args: list[str], settings: dict[str, Any], journal: 
         parent = os.getpid()
         pid = os.fork()
         if pid == 0:
-            _child(script, args, settings, journal, mask, set(ignored), parent)  # never returns
+            _child(script, args, settings, journal, mask, set(ignored), parent, record_shapes)  # never returns
         while True:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -89,7 +91,7 @@ def run_probed(script: str, args: list[str], settings: dict[str, Any], journal: 
 
 
 def _child(script: str, args: list[str], settings: dict[str, Any], journal: Path, mask: set[int],
-           ignored: set[int], parent: int) -> None:
+           ignored: set[int], parent: int, record_shapes: Path | None = None) -> None:
     code = 1
     try:
         _die_with(parent)
@@ -97,7 +99,7 @@ def _child(script: str, args: list[str], settings: dict[str, Any], journal: Path
             default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
             signal.signal(sig, signal.SIG_IGN if sig in ignored else default)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
-        code = _run_as_python(script, args, settings, journal)
+        code = _run_as_python(script, args, settings, journal, record_shapes)
     except BaseException:  # compilescope's own fault, outside the script
         traceback.print_exc()
     finally:
@@ -118,14 +120,19 @@ def _die_with(parent: int) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journal: Path) -> int:
+def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journal: Path,
+                   record_shapes: Path | None = None) -> int:
     """Run the script, then end as the interpreter ends after ``python SCRIPT``."""
     from .. import compat
+    from ..shapes_record import HUB, ShapeRecorder
     from .capture import run_child
 
     interrupted = False
+    recorder = ShapeRecorder(record_shapes) if record_shapes is not None else None
     try:
         compat.patch_settings(settings)  # for the whole program: never undone
+        if recorder is not None:
+            HUB.add(recorder)
         run_child(script, args, str(journal))
         code = 0
     except SystemExit as exc:
@@ -135,6 +142,9 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
         code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
     threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
     atexit._run_exitfuncs()
+    if recorder is not None:
+        HUB.remove(recorder)
+        recorder.close()
     _flush()
     if interrupted:  # as Python does after an uncaught KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.SIG_DFL)

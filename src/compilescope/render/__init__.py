@@ -1,1 +1,52 @@
-"""Renderers: each turns results into text; only the CLI/API edge writes files."""
+"""Renderers: each turns a report (:mod:`compilescope.report`) into text; only the CLI/API
+edge writes files. A renderer is a module with a ``RENDERER`` object satisfying
+:class:`Renderer`; :data:`MODULES` lists them by name, and an output path picks one by its
+extension (:func:`for_path`)."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import OptionError
+
+
+@runtime_checkable
+class Renderer(Protocol):
+    name: str  # what --out's messages call it
+    extensions: tuple[str, ...]  # the file endings that pick it (".csv"); the longest match wins
+    kinds: tuple[type, ...]  # the report classes it renders
+    written: str  # how the command names the file it wrote ("csv: out.csv")
+
+    def render(self, report: Any) -> str: ...
+
+
+# name → module: an output format is one module here and one line in this table
+MODULES = {
+    "json": "compilescope.render.json",
+    "csv": "compilescope.render.csv",
+    "html": "compilescope.render.html",
+    "perfetto": "compilescope.render.perfetto",
+    "text": "compilescope.render.text",
+}
+
+
+def get(name: str) -> Renderer:
+    renderer: Renderer = importlib.import_module(MODULES[name]).RENDERER
+    return renderer
+
+
+def renderers() -> list[Renderer]:
+    return [get(name) for name in MODULES]
+
+
+def for_path(path: Path | str, option: str = "--out") -> Renderer:
+    """The renderer whose extension ``path`` ends with (the longest, so ``x.trace.json`` is a
+    trace, not a results JSON); an unknown one is bad input, named in one line."""
+    name = str(path).lower()
+    found = [(len(ext), r) for r in renderers() for ext in r.extensions if name.endswith(ext)]
+    if not found:
+        known = ", ".join(ext for r in renderers() for ext in r.extensions)
+        raise OptionError(f"{option} {str(path)!r}: unknown output format; the file name must end with one of {known}")
+    return max(found, key=lambda f: f[0])[1]

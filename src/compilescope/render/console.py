@@ -16,8 +16,18 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..analysis.verdict import verdict_text
-from ..report import BreakRow, Note, RunReport, ShapeRow, TrialReport
+from ..report import (
+    LEGEND,
+    AdviceReport,
+    BreakRow,
+    CompareReport,
+    Note,
+    RunReport,
+    ScriptAdvice,
+    ShapeRow,
+    Snippet,
+    TrialReport,
+)
 from ..units import fmt_time, n_star_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
@@ -282,13 +292,7 @@ def summary_table(report: RunReport) -> Grid:
             continue
         be = "not within the stream" if t.break_even_request is None else f"after request {t.break_even_request}"
         n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
-        if t.numerics_failed:
-            numerics = T(f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bold red")
-        else:
-            parts = [f"{t.numerics_checked} pass"] if t.numerics_checked else []
-            parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
-            parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
-            numerics = T(", ".join(parts))
+        numerics = T(t.numerics_text, "bold red" if t.numerics_failed else "")
         table.add_row(
             T(t.label),
             first_cell,
@@ -321,7 +325,6 @@ def shape_change_lines(report: RunReport) -> list[Text]:
     for t in report.trials:
         if t.status not in ("ok", "partial") or not t.compiles_code:
             continue
-        reused = [c for c in t.changes if c.outcome == "reused"]
         for c in t.changes:
             if c.outcome == "reused":
                 continue
@@ -335,8 +338,8 @@ def shape_change_lines(report: RunReport) -> list[Text]:
             if c.reasons:
                 text.append(" — " + "; ".join(c.reasons))
             lines.append(text)
-        if reused:
-            lines.append(T(f"  {t.label}: {len(reused)} other shape change(s) ran a compiled graph without "
+        if t.reused_changes:
+            lines.append(T(f"  {t.label}: {t.reused_changes} other shape change(s) ran a compiled graph without "
                            f"recompiling (median {fmt_time(t.reused_median_s)})", "green"))
     return lines
 
@@ -372,7 +375,7 @@ def backward_lines(report: RunReport) -> list[Text]:
             text = T(f"  {t.label}: {c.compile_id} {c.name}"
                      + (f" at request {c.call_index}" if c.call_index is not None else "") + "  ")
             if c.backward_s:
-                text.append(f"{fmt_time(forward + c.backward_s)}", style="bold")
+                text.append(f"{fmt_time(c.with_backward_s)}", style="bold")
                 text.append(f" = forward {fmt_time(forward)} + backward {fmt_time(c.backward_s)} (at the first backward)")
             else:
                 text.append(f"{fmt_time(forward)}", style="bold")
@@ -417,7 +420,7 @@ def renderables(report: RunReport) -> list[RenderableType]:
     backward = backward_lines(report)
     if backward:
         parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
-    verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), verdict_text(t.verdict)) for t in report.trials if t.verdict]
+    verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), t.verdict_text) for t in report.trials if t.verdict]
     if verdicts:
         head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")
         parts.append(Group(T(head, "bold"), *verdicts))
@@ -441,11 +444,8 @@ def render(report: RunReport, width: int = 160) -> str:
     return to_text(renderables(report), width)
 
 
-def compare_renderables(report: object) -> list[RenderableType]:
+def compare_renderables(report: CompareReport) -> list[RenderableType]:
     """``compilescope compare``: every compared figure, flagged ones coloured."""
-    from ..analysis.compare import LEGEND, CompareReport
-
-    assert isinstance(report, CompareReport)
     table = Grid(T(f"compare: A = {report.a}, B = {report.b}"), (
         ("trial", "left"), ("shape", "left"), ("figure", "left"), ("A", "right"), ("B", "right"), ("change", "right"),
         ("flag", "left"), ("why", "left")), keys=3, keep=("A", "B", "change", "flag"))
@@ -468,11 +468,8 @@ def compare_renderables(report: object) -> list[RenderableType]:
     return parts
 
 
-def advice_renderables(advice: object) -> list[RenderableType]:
+def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
     """``compilescope advise``: the default and each proposal, measured, with the verdict."""
-    from ..analysis.advise import AdviceReport
-
-    assert isinstance(advice, AdviceReport)
     table = Grid(T(f"advise — objective: {advice.objective} over {advice.lifetime:,} requests"), (
         ("trial", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("compile time", "right"),
         ("stream total", "right"), ("fallbacks", "right"), ("numerics", "left"), ("score", "right"), ("why", "left")),
@@ -500,7 +497,7 @@ def advice_renderables(advice: object) -> list[RenderableType]:
         parts.append(T("  addresses: " + "; ".join(rec.proposal.addresses), "dim"))
     else:
         parts.append(T("no measured proposal beat the default on this objective", "yellow"))
-    if getattr(advice, "tie", ""):
+    if advice.tie:
         parts.append(T("  " + advice.tie, "yellow"))
     if advice.code_fixes:
         parts.append(T("needs a code change (not measured):", "bold"))
@@ -509,24 +506,21 @@ def advice_renderables(advice: object) -> list[RenderableType]:
     return parts
 
 
-def snippet_renderables(snippet: object) -> list[RenderableType]:
+def snippet_renderables(snippet: Snippet) -> list[RenderableType]:
     """A proposal's code as it runs: once (binds ``compiled`` from ``model``), then before
     each call (the call's inputs by parameter name)."""
     out: list[RenderableType] = [T("    once:", "dim")]
-    out.extend(T(f"      {line}") for line in snippet.setup.splitlines())  # type: ignore[attr-defined]
-    if snippet.before_call:  # type: ignore[attr-defined]
+    out.extend(T(f"      {line}") for line in snippet.setup.splitlines())
+    if snippet.before_call:
         out.append(T("    before each call:", "dim"))
-        out.append(T(f"      {snippet.before_call}"))  # type: ignore[attr-defined]
-    if snippet.note:  # type: ignore[attr-defined]
-        out.append(T(f"    then: {snippet.note}", "dim"))  # type: ignore[attr-defined]
+        out.append(T(f"      {snippet.before_call}"))
+    if snippet.note:
+        out.append(T(f"    then: {snippet.note}", "dim"))
     return out
 
 
-def script_advice_renderables(advice: object) -> list[RenderableType]:
+def script_advice_renderables(advice: ScriptAdvice) -> list[RenderableType]:
     """``compilescope advise --script``: the script as it is and under each setting, measured."""
-    from ..script_advise import ScriptAdvice
-
-    assert isinstance(advice, ScriptAdvice)
     table = Grid(T(f"advise --script {advice.command}: each a fresh process, cold cache"), (
         ("run", "left"), ("verdict", "left"), ("exit", "right"), ("compiles (re)", "right"), ("refused", "right"),
         ("compile time", "right"), ("script wall", "right"), ("why", "left")),

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 import io
 
-from ..report import RunReport
+from ..report import RunFile, RunReport
 
 COLUMNS = (
     "workload", "strategy", "cache", "status", "shape", "requests", "first_call_s", "how_it_ran", "cause",
@@ -52,3 +52,19 @@ def render(report: RunReport) -> str:
                 n.ran_eagerly if n else None,
             ] + tail + [r.error_calls, r.partial_fallback_calls] + counts])
     return buf.getvalue()
+
+
+class CsvRenderer:
+    """One row per (trial, distinct shape) of a run."""
+
+    name = "csv"
+    extensions = (".csv",)
+    kinds: tuple[type, ...] = (RunFile,)
+    written = "csv"
+
+    def render(self, report: RunFile) -> str:
+        assert report.report is not None, "a run's CSV needs its report"
+        return render(report.report)
+
+
+RENDERER = CsvRenderer()

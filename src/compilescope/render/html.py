@@ -16,7 +16,19 @@ import json
 from typing import Any
 
 from ..errors import OptionError
-from ..report import IQR_WARN_THRESHOLD, ProbeReport, RunReport, ShapeRow, Stats, TrialReport
+from ..model import SCHEMA_VERSION
+from ..report import (
+    IQR_WARN_THRESHOLD,
+    LEGEND,
+    CompareReport,
+    ProbeFile,
+    ProbeReport,
+    RunFile,
+    RunReport,
+    ShapeRow,
+    Stats,
+    TrialReport,
+)
 from ..units import fmt_time, n_star_text
 
 EXTRA = "pip install 'compilescope[html]'"
@@ -87,6 +99,7 @@ class _Page:
                          f"{script_json(spec['layout'])}, {{responsive: true, displaylogo: false}});")
         return (
             "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"compilescope-schema-version\" content=\"{SCHEMA_VERSION}\">"
             f"<title>{e(self.title)}</title><style>{STYLE}</style>"
             f"<script>{js}</script></head><body>\n"
             + "\n".join(self.parts)
@@ -125,13 +138,8 @@ def _p50(s: Stats | None) -> str:
 
 
 def _numerics_summary(t: TrialReport) -> tuple[str, str]:
-    """The console's numerics column: shapes checked compiled, failed, ran eagerly, not comparable."""
-    if t.numerics_failed:
-        return f"{t.numerics_failed} of {t.numerics_checked} FAIL", "bad"
-    parts = [f"{t.numerics_checked} pass"] if t.numerics_checked else []
-    parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
-    parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
-    return ", ".join(parts), ""
+    """The console's numerics column, styled."""
+    return t.numerics_text, "bad" if t.numerics_failed else ""
 
 
 def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
@@ -175,8 +183,8 @@ def _banner(report: RunReport) -> str:
                     if t.status != "unavailable" else "")
             bits.append(f"{t.status}: {t.error or 'no error recorded'}{done}")
         if t.call_errors:
-            shapes = list(_shape_errors(t).items())
-            first = f" (first: shape {shapes[0][0]}: {shapes[0][1]})" if shapes else ""
+            raised = next((r for r in t.rows if r.error), None)
+            first = f" (first: shape {raised.shape}: {raised.error})" if raised else ""
             bits.append(f"{t.call_errors} of {t.completed} request(s) raised{first}")
         if t.fallbacks:
             bits.append(f"{t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)})")
@@ -202,24 +210,18 @@ ERROR_MARK = {"symbol": "x", "size": 12, "color": "#d62728", "line": {"width": 1
 ERROR_AXIS = {"overlaying": "y", "range": [0, 1], "visible": False, "fixedrange": True}
 
 
-def _shape_errors(t: TrialReport) -> dict[str, str]:
-    """shape -> the first error its requests raised, for each shape whose requests raised."""
-    return {r.shape: r.error for r in t.rows if r.error}
-
-
 def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) -> None:
     """Mark every request of ``t`` that raised (✕, hover with the error), and where a trial
     died, the request it died in: never silently dropped from a plot."""
     import plotly.graph_objects as go
 
-    errors = _shape_errors(t)
     failed = [p for p in t.timeline if p.event == "error"]
     if failed:
         fig.add_trace(go.Scatter(
             x=[p.index + (1 if axis == "cumulative" else 0) for p in failed], y=[y_of(p) for p in failed],
             yaxis="y2" if axis == "timeline" else "y", mode="markers", name=f"{t.label}: request raised",
             legendgroup=t.label, marker=ERROR_MARK,
-            hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e(errors.get(p.shape, '?')[:300])}"
+            hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e((p.error or '?')[:300])}"
                        + ("<br>(its time is not counted)" if axis == "cumulative" else "") for p in failed],
             hoverinfo="text"))
     if t.status not in ("ok", "unavailable") and t.completed < t.requests:
@@ -398,7 +400,11 @@ def _trial_tables(t: TrialReport) -> str:
                   f' class="shapes" data-trial="{e(t.label)}"')
 
 
-def render_run(report: RunReport, *, title: str | None = None, command: str = "", created: str = "") -> str:
+def render_run(report: RunReport, *, title: str | None = None, command: str | None = None,
+               created: str | None = None) -> str:
+    """The page of a run (``command``, ``created``: the report's own unless given)."""
+    command = report.command if command is None else command
+    created = report.created if created is None else created
     require_plotly()
     page = _Page(title or f"compilescope — {report.workload}")
     page.add(f"<h1>compilescope — {e(report.workload)}</h1>")
@@ -412,7 +418,7 @@ def render_run(report: RunReport, *, title: str | None = None, command: str = ""
         page.add(f"<p><code>{e(command)}</code></p>")
     page.add(_banner(report))
     page.add("<h2>Verdict</h2><ul class=\"verdict\">" + "".join(
-        f"<li><b>{e(t.label)}</b>: {e('; '.join(t.verdict))}.</li>" for t in report.trials if t.verdict) + "</ul>")
+        f"<li><b>{e(t.label)}</b>: {e(t.verdict_text)}</li>" for t in report.trials if t.verdict) + "</ul>")
     page.add("<h2>Per strategy</h2>" + _table(
         ["strategy", "first call", "compiles (re)", "compile time", "graph breaks", "eager fallbacks",
          "stream total (eager)", "break-even", "projected N*", "numerics"], _summary_rows(report),
@@ -469,7 +475,7 @@ def render_probe(report: ProbeReport) -> str:
         points = [c for c in f.compile_rows if c.start_us is not None]
         if not points:
             continue
-        t0 = min(c.start_us or 0 for fn in report.functions for c in fn.compile_rows if c.start_us is not None)
+        t0 = report.first_start_us
         fig.add_trace(go.Scatter(
             x=[((c.start_us or 0) - t0) / 1e6 for c in points], y=[c.compile_s or 0.0 for c in points],
             mode="markers+lines", name=f.name, marker={"size": 10, "color": COLORS[i % len(COLORS)],
@@ -498,11 +504,8 @@ def render_probe(report: ProbeReport) -> str:
     return page.render()
 
 
-def render_compare(report: object) -> str:
+def render_compare(report: CompareReport) -> str:
     """Side by side: every compared figure of A and B, flagged ones marked."""
-    from ..analysis.compare import LEGEND, CompareReport
-
-    assert isinstance(report, CompareReport)
     require_plotly()
     page = _Page(f"compilescope compare — {report.a} vs {report.b}")
     page.add(f"<h1>compare{(' — ' + e(report.workload)) if report.workload else ''}</h1><p>A = <code>{e(report.a)}"
@@ -539,3 +542,23 @@ def render_compare(report: object) -> str:
                                 "process; higher is better)", barmode="group", xaxis_type="category", margin={"t": 50})
         page.figure(fig, "compare speedup")
     return page.render()
+
+
+class HtmlRenderer:
+    """A self-contained page with plots, of a run, a probe or a comparison."""
+
+    name = "html"
+    extensions = (".html", ".htm")
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport)
+    written = "html report"
+
+    def render(self, report: RunFile | ProbeFile | CompareReport) -> str:
+        if isinstance(report, CompareReport):
+            return render_compare(report)
+        if isinstance(report, ProbeFile):
+            return render_probe(report.report)
+        assert report.report is not None, "a run's page needs its report"
+        return render_run(report.report)
+
+
+RENDERER = HtmlRenderer()

@@ -7,40 +7,31 @@ conclusions without re-deriving them. The loader ignores both."""
 
 from __future__ import annotations
 
-from ..model import ProbeResult, RunResult
-from ..report import ProbeReport, RunReport
-from ..schema import dumps
+import dataclasses
+import json
+from typing import Any
+
+from ..model import ProbeResult
+from ..report import ForecastReport, ProbeFile, ProbeReport, RunFile
+from ..schema import SCHEMA_VERSION, dumps, encode, to_data
 
 
-def render(result: RunResult, report: RunReport | None = None, *, summary: bool = True) -> str:
-    """``summary=False`` writes the records alone (used when analysis itself failed)."""
-    from ..analysis.build import build_run_report, run_summary
-
-    if not summary:
-        return dumps(result)
-    report = report or build_run_report(result)
-    extra: dict[str, object] = {"summary": run_summary(report)}
-    if result.advice is not None:  # an advise run: its judgement, derived like the summary
-        from ..analysis.advise_record import advice_summary, rejudge
-
-        advice = rejudge(result, report)
-        assert advice is not None
-        extra["advice_summary"] = advice_summary(advice)
-    return dumps(result, extra)
+def render(file: RunFile) -> str:
+    """The results file of a run: the records, and beside them what analysis derived (none
+    when ``file.report`` is None: analysis failed, the records are written alone)."""
+    if file.report is None or file.summary is None:
+        return dumps(file.result)
+    extra: dict[str, Any] = {"summary": file.summary}
+    if file.advice_summary is not None:  # an advise run: its judgement, derived like the summary
+        extra["advice_summary"] = file.advice_summary
+    return dumps(file.result, extra)
 
 
-def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
+def render_probe(result: ProbeResult, report: ProbeReport) -> str:
     """The probe JSON: the records (``compiles`` with ``compile_id``, ``function``, ``filename``,
     ``line``, ``reasons`` in PyTorch's words, ``rejected_by``, ``compile_time_s``…), and
     ``graph_breaks`` deduplicated with counts (every occurrence under
     ``graph_break_occurrences``, which the loader reads back)."""
-    import json
-
-    from ..schema import encode, to_data
-
-    from ..analysis.build import build_probe_report
-
-    report = report or build_probe_report(result)
     data = encode(result)
     data["graph_break_occurrences"] = data.pop("graph_breaks")
     data["graph_breaks"] = [to_data(b) for b in report.graph_breaks]
@@ -52,3 +43,28 @@ def render_probe(result: ProbeResult, report: ProbeReport | None = None) -> str:
                       for f in report.functions],
     }
     return json.dumps(data, indent=1, allow_nan=False)
+
+
+def render_forecast(report: ForecastReport) -> str:
+    """A forecast as JSON: ``kind`` ``forecast`` and the schema version, then the report's fields."""
+    data = {"schema_version": SCHEMA_VERSION, "kind": "forecast", **dataclasses.asdict(report)}
+    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+
+
+class JsonRenderer:
+    """The results JSON of a run or a probe (what ``compilescope report`` reads back)."""
+
+    name = "json"
+    extensions = (".json",)
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport)
+    written = "results JSON"
+
+    def render(self, report: RunFile | ProbeFile | ForecastReport) -> str:
+        if isinstance(report, ForecastReport):
+            return render_forecast(report)
+        if isinstance(report, ProbeFile):
+            return render_probe(report.result, report.report)
+        return render(report)
+
+
+RENDERER = JsonRenderer()

@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..report import CompileRow, ProbeReport, RunReport
+from ..model import SCHEMA_VERSION
+from ..report import CompileRow, ProbeFile, ProbeReport, RunFile, RunReport
 
 
 def _meta(pid: int, name: str) -> dict[str, Any]:
@@ -39,14 +40,9 @@ def render_run(report: RunReport) -> str:
     events: list[dict[str, Any]] = []
     for pid, t in enumerate(report.trials, 1):
         events.append(_meta(pid, t.label))
-        rows = {}
-        for c in t.compile_rows:
-            if c.call_index is not None:
-                rows.setdefault(c.call_index, []).append(c)
-        errors = {r.shape: r.error for r in t.rows if r.error}
         start = 0.0
         for p in t.timeline:
-            compiles = rows.get(p.index, [])
+            compiles = p.compile_rows
             compile_us = sum((c.compile_s or 0.0) * 1e6 for c in compiles)
             raised = p.event == "error"
             # a request that raised has no latency of its own: it took at least its compiles' time,
@@ -54,7 +50,7 @@ def render_run(report: RunReport) -> str:
             dur = (p.latency_s * 1e6 if p.latency_s is not None else compile_us)
             args: dict[str, Any] = {"event": p.event, "compile_ids": list(p.compile_ids), "reasons": list(p.reasons)}
             if raised:
-                args["error"] = errors.get(p.shape)
+                args["error"] = p.error
                 if p.latency_s is None:
                     args["duration"] = "not measured (the request raised): at least its compile time is shown"
             events.append({"ph": "X", "pid": pid, "tid": 1, "ts": start, "dur": dur,
@@ -67,20 +63,39 @@ def render_run(report: RunReport) -> str:
             if p.event in ("recompile", "eager fallback", "refused", "error"):
                 events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "t", "cat": "event",
                                "name": f"{'request raised' if raised else p.event} at request {p.index}",
-                               **({"args": {"error": errors.get(p.shape)}} if raised else {})})
+                               **({"args": {"error": p.error}} if raised else {})})
             start += max(dur, at - start)
         if t.status not in ("ok", "unavailable"):
             events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "p", "cat": "event",
                            "name": f"trial {t.status} in request {t.completed}", "args": {"error": t.error}})
-    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}, indent=None)
+    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
+                       "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
 
 
 def render_probe(report: ProbeReport) -> str:
     events: list[dict[str, Any]] = []
-    starts = [c.start_us for f in report.functions for c in f.compile_rows if c.start_us is not None]
-    t0 = min(starts) if starts else 0
+    t0 = report.first_start_us
     for pid, f in enumerate(report.functions, 1):
         events.append(_meta(pid, f"{f.name} ({f.location})"))
         for c in f.compile_rows:
             events.extend(_compile_events(pid, 1, float((c.start_us or t0) - t0), c))
-    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}, indent=None)
+    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
+                       "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
+
+
+class PerfettoRenderer:
+    """Chrome trace events of a run's requests and compiles, or of a probe's compiles."""
+
+    name = "perfetto"
+    extensions = (".perfetto.json", ".trace.json")
+    kinds: tuple[type, ...] = (RunFile, ProbeFile)
+    written = "perfetto trace"
+
+    def render(self, report: RunFile | ProbeFile) -> str:
+        if isinstance(report, ProbeFile):
+            return render_probe(report.report)
+        assert report.report is not None, "a run's trace needs its report"
+        return render_run(report.report)
+
+
+RENDERER = PerfettoRenderer()

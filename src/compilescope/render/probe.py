@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from rich.console import Group, RenderableType
-from rich.text import Text
 
 from ..report import ProbeReport
 from .console import Grid, T, to_text

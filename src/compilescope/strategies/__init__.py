@@ -1,8 +1,14 @@
 """Compile strategies: one registry entry each, turning a built workload into a callable.
 
-The runner knows nothing of individual strategies; a new strategy is one :func:`register`
-call. A strategy may declare itself unavailable for a workload or for the installed torch
-(with the reason), which the runner records instead of failing.
+The runner, the CLI and the option parsers know nothing of individual strategies; a new
+strategy is one :func:`register` call at the end of this file (its functions above it, or in
+a module of its own as :mod:`.bucket`): its name, what it does, the options only it reads
+(``takes``), how to check them, when it is unavailable, and how to prepare a target. A
+strategy may declare itself unavailable for a workload or for the installed torch (with the
+reason), which the runner records instead of failing.
+
+Importing this module does not import torch (``--help`` lists the names): each function
+imports torch when it runs.
 """
 
 from __future__ import annotations
@@ -15,12 +21,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import torch
+from typing import TYPE_CHECKING
 
-from .. import compat
 from ..collect.graphs import GraphRunLog
-from ..errors import StrategyError
+from ..errors import OptionError
 from ..model import MarkSpec, Shape, StrategyOptions
+
+if TYPE_CHECKING:
+    import torch
 
 BeforeCall = Callable[[Mapping[str, Any]], None]
 
@@ -44,6 +52,10 @@ class PrepareContext:
         code's guards check the backend's identity, so compiling each instance of a block
         with its own callable would recompile the shared ``forward`` once per instance
         (regional compilation would then exhaust the recompile limit on its first call)."""
+        import torch
+
+        from .. import compat
+
         kwargs: dict[str, Any] = dict(extra)
         if options.recompile_limit is not None and compat.compile_accepts("recompile_limit"):
             kwargs["recompile_limit"] = options.recompile_limit
@@ -83,6 +95,7 @@ class Strategy:
     prepare: Prepare
     validate: Callable[[StrategyOptions], None] | None = None
     unavailable: Unavailable | None = None
+    takes: tuple[str, ...] = ()  # options only this strategy reads ("marks", "dynamic_sources")
 
 
 _REGISTRY: dict[str, Strategy] = {}
@@ -103,20 +116,7 @@ def get_strategy(name: str) -> Strategy:
     try:
         return _REGISTRY[name]
     except KeyError:
-        raise StrategyError(f"unknown strategy {name!r} (known: {', '.join(_REGISTRY)})") from None
-
-
-def parse_strategies(text: str, options: StrategyOptions) -> tuple[str, ...]:
-    if text.strip() == "all":
-        text = ",".join(_REGISTRY)
-    names = tuple(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
-    if not names:
-        raise StrategyError("no strategy given")
-    for name in names:
-        strategy = get_strategy(name)
-        if strategy.validate is not None:
-            strategy.validate(options)
-    return names
+        raise OptionError(f"unknown strategy {name!r} (known: {', '.join(_REGISTRY)})") from None
 
 
 # ----------------------------------------------------------------------------- shared pieces
@@ -124,6 +124,8 @@ def parse_strategies(text: str, options: StrategyOptions) -> tuple[str, ...]:
 
 def limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[None]:
     """Where ``torch.compile`` lacks ``recompile_limit=``, the runner patches the config for the trial."""
+    from .. import compat
+
     if options.recompile_limit is not None and not compat.compile_accepts("recompile_limit"):
         return compat.recompile_limit(options.recompile_limit)
     return contextlib.nullcontext()
@@ -131,7 +133,7 @@ def limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[N
 
 def _validate_compile(options: StrategyOptions) -> None:
     if options.mode is not None and options.backend != "inductor":
-        raise StrategyError(f"--mode {options.mode!r} only applies to the inductor backend, not {options.backend!r}")
+        raise OptionError(f"--mode {options.mode!r} only applies to the inductor backend, not {options.backend!r}")
 
 
 def _closing(scope: contextlib.AbstractContextManager[Any]) -> Callable[[], None]:
@@ -147,12 +149,16 @@ def _compiled(dynamic: bool | None) -> Prepare:
 
 
 def apply_marks(marks: tuple[MarkSpec, ...], arguments: Mapping[str, Any]) -> None:
+    import torch
+
+    from .. import compat
+
     for mark in marks:
         value = arguments.get(mark.input)
         if not isinstance(value, torch.Tensor):
-            raise StrategyError(f"--mark {mark}: the workload has no tensor input named {mark.input!r}")
+            raise OptionError(f"--mark {mark}: the workload has no tensor input named {mark.input!r}")
         if mark.dim >= value.dim():
-            raise StrategyError(f"--mark {mark}: input {mark.input!r} has {value.dim()} dimension(s)")
+            raise OptionError(f"--mark {mark}: input {mark.input!r} has {value.dim()} dimension(s)")
         compat.mark_dynamic(value, mark.dim, min=mark.min, max=mark.max)
 
 
@@ -168,7 +174,7 @@ def _needs_marks(name: str) -> Callable[[StrategyOptions], None]:
     def validate(options: StrategyOptions) -> None:
         _validate_compile(options)
         if not options.marks:
-            raise StrategyError(f"strategy {name!r} needs --mark INPUT:DIM[:MIN:MAX] (e.g. --mark x:0)")
+            raise OptionError(f"strategy {name!r} needs --mark INPUT:DIM[:MIN:MAX] (e.g. --mark x:0)")
 
     return validate
 
@@ -179,10 +185,12 @@ def _needs_marks(name: str) -> Callable[[StrategyOptions], None]:
 def _validate_dynamic_sources(options: StrategyOptions) -> None:
     _validate_compile(options)
     if not options.dynamic_sources:
-        raise StrategyError("strategy 'dynamic-sources' needs --dynamic-sources \"L['x'],L['y']:0\"")
+        raise OptionError("strategy 'dynamic-sources' needs --dynamic-sources \"L['x'],L['y']:0\"")
 
 
 def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
+    import torch
+
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
     close = _closing(torch.compiler.config.patch(dynamic_sources=options.dynamic_sources))
@@ -190,6 +198,8 @@ def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOption
 
 
 def _dynamic_sources_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
+    import torch
+
     if not hasattr(torch.compiler.config, "dynamic_sources"):
         return f"torch {torch.__version__} has no torch.compiler.config.dynamic_sources"
     return None
@@ -201,6 +211,8 @@ def _dynamic_sources_unavailable(target: Callable[..., Any], options: StrategyOp
 def repeated_block(target: Callable[..., Any], name: str | None) -> tuple[type[torch.nn.Module], int] | str:
     """The submodule class to compile regionally: ``name`` if given, else the non-leaf class
     with the most instances (ties: more parameters). A string result says why there is none."""
+    import torch
+
     if not isinstance(target, torch.nn.Module):
         return "the workload is a function, not an nn.Module with repeated blocks"
     counts: Counter[type[torch.nn.Module]] = Counter()
@@ -231,6 +243,8 @@ def _block_unavailable(target: Callable[..., Any], options: StrategyOptions) -> 
 
 
 def _prepare_regional(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
+    import torch
+
     found = repeated_block(target, options.block)
     assert not isinstance(found, str) and isinstance(target, torch.nn.Module)
     cls, n = found
@@ -249,6 +263,8 @@ def _prepare_regional(target: Callable[..., Any], options: StrategyOptions, ctx:
 
 
 def _prepare_nested(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
+    import torch
+
     found = repeated_block(target, options.block)
     assert not isinstance(found, str)
     cls, n = found
@@ -267,6 +283,8 @@ def _prepare_nested(target: Callable[..., Any], options: StrategyOptions, ctx: P
 
 
 def _nested_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
+    import torch
+
     if not hasattr(torch.compiler, "nested_compile_region"):
         return f"torch {torch.__version__} has no torch.compiler.nested_compile_region"
     return _block_unavailable(target, options)
@@ -276,14 +294,21 @@ def _nested_unavailable(target: Callable[..., Any], options: StrategyOptions) ->
 
 
 def _shapes_spec_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
+    import torch
+
+    from .. import compat
+
     if not compat.compile_accepts("shapes_spec"):
         return f"torch {torch.__version__}'s torch.compile has no shapes_spec argument"
     return None
 
 
 def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-    from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec
+    import torch
 
+    from .. import compat
+
+    ParamsSpec, ShapeVar, TensorSpec = compat.dynamic_spec_types()
     args, kwargs = ctx.make_inputs(ctx.stream[0])
     fn = target.forward if isinstance(target, torch.nn.Module) else target
     named = inspect.signature(fn).bind(*args, **kwargs).arguments
@@ -305,7 +330,10 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
 
 # ----------------------------------------------------------------------------- the registry
 
-from .bucket import bucket_size, prepare_bucket  # noqa: E402  (needs Prepared, defined above)
+def _prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
+    from .bucket import prepare_bucket  # imports torch: loaded when a trial prepares it
+
+    return prepare_bucket(target, options, ctx)
 
 
 register(Strategy("eager", "no compilation: the baseline", compiles=False, prepare=lambda t, o, c: Prepared(t)))
@@ -316,17 +344,17 @@ register(Strategy("static", "torch.compile(dynamic=False): one graph per distinc
 register(Strategy("dynamic", "torch.compile(dynamic=True): symbolic sizes from the first compile",
                   compiles=True, prepare=_compiled(True), validate=_validate_compile))
 register(Strategy("mark-dynamic", "torch.compile + torch._dynamo.mark_dynamic(input, dim, min, max) before each call",
-                  compiles=True, prepare=_prepare_mark_dynamic, validate=_needs_marks("mark-dynamic")))
+                  compiles=True, prepare=_prepare_mark_dynamic, validate=_needs_marks("mark-dynamic"), takes=("marks",)))
 register(Strategy("dynamic-sources", "torch.compile with torch.compiler.config dynamic_sources (e.g. L['x']:0)",
                   compiles=True, prepare=_prepare_dynamic_sources, validate=_validate_dynamic_sources,
-                  unavailable=_dynamic_sources_unavailable))
+                  unavailable=_dynamic_sources_unavailable, takes=("dynamic_sources",)))
 register(Strategy("regional", "compile each instance of the repeated block in place; the rest runs eager",
                   compiles=True, prepare=_prepare_regional, validate=_validate_compile,
                   unavailable=_block_unavailable))
 register(Strategy("nested", "compile the whole model with the repeated block in nested_compile_region",
                   compiles=True, prepare=_prepare_nested, validate=_validate_compile, unavailable=_nested_unavailable))
 register(Strategy("bucket", "pad the varying dims up to bucket sizes, compile static, slice outputs back",
-                  compiles=True, prepare=prepare_bucket, validate=_validate_compile))
+                  compiles=True, prepare=_prepare_bucket, validate=_validate_compile))
 register(Strategy("shapes-spec", "torch.compile(shapes_spec=ParamsSpec) from --mark (unbacked dynamic dims)",
                   compiles=True, prepare=_prepare_shapes_spec, validate=_needs_marks("shapes-spec"),
-                  unavailable=_shapes_spec_unavailable))
+                  unavailable=_shapes_spec_unavailable, takes=("marks",)))

@@ -1,30 +1,14 @@
-"""The report model: every figure a report shows, computed once by
-:mod:`compilescope.analysis.build` from the records. Renderers (console, CSV, JSON summary,
-probe summary) only format these values; none computes a figure of its own.
-
-Definitions, stated once:
-
-* a **compile** is a frame compile attempt that compiled or failed while compiling
-  (:attr:`CompileRecord.is_compile`); a refusal at the recompile limit is not one, nor is
-  a lazily compiled backward (its time belongs to its forward's compile);
-* a **recompile** is a compile of a frame that already had a cache entry (``0/1``, ``0/2``…);
-* an **eager fallback** is a call that ran none of the trial's compiled graphs although
-  graphs existed (recorded by the wrapped backend);
-* a **partial eager fallback** is a call that ran some compiled graphs while a frame of it
-  (a resume frame after a graph break, refused at the recompile limit) ran eagerly; its
-  shape is left out of the compiled steady-state, saving and numerics figures, as an eager
-  fallback's is;
-* a **request error** is a stream request that raised; a trial with any is ``partial``
-  (some raised) or ``failed`` (all raised), never ``ok``;
-* a speedup is eager p50 / compiled p50, both sampled interleaved in the same trial process.
-"""
+"""The run report: every figure a run's report shows, computed once by
+:mod:`compilescope.analysis.build` from the records. Renderers only format these values;
+none computes a figure of its own. The definitions of compile, recompile, eager fallback,
+partial eager fallback, request error and speedup are stated once, in :mod:`compilescope.report`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from .model import NumericsCheck
+from ..model import NumericsCheck
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a steady-state figure as noisy
 
@@ -102,6 +86,8 @@ class CallPoint:
     event: Literal["first compile", "recompile", "eager fallback", "refused", "error", "partial eager fallback", ""]
     compile_ids: tuple[str, ...]
     reasons: tuple[str, ...]
+    compile_rows: tuple[CompileRow, ...] = ()  # the compiles this request caused, in order
+    error: str | None = None  # for a request that raised: the first error its shape raised
 
 
 @dataclass(frozen=True)
@@ -119,6 +105,7 @@ class CompileRow:
     backward_s: float | None
     exclusive_s: tuple[tuple[str, float], ...]  # (phase, seconds) that add up to compile_s
     start_us: int | None
+    with_backward_s: float | None = None  # compile_s + backward_s: the frame compile's whole time
 
 
 @dataclass(frozen=True)
@@ -228,6 +215,9 @@ class TrialReport:
     errors: tuple[ErrorGroup, ...] = ()  # the request errors, grouped
     partial_fallbacks: int = 0  # requests that ran a frame eagerly while others ran compiled
     partial_fallback_shapes: tuple[str, ...] = ()
+    verdict_text: str = ""  # the verdict clauses as one sentence
+    reused_changes: int = 0  # shape changes that ran a compiled graph without recompiling
+    numerics_text: str = ""  # "2 pass, 1 eager", "1 of 3 FAIL": the numerics column
 
 
 @dataclass(frozen=True)
@@ -248,66 +238,5 @@ class RunReport:
     eager_spread: float | None  # max |eager trial p50 / same-process eager p50 − 1| over shapes
     missing: tuple[str, ...]  # planned trials not finished (an interrupted run)
     notes: tuple[Note, ...]
-
-
-# ----------------------------------------------------------------------------- probe
-
-
-@dataclass(frozen=True)
-class CauseRow:
-    description: str
-    kind: str
-    source: str | None
-    dim: int | None
-    shape_reducible: bool
-    next_step: str
-    compile_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class GuardRow:
-    """One distinct failing guard of a function: how often it failed and which cache
-    entries it failed on, and which compiles it caused."""
-
-    text: str
-    kind: str
-    source: str | None
-    involves: tuple[str, ...]
-    found_by: str  # "pytorch" when PyTorch's reason named it at least once
-    count: int
-    entries: tuple[str, ...]
-    compiles: tuple[str, ...]
-    user_line: str | None
-
-
-@dataclass(frozen=True)
-class FunctionReport:
-    name: str
-    location: str
-    frame: str  # PyTorch's frame name and location, when the name above is the compiled target's
-    compiles: int
-    recompiles: int
-    refused: int
-    compile_s: float
-    backward_s: float
-    causes: tuple[CauseRow, ...]
-    failures: tuple[str, ...]  # "compile 0/2 failed: …"
-    guards: tuple[GuardRow, ...] = ()
-    unevaluated: tuple[tuple[str, int], ...] = ()  # guards a walk could not evaluate, by kind
-    compile_rows: tuple[CompileRow, ...] = ()
-
-
-@dataclass(frozen=True)
-class ProbeReport:
-    source: str
-    compiles: int
-    frames: int
-    compile_s: float
-    graph_break_count: int
-    graph_breaks: tuple[BreakRow, ...]
-    functions: tuple[FunctionReport, ...]
-    recompile_limit: int | None
-    cache_start: str
-    counters: tuple[tuple[str, int], ...]
-    error: str | None
-    exit_code: int
+    command: str = ""  # the command that made the run
+    created: str = ""

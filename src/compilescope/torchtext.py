@@ -1,4 +1,10 @@
-"""Parse PyTorch's guard-failure text into :class:`GuardFailure` records.
+"""PyTorch's text, parsed: guard-failure texts into :class:`GuardFailure` records, and the
+lines of a ``TORCH_TRACE`` log into events (end of file).
+
+Beside :mod:`compilescope.compat`: compat holds the private APIs, this file the text
+formats torch writes (checked on torch 2.13). When a torch release changes one, these two
+files are the ones to change; capture (``collect``, ``probe``) and ``analysis`` both call
+them, neither reparses torch's text itself.
 
 The texts are those of ``torch._dynamo.guard_failures`` / ``TORCH_LOGS=recompiles_verbose``
 on torch 2.13, e.g.::
@@ -15,10 +21,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from ..model import GuardFailure, Scalar
+from .model import GuardFailure, Scalar
 
 _PREFIX = re.compile(r"^\s*(?P<entry>\d+/\d+):\s*(?P<rest>.*)$", re.S)
 # The tensor's name may itself hold quotes: tensor 'kwargs['input_ids']' size mismatch …
@@ -173,7 +179,7 @@ def _made_by_mark_dynamic(text: str) -> bool | None:
     found = _PROVENANCE.findall(text.split("\n", 1)[0])
     if not found:
         return None
-    from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
+    from .compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
 
     return any(MARK_DYNAMIC_GUARD_SOURCE in w for w in found)
 
@@ -351,3 +357,99 @@ def enrich_actual(failure: GuardFailure, arguments: Mapping[str, Any]) -> GuardF
     else:
         return failure
     return dataclasses.replace(failure, actual=actual)
+
+
+# ----------------------------------------------------------------------------- TORCH_TRACE logs
+# Format (torch 2.13): each line is a glog prefix and a one-line JSON *envelope* holding one
+# event-kind key plus context keys (``frame_id``, ``frame_compile_id``, ``attempt``…). An
+# envelope with ``has_payload`` (an md5) is followed by tab-indented payload lines.
+
+_TRACE_LINE = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ [^\]]*\] (\{.*\})\s*$")
+_BREAK_AT = re.compile(r"Graph break in user code at (?P<file>.+):(?P<line>\d+)\s*$", re.M)
+_BREAK_REASON = re.compile(r"Graph Break Reason: (?P<reason>.*)", re.S)
+
+# Event kinds torch 2.13 writes that the probe does not need: known, so not "unknown".
+KNOWN_IGNORED = frozenset({
+    "dynamo_start", "dynamo_output_graph", "aot_inference_graph", "aot_joint_graph", "aot_forward_graph",
+    "aot_backward_graph", "inductor_post_grad_graph", "inductor_pre_grad_graph", "inductor_output_code",
+    "dynamo_cpp_guards_str", "dynamo_guards", "create_symbol", "guard_added_fast", "guard_added",
+    "symbolic_shape_specialization", "describe_storage", "describe_tensor", "describe_source", "chromium_event",
+    "optimize_ddp_split_graph", "optimize_ddp_split_child", "compiled_autograd_graph",
+    "aot_autograd_backward_compilation_metrics", "graph_execution", "dynamo_cache_entries", "propagate_real_tensors",
+    "guard_on_data_dependent_error", "link", "exported_program", "missing_fake_kernel", "mismatched_fake_kernel",
+    "torch_version", "frame_locals", "expression_created", "unbacked_symbol_created",
+})
+_CONTEXT_KEYS = {"frame_id", "frame_compile_id", "attempt", "compiled_autograd_id", "rank", "subgraph_name",
+                 "stack", "has_payload"}
+
+
+def trace_events(lines: list[str]) -> Iterator[tuple[dict[str, Any], str | None] | str]:
+    """Each event of a trace log as ``(envelope, payload or None)``; a line that is not one
+    as the name of its problem (``malformed_line``, ``malformed_envelope``,
+    ``payload_md5_mismatch``, the event still following the last), for the reader to count."""
+    import hashlib
+    import json
+
+    i = 0
+    while i < len(lines):
+        m = _TRACE_LINE.match(lines[i])
+        i += 1
+        if not m:
+            if lines[i - 1].strip():
+                yield "malformed_line"
+            continue
+        try:
+            env = json.loads(m.group(1))
+        except (ValueError, RecursionError):
+            yield "malformed_envelope"
+            continue
+        if not isinstance(env, dict):
+            yield "malformed_envelope"
+            continue
+        payload = None
+        if "has_payload" in env:
+            body = []
+            while i < len(lines) and lines[i].startswith("\t"):
+                body.append(lines[i][1:])
+                i += 1
+            payload = "\n".join(body)
+            if hashlib.md5(payload.encode(errors="replace")).hexdigest() != env["has_payload"]:
+                yield "payload_md5_mismatch"
+        yield env, payload
+
+
+def envelope_kind(env: Mapping[str, Any]) -> str | None:
+    """The one event-kind key of an envelope (None when it has none, or several)."""
+    kinds = [k for k in env if k not in _CONTEXT_KEYS]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def envelope_compile_id(env: Mapping[str, Any]) -> str | None:
+    """``"0/1"`` from the envelope's ``frame_id`` and ``frame_compile_id``."""
+    if "frame_id" not in env or "frame_compile_id" not in env:
+        return None
+    return f"{env['frame_id']}/{env['frame_compile_id']}"
+
+
+def recompile_reason_texts(payload: str) -> list[str]:
+    """The texts of a ``recompile_reasons`` artifact: declared "json", but a single reason is
+    written as raw text (torch 2.13 guards.py)."""
+    import json
+
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return [payload]
+    return [str(t) for t in data] if isinstance(data, list) else [str(data)]
+
+
+def graph_break_text(payload: str) -> tuple[str, str | None, int | None]:
+    """``(reason, file, line)`` of a ``dynamo_graph_break_reason`` payload: the reason proper,
+    without the one-line preamble ("Encountered graph break when …:") that precedes it."""
+    at = _BREAK_AT.search(payload)
+    why = _BREAK_REASON.search(payload)
+    reason = why["reason"].strip() if why else payload.strip()
+    lines = [ln for ln in reason.split("\n") if ln.strip()]
+    if len(lines) > 1 and lines[0].startswith("Encountered graph break"):
+        reason = "\n".join(lines[1:])
+    return reason, (at["file"] if at else None), (int(at["line"]) if at else None)

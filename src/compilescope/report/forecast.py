@@ -1,0 +1,106 @@
+"""The forecast report: frozen records a renderer formats and nothing recomputes.
+
+A :class:`ForecastReport` holds, per strategy, one :class:`ForecastRequest` per request of
+the stream with its predicted outcome:
+
+``hit``
+    an existing compiled graph accepts the request;
+``compile``
+    Dynamo compiles on the request path (a stall); ``guards`` are the guards of the existing
+    cache entries that rejected it, in PyTorch's words and parsed;
+``eager``
+    the recompile limit refused a compile (or a frame of the call), so the request ran eagerly;
+``error``
+    the dry run could not run the request (``error`` says why): no prediction.
+
+``basis`` says where an outcome came from: ``traced`` (this request went through Dynamo)
+or ``repeat`` (an identical earlier request's: Dynamo's caches only grow, so a shape that
+was accepted once is accepted again, and one refused at the limit is refused again).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Outcome = Literal["hit", "compile", "eager", "error"]
+OUTCOMES: tuple[Outcome, ...] = ("hit", "compile", "eager", "error")
+
+
+@dataclass(frozen=True)
+class ForecastGuard:
+    """One guard of an existing cache entry that rejected the request."""
+
+    entry: str  # the compile id of the rejecting cache entry, "0/0"
+    text: str  # PyTorch's words
+    kind: str  # the parsed guard kind (size, relation, dtype, …)
+    source: str | None = None
+    dim: int | None = None
+    expected: str | None = None
+    actual: str | None = None
+
+
+@dataclass(frozen=True)
+class ForecastRequest:
+    index: int
+    shape: tuple[tuple[str, int], ...]
+    outcome: Outcome
+    basis: Literal["traced", "repeat"] = "traced"
+    compile_ids: tuple[str, ...] = ()
+    guards: tuple[ForecastGuard, ...] = ()
+    error: str | None = None
+    compile_s: float | None = None  # predicted compile seconds of this request, when a result file gave times
+
+    @property
+    def shape_label(self) -> str:
+        if len(self.shape) == 1:
+            return str(self.shape[0][1])
+        return ",".join(f"{k}={v}" for k, v in self.shape)
+
+
+@dataclass(frozen=True)
+class CompileTimes:
+    """Measured compile times a prediction uses, from a results file."""
+
+    source: str  # the file and trial they come from
+    first_s: float | None  # median of the measured first compiles of a frame
+    first_n: int
+    recompile_s: float | None  # median of the measured recompiles
+    recompile_n: int
+
+
+@dataclass(frozen=True)
+class StrategyForecast:
+    strategy: str
+    requests: tuple[ForecastRequest, ...]
+    hits: int
+    compiles: int
+    eager: int
+    errors: int
+    traced: int  # requests that went through Dynamo (the rest repeat an earlier identical request)
+    recompile_limit: int
+    dry_wall_s: float
+    stalls: tuple[int, ...] = ()  # indices of the requests that compile
+    predicted_compile_s: float | None = None
+    compile_times: CompileTimes | None = None
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ForecastReport:
+    workload: str
+    stream_length: int
+    distinct_shapes: int
+    backend: str  # what the forecast predicts for
+    dry_backend: str  # what the dry run traced with
+    torch_version: str
+    wall_s: float
+    strategies: tuple[StrategyForecast, ...]
+    mode: Literal["dry-run"] = "dry-run"
+    notes: tuple[str, ...] = field(default=())
+
+    def strategy(self, name: str) -> StrategyForecast:
+        for s in self.strategies:
+            if s.strategy == name:
+                return s
+        raise KeyError(name)

@@ -1,0 +1,181 @@
+"""The renderer contract: renderers import only the report model (and the records and file
+format it holds), units and errors — never analysis, capture, execution or strategies — and
+are picked by name or by an output file's extension from one registry."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import compilescope
+from compilescope import render
+from compilescope.errors import OptionError
+from compilescope.report import (
+    ForecastReport,
+    AdviceReport,
+    CompareReport,
+    ProbeFile,
+    RunFile,
+    ScriptAdvice,
+)
+
+PACKAGE = Path(compilescope.__file__).parent
+# what a renderer may import of compilescope: the report model, the records it holds and
+# their file encoding (the results JSON), units, errors, and the other renderers
+ALLOWED = ("compilescope.report", "compilescope.model", "compilescope.schema", "compilescope.units",
+           "compilescope.errors", "compilescope.render")
+# what the report model itself may import of compilescope: the records
+ALLOWED_IN_REPORT = ("compilescope.report", "compilescope.model")
+
+
+def imported(source: str, module: str) -> list[str]:
+    """Every module ``source`` (the text of ``module``, dotted) imports, anywhere in it —
+    inside functions too — relative imports made absolute."""
+    package = module.rsplit(".", 1)[0] if not module.endswith("__init__") else module.rsplit(".", 1)[0]
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - node.level + 1]
+                name = ".".join(base + ([node.module] if node.module else []))
+            else:
+                name = node.module or ""
+            out.append(name)
+            out += [f"{name}.{a.name}" for a in node.names if not node.module]  # from . import x
+    return out
+
+
+def forbidden(source: str, module: str, allowed: tuple[str, ...]) -> list[str]:
+    return [name for name in imported(source, module)
+            if (name == "compilescope" or name.startswith("compilescope."))
+            and not any(name == a or name.startswith(a + ".") for a in allowed)]
+
+
+def _modules(folder: str) -> list[tuple[str, Path]]:
+    return [(f"compilescope.{folder}.{p.stem}", p) for p in sorted((PACKAGE / folder).glob("*.py"))]
+
+
+def test_the_import_reader_catches_what_it_forbids():
+    # the check below is only as good as this reader: it must see relative, absolute and local imports
+    source = ("from ..analysis.build import build_run_report\nimport compilescope.execute.local\n"
+              "def f():\n    from .. import strategies\n    from ..collect import graphs\n"
+              "from ..report import RunReport\nfrom ..units import fmt_time\nfrom . import console\nimport json\n")
+    bad = forbidden(source, "compilescope.render.x", ALLOWED)
+    assert bad == ["compilescope.analysis.build", "compilescope.execute.local", "compilescope",
+                   "compilescope.strategies", "compilescope.collect"]
+
+
+@pytest.mark.parametrize(("module", "path"), _modules("render"), ids=lambda v: str(v).rsplit("/", 1)[-1])
+def test_a_renderer_imports_only_the_report_model_and_units(module, path):
+    assert forbidden(path.read_text(encoding="utf-8"), module, ALLOWED) == []
+
+
+@pytest.mark.parametrize(("module", "path"), _modules("report"), ids=lambda v: str(v).rsplit("/", 1)[-1])
+def test_the_report_model_imports_only_the_records(module, path):
+    assert forbidden(path.read_text(encoding="utf-8"), module, ALLOWED_IN_REPORT) == []
+
+
+def test_every_renderer_module_is_registered_and_satisfies_the_protocol():
+    registered = {r.name: r for r in render.renderers()}
+    assert set(registered) == set(render.MODULES)
+    modules = {p.stem for p in (PACKAGE / "render").glob("*.py")}
+    # every module that defines a RENDERER is in the registry; the rest are helpers of one
+    for stem in modules - {"__init__"}:
+        text = (PACKAGE / "render" / f"{stem}.py").read_text(encoding="utf-8")
+        assert ("\nRENDERER = " in text) == (f"compilescope.render.{stem}" in render.MODULES.values()), stem
+    for name, r in registered.items():
+        assert isinstance(r, render.Renderer), name
+        assert r.extensions and all(ext.startswith(".") for ext in r.extensions) and r.kinds and r.written
+
+
+@pytest.mark.parametrize(("path", "name"), [
+    ("out.csv", "csv"), ("OUT.CSV", "csv"), ("out.json", "json"), ("out.html", "html"), ("out.htm", "html"),
+    ("out.perfetto.json", "perfetto"), ("out.trace.json", "perfetto"), ("dir.v2/out.txt", "text"),
+])
+def test_an_output_path_picks_its_renderer_by_extension(path, name):
+    assert render.for_path(Path(path)).name == name
+
+
+def test_an_unknown_extension_is_one_line_naming_the_known_ones():
+    with pytest.raises(OptionError) as caught:
+        render.for_path(Path("out.xlsx"))
+    message = str(caught.value)
+    assert "\n" not in message and "'out.xlsx'" in message and ".csv" in message and ".trace.json" in message
+
+
+def test_what_each_kind_of_report_can_be_written_as():
+    kinds = {name: set(render.get(name).kinds) for name in render.MODULES}
+    assert kinds["csv"] == {RunFile}
+    assert kinds["json"] == {RunFile, ProbeFile, ForecastReport}
+    assert kinds["perfetto"] == {RunFile, ProbeFile}
+    assert CompareReport in kinds["html"] and ProbeFile in kinds["html"]
+    assert {RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport} <= kinds["text"]
+
+
+# ----------------------------------------------------------------------------- the CLI's one output path
+
+
+def test_out_with_an_unknown_extension_is_one_line_and_exit_2(main, tmp_path):
+    code, out, err = main("report", "results.json", "--out", "report.xlsx")
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("compilescope: error: --out 'report.xlsx': unknown output format")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_out_dash_names_no_format(main, tmp_path):
+    code, out, err = main("report", "results.json", "--out", "-")
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "--out - names no format" in err
+
+
+def _results(tmp_path: Path) -> Path:
+    """A results file written from hand-made records (no trial runs)."""
+    from compilescope.model import CallRecord, RunResult, StrategyOptions, TrialResult, TrialSpec
+    from compilescope.schema import dumps
+
+    spec = TrialSpec("w", "eager", "cold", ({"n": 16}, {"n": 32}), StrategyOptions(backend="eager"))
+    calls = (CallRecord(0, {"n": 16}, 2e-4), CallRecord(1, {"n": 32}, 3e-4))
+    path = tmp_path / "results.json"
+    path.write_text(dumps(RunResult(workload="w", stream=spec.stream, trials=(TrialResult(spec, "ok", calls=calls),))))
+    return path
+
+
+def test_out_picks_each_renderer_and_the_flags_are_its_aliases(main, tmp_path):
+    import csv
+    import json
+
+    _results(tmp_path)
+    code, out, err = main("report", "results.json", "--out", "a.csv", "--out", "a.trace.json", "--out", "a.txt",
+                          "--out", "copy.json", "--csv", "b.csv")
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "a.csv").open()))
+    assert [(r["strategy"], r["shape"]) for r in rows] == [("eager", "16"), ("eager", "32")]
+    assert (tmp_path / "b.csv").read_text() == (tmp_path / "a.csv").read_text()  # --csv is --out *.csv
+    trace = json.loads((tmp_path / "a.trace.json").read_text())
+    assert [e["name"] for e in trace["traceEvents"] if e["ph"] == "X"] == ["request 0 (16)", "request 1 (32)"]
+    assert (tmp_path / "a.txt").read_text().startswith("w — per shape")
+    copy = json.loads((tmp_path / "copy.json").read_text())
+    (summary,) = copy["summary"].values()
+    assert summary["status"] == "ok" and len(copy["trials"][0]["calls"]) == 2
+    for line in ("csv: a.csv", "csv: b.csv", "perfetto trace: a.trace.json", "text report: a.txt",
+                 "results JSON: copy.json"):
+        assert line in out, out
+
+
+def test_out_refuses_a_format_the_report_has_not(main, tmp_path):
+    _results(tmp_path)
+    code, out, err = main("compare", "results.json", "results.json", "--out", "c.csv")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "--out c.csv: csv output is not made for a comparison (it writes: html, text)" in err
+    assert not (tmp_path / "c.csv").exists()
+
+
+def test_two_outputs_on_one_file_are_refused_before_anything_is_written(main, tmp_path):
+    _results(tmp_path)
+    code, out, err = main("report", "results.json", "--out", "a.csv", "--csv", "a.csv")
+    assert code == 2 and err.count("\n") == 1 and "a.csv" in err, err
+    assert not (tmp_path / "a.csv").exists()
