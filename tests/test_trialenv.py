@@ -78,6 +78,7 @@ def test_only_the_documented_environment_reaches_a_trial(tmp_path, monkeypatch):
     monkeypatch.setenv("COMPILESCOPE_PASS_ENV", "MY_WORKLOAD_SETTING")
     monkeypatch.setenv("TORCHDYNAMO_VERBOSE", "0")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "someone-elses"))  # compilescope owns the caches
+    monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH") or str(tmp_path))  # what a process needs: passed
     result = LocalExecutor().run(TrialTask(spec, str(tmp_path / "cache")), timeout_s=120).result
     assert result.ok, (result.error, result.stderr_tail)
     assert result.env.variables == {"MY_WORKLOAD_SETTING": "on", "TORCHDYNAMO_VERBOSE": "0"}
