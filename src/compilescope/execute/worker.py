@@ -50,11 +50,11 @@ def run_dir_prefix(kind: str, pid: int | None = None) -> str:
 RUN_DIR = re.compile(r"compilescope-(?:cache|sweep|ray)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")
 
 
-def _orphaned_root(cache_dir: str, parent: int) -> Path | None:
+def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path | None:
     """The run's temporary directory holding ``cache_dir``, when the dead parent created it."""
     root = Path(cache_dir).parent
     m = RUN_DIR.fullmatch(root.name)
-    return root if m is not None and int(m["pid"]) == parent and m["host"] == host_tag() else None
+    return root if m is not None and int(m["pid"]) == parent and m["host"] == (host or host_tag()) else None
 
 
 class ParentWatch:
@@ -64,6 +64,9 @@ class ParentWatch:
         self.parent, self.cache_dir = parent, cache_dir
         self.pid = os.getpid()
         self.lock = threading.Lock()
+        # computed now: a parent's death may come while the main thread holds an import lock
+        # (importing torch), and nothing on the way out may wait for one
+        self.host = host_tag()
 
     def install(self) -> None:
         if sys.platform.startswith("linux"):
@@ -90,7 +93,7 @@ class ParentWatch:
 
     def parent_gone(self) -> None:
         with self.lock:
-            root = _orphaned_root(self.cache_dir, self.parent)
+            root = _orphaned_root(self.cache_dir, self.parent, self.host)
             if root is not None:
                 shutil.rmtree(root, ignore_errors=True)
             try:
