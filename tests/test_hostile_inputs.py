@@ -43,23 +43,9 @@ QUICK = ["--backend", "eager", "--samples", "3", "--budget", "0.01", "--warmup",
 
 
 @pytest.fixture
-def cli_here(tmp_path, monkeypatch, capsys):
-    """``compilescope ARGS…`` in this process, in tmp_path: (exit status, stdout, stderr). The
-    signal handlers the CLI installs are put back afterwards."""
-    monkeypatch.chdir(tmp_path)
-    capsys.readouterr()
-
-    def run(*args: str) -> tuple[int, str, str]:
-        saved = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
-        try:
-            rc = main([str(a) for a in args])
-        finally:
-            for s, handler in saved.items():
-                signal.signal(s, handler)
-        out, err = capsys.readouterr()
-        return rc, out, err
-
-    return run
+def cli_here(main):
+    """conftest's in-process ``main``, taking paths as arguments too."""
+    return lambda *args: main(*(str(a) for a in args))
 
 
 def refused(got: tuple[int, str, str], *words: str) -> str:
