@@ -356,10 +356,11 @@ class TrialSpec:
     options: StrategyOptions = StrategyOptions()
     measure: MeasureOptions = MeasureOptions()
     variant: str = ""
+    startup: tuple[Shape, ...] = ()  # called before the stream, as a service warms up (phase "startup")
 
     def __hash__(self) -> int:
         return hash((self.workload, self.strategy, self.cache, self.variant, self.options, self.measure,
-                     tuple(shape_key(s) for s in self.stream)))
+                     tuple(shape_key(s) for s in self.stream), tuple(shape_key(s) for s in self.startup)))
 
     @property
     def name(self) -> str:
@@ -429,6 +430,7 @@ class TrialResult:
     cache_load_s: float | None = None  # mega-cache: load_cache_artifacts() before the first call
     artifacts_bytes: int | None = None
     notes: tuple[str, ...] = ()
+    startup: tuple[CallRecord, ...] = ()  # the spec's start-up calls, before the stream (their own indices)
 
     @property
     def ok(self) -> bool:

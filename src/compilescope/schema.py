@@ -19,6 +19,8 @@ Schema history (``schema_version``):
       A trial's ``env`` is a typed record (``TrialEnv``: threads and the recompile limit as
       integers, how its process started, ``variables``: the torch-affecting environment it
       inherited); the string dict of older files is migrated on load (``migrate_trial_env``).
+      A trial spec's ``startup`` shapes, called before the stream as a service warms up, and a
+      trial's ``startup`` calls (their compiles have phase ``startup``).
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals

@@ -185,7 +185,7 @@ class _Runner:
     def _poll(self, call_index: int | None, named: dict[str, Any], phase: str) -> Polled:
         return self.capture.poll(call_index=call_index, phase=phase, arguments=named, target=self.target_info)
 
-    def stream(self, stream: tuple[Shape, ...], sink: CallSink | None = None) -> list[CallRecord]:
+    def stream(self, stream: tuple[Shape, ...], sink: CallSink | None = None, phase: str = "stream") -> list[CallRecord]:
         records = []
         for index, shape in enumerate(stream):
             args, kwargs, named = self.inputs(shape)
@@ -200,7 +200,7 @@ class _Runner:
             except Exception as exc:  # a failing call is a result, not a crash
                 error, info = _error_text(exc), error_info(exc)
             ran = self.graphs.taken()
-            got = self._poll(index, named, "stream")
+            got = self._poll(index, named, phase)
             failed = next((r for r in got.compiles if r.failed), None)
             if info is not None and info.user_frame is None and failed is not None:
                 # a compile-time error has no user frame on the Python stack: the frame being compiled is it
@@ -369,7 +369,7 @@ def run_trial(
         cache_load_s = time.perf_counter() - t0
     graphs = GraphRunLog()
     with torch.set_grad_enabled(workload.grad):
-        prepared = strategy.prepare(target, spec.options, PrepareContext(make_inputs, spec.stream, graphs))
+        prepared = strategy.prepare(target, spec.options, PrepareContext(make_inputs, spec.startup + spec.stream, graphs))
     if workload.step is not None:
         prepared = _through_step(workload.step, prepared, target)
     call_clock, sample_clock = clocks or clocks_for_device(measure.device)
@@ -377,6 +377,7 @@ def run_trial(
     runner = _Runner(workload, target, prepared, strategy.compiles, measure, call_clock, sample_clock, graphs, capture)
     try:
         with torch.set_grad_enabled(workload.grad), limit_scope(spec.options):
+            startup = runner.stream(spec.startup, phase="startup") if spec.startup else []
             calls = runner.stream(spec.stream, sink)
             failed_shapes = {tuple(c.shape.items()) for c in calls if c.error is not None}
             shapes = [s for s in distinct_shapes(spec.stream) if tuple(s.items()) not in failed_shapes]
@@ -407,5 +408,6 @@ def run_trial(
         cache_load_s=cache_load_s,
         artifacts_bytes=None if artifacts is None else len(artifacts),
         notes=prepared.notes,
+        startup=tuple(startup),
     ), artifacts
 
