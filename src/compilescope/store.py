@@ -51,9 +51,18 @@ class StoreError(CompilescopeError):
     """A file that cannot be opened as a results store (``--where`` text: :mod:`compilescope.options`)."""
 
 
+KEY_FIELDS_ADDED: dict[str, object] = {"startup": []}  # a TrialSpec field → its default, as data
+
+
 def trial_key(spec: TrialSpec, torch_version: str) -> str:
-    """The identity of a trial in the store: its spec, the torch version and the device."""
-    text = json.dumps({"spec": to_data(spec), "torch": torch_version, "device": spec.measure.device}, sort_keys=True)
+    """The identity of a trial in the store: its spec, the torch version and the device. A spec
+    field added since stores were first written is left out while it has its default, so a
+    store an older compilescope wrote keeps its keys (its trials are still skipped on resume)."""
+    data = to_data(spec)
+    for name in KEY_FIELDS_ADDED:
+        if data.get(name) == KEY_FIELDS_ADDED[name]:
+            del data[name]
+    text = json.dumps({"spec": data, "torch": torch_version, "device": spec.measure.device}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -1,0 +1,33 @@
+"""A store's trial keys survive additive changes to the trial spec: a store an older
+compilescope wrote is still resumed (its trials skipped), not run again."""
+
+import dataclasses
+import hashlib
+import json
+
+from compilescope.model import StrategyOptions, TrialSpec
+from compilescope.schema import to_data
+from compilescope.store import KEY_FIELDS_ADDED, trial_key
+
+
+def _key_without(spec: TrialSpec, fields: set[str]) -> str:
+    """The key as a compilescope whose TrialSpec had none of ``fields`` computed it."""
+    data = {k: v for k, v in to_data(spec).items() if k not in fields}
+    text = json.dumps({"spec": data, "torch": "2.13.0", "device": spec.measure.device}, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def test_a_spec_without_the_added_fields_keeps_its_older_key():
+    spec = TrialSpec("sincos", "default", "cold", ({"n": 16}, {"n": 32}), StrategyOptions(backend="eager"))
+    assert trial_key(spec, "2.13.0") == _key_without(spec, set(KEY_FIELDS_ADDED))
+
+
+def test_an_added_field_with_a_value_makes_another_trial():
+    spec = TrialSpec("sincos", "default", "cold", ({"n": 16},))
+    warmed = dataclasses.replace(spec, startup=({"n": 8},))
+    assert trial_key(warmed, "2.13.0") != trial_key(spec, "2.13.0")
+
+
+def test_every_added_field_default_is_the_specs_own():
+    spec = to_data(TrialSpec("sincos", "default", "cold", ({"n": 16},)))
+    assert {name: spec[name] for name in KEY_FIELDS_ADDED} == KEY_FIELDS_ADDED
