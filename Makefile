@@ -43,6 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/cli_startup.py
 	$(BIN)/python benchmarks/record_shapes_overhead.py
 	$(BIN)/python benchmarks/forecast_vs_run.py
+	$(BIN)/python benchmarks/verify_minilm.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results

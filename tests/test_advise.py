@@ -57,10 +57,10 @@ def test_transformer_proposes_both_varying_dims_and_rejects_what_fails(advised_r
     assert any(r.proposal and r.proposal.strategy == "dynamic" for r in advice.rows)
 
 
-def test_run_advise_is_advise(cli, tmp_path):
+def test_run_advise_is_advise(cli_in_process, tmp_path):
     out = tmp_path / "a.json"
-    proc = cli("run", "sincos", "--stream", "16,16,32,32,64,16", "--advise", "--backend", "eager", "--samples", "5",
-               "--budget", "0.05", "--json", str(out))
+    proc = cli_in_process("run", "sincos", "--stream", "16,16,32,32,64,16", "--advise", "--backend", "eager",
+                          "--samples", "5", "--budget", "0.05", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     text = " ".join(proc.stdout.split())
     assert "advise — objective: total" in text

@@ -34,19 +34,19 @@ def test_the_docs_have_runnable_examples():
 
 
 @pytest.mark.parametrize("name, kind, code", blocks(), ids=[b[0] for b in blocks()])
-def test_doc_example_runs(name, kind, code, tmp_path):
+def test_doc_example_runs(name, kind, code, tmp_path, request):
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
     if kind == "python":
         proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     elif kind == "pytest":
-        (tmp_path / "test_example.py").write_text(code)
-        proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_example.py"],
-                              cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
-        assert "1 failed, 1 passed" in proc.stdout, proc.stdout[-3000:]
-        assert "tensor 'args[0]' size mismatch at index 0. expected 8, actual 16" in proc.stdout
-        assert "dynamic_sources=\"L['args'][0]:0\"" in proc.stdout
+        pytester = request.getfixturevalue("pytester")  # pytest in this process, the plugin by its entry point
+        pytester.makepyfile(test_example=code)
+        stdout = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_example.py").stdout.str()
+        assert "1 failed, 1 passed" in stdout, stdout[-3000:]
+        assert "tensor 'args[0]' size mismatch at index 0. expected 8, actual 16" in stdout
+        assert "dynamic_sources=\"L['args'][0]:0\"" in stdout
     else:
         (tmp_path / "examples").symlink_to(ROOT / "examples")  # commands are written from the repository root
         for line in code.splitlines():

@@ -183,7 +183,8 @@ WORKLOADS_FILE = Path(__file__).parent / "workloads_for_tests.py"
 # validates still runs the whole pipeline (plan, journal, results, report) in milliseconds
 FUZZED = ("run", "advise", "report", "compare", "sweep")
 NEVER = {"script": (), "executor": ("local", "nosuch", "")}
-OUTPUTS = {"json_path", "csv_path", "html_path", "perfetto_path", "store_path", "stream_out"}
+OUTPUTS = {"json_path", "csv_path", "html_path", "perfetto_path", "store_path", "stream_out", "outs", "plan_out",
+           "record_shapes"}
 def _closed_port() -> int:
     """A port of ours on 127.0.0.1 that nothing listens on: connecting to it is refused."""
     with socket.socket() as s:

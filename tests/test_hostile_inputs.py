@@ -171,15 +171,16 @@ def test_budget():
 
 @pytest.mark.parametrize("args", ["1, 2", "1, n=2", "m=1", ""])
 def test_max_recompiles_with_other_than_one_argument_is_an_error(pytester, args):
+    # pytest in this process, the plugin loaded by its entry point
     pytester.makepyfile(MARKER_TEST.format(args=args))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*max_recompiles takes one non-negative integer (n), got (*"])
 
 
 def test_max_recompiles_takes_n_by_name(pytester):
     pytester.makepyfile(MARKER_TEST.format(args="n=0"))
-    pytester.runpytest_subprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
+    pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 
 
 def test_a_nan_only_when_compiled_is_a_nan_error_not_zero():

@@ -73,16 +73,16 @@ def test_a_raising_script_still_gets_its_report(tmp_path):
     assert len(data["compiles"]) == 2 and data["error"] == "RuntimeError: after two compiles"
 
 
-def test_bad_inputs_exit_2_with_one_line(tmp_path):
+def test_bad_inputs_exit_2_with_one_line(tmp_path, main):
     for args, message in (
         (["missing_script.py"], "does not exist"),
         (["--trace", str(tmp_path / "nope")], "does not exist"),
         (["--trace", str(tmp_path)], "no TORCH_TRACE .log file"),
         ([], "give a SCRIPT"),
     ):
-        proc = probe(*args)
-        assert proc.returncode == 2, (args, proc.stderr)
-        assert message in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+        code, _, err = main("probe", *args)  # refused before anything runs: the CLI in this process
+        assert code == 2, (args, err)
+        assert message in err and len(err.strip().splitlines()) == 1
 
 
 def test_users_torch_logs_survive(tmp_path):
@@ -128,30 +128,30 @@ def test_causes_are_grouped_with_next_steps():
     assert decode_cause.kind == "value" and not decode_cause.shape_reducible
 
 
-def test_strict_trace_names_the_counter(tmp_path):
+def test_strict_trace_names_the_counter(tmp_path, main):
     trace = tmp_path / "trace"
     subprocess.run([sys.executable, str(SCENARIOS / "shape_default.py")], env=dict(os.environ, TORCH_TRACE=str(trace)),
                    check=True, capture_output=True, timeout=300)
     (log,) = trace.glob("*.log")
     with log.open("a") as fh:
         fh.write('V1129 10:00:00.000000 1 torch/x.py:1] {"brand_new_event": {}, "frame_id": 0, "frame_compile_id": 0}\n')
-    lenient = probe("--trace", str(trace))
-    assert lenient.returncode == 0 and "unknown_event:brand_new_event=1" in lenient.stderr
-    strict = probe("--trace", str(trace), "--strict")
-    assert strict.returncode == 2 and "unknown_event:brand_new_event=1" in strict.stderr
+    # reading a trace runs no program: the CLI in this process
+    code, _, err = main("probe", "--trace", str(trace))
+    assert code == 0 and "unknown_event:brand_new_event=1" in err
+    code, _, err = main("probe", "--trace", str(trace), "--strict")
+    assert code == 2 and "unknown_event:brand_new_event=1" in err
 
 
-def test_stream_out_feeds_run(tmp_path):
+def test_stream_out_feeds_run(tmp_path, main):
     stream = tmp_path / "shapes.jsonl"
     proc = probe("--stream-out", str(stream), str(SCENARIOS / "shape_default.py"))
     assert proc.returncode == 0
     rows = [json.loads(line) for line in stream.read_text().splitlines()]
     assert rows == [{"x.0": n} for n in (16, 16, 32, 32, 64, 16)]
     out = tmp_path / "r.json"
-    run = subprocess.run([sys.executable, "-m", "compilescope.cli", "run", "sincos", "--stream", f"@{stream}",
-                          "--strategies", "default", "--backend", "eager", "--samples", "3", "--budget", "0.01",
-                          "--json", str(out)], capture_output=True, text=True, timeout=300)
-    assert run.returncode == 0, run.stderr
+    code, _, err = main("run", "sincos", "--stream", f"@{stream}", "--strategies", "default", "--backend", "eager",
+                        "--samples", "3", "--budget", "0.01", "--json", str(out))  # its trials are processes
+    assert code == 0, err
     default = load(out).trials[1]
     assert [c.shape["n"] for c in default.calls] == [16, 16, 32, 32, 64, 16]
     assert sum(1 for e in default.compiles if e.is_compile) == 2

@@ -19,7 +19,9 @@ from compilescope.report import (
     ProbeFile,
     RunFile,
     ScriptAdvice,
+    VerifyReport,
 )
+from compilescope.report.warmup import WarmupReport
 
 PACKAGE = Path(compilescope.__file__).parent
 # what a renderer may import of compilescope: the report model, the records it holds and
@@ -111,10 +113,12 @@ def test_an_unknown_extension_is_one_line_naming_the_known_ones():
 def test_what_each_kind_of_report_can_be_written_as():
     kinds = {name: set(render.get(name).kinds) for name in render.MODULES}
     assert kinds["csv"] == {RunFile}
-    assert kinds["json"] == {RunFile, ProbeFile, ForecastReport}
+    assert kinds["json"] == {RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport}
     assert kinds["perfetto"] == {RunFile, ProbeFile}
-    assert CompareReport in kinds["html"] and ProbeFile in kinds["html"]
-    assert {RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport} <= kinds["text"]
+    assert CompareReport in kinds["html"] and ProbeFile in kinds["html"] and VerifyReport in kinds["html"]
+    assert {RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport, WarmupReport,
+            VerifyReport} <= kinds["text"]
+    assert WarmupReport in kinds["html"]
 
 
 # ----------------------------------------------------------------------------- the CLI's one output path

@@ -13,9 +13,9 @@ for b in (4, 8, 12, 16, 20):
 """
 
 
-def test_advise_script_measures_dynamic_sources_against_the_script_as_it_is(cli, tmp_path):
+def test_advise_script_measures_dynamic_sources_against_the_script_as_it_is(cli_in_process, tmp_path):
     (tmp_path / "serve.py").write_text(SCRIPT)
-    proc = cli("advise", "--json", "advice.json", "--script", "serve.py")
+    proc = cli_in_process("advise", "--json", "advice.json", "--script", "serve.py")  # each probe a process
     assert proc.returncode == 0, proc.stderr
     saved = json.loads((tmp_path / "advice.json").read_text())
     assert saved["kind"] == "advise-script" and [r["verdict"] for r in saved["rows"]][0] == "baseline"
@@ -28,18 +28,18 @@ def test_advise_script_measures_dynamic_sources_against_the_script_as_it_is(cli,
     assert "L['args'][0]:0" in out and "TORCH_COMPILE_DYNAMIC_SOURCES=" in out
 
 
-def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, tmp_path):
+def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, cli_in_process, tmp_path):
     (tmp_path / "serve.py").write_text(SCRIPT)
     proc = cli("probe", "--config", "recompile_limit=2", "--json", "p.json", "serve.py")
     assert proc.returncode == 0, proc.stderr
     outcomes = [c["outcome"] for c in json.loads((tmp_path / "p.json").read_text())["compiles"]]
     assert outcomes.count("compiled") == 2 and "refused" in outcomes
-    bad = cli("probe", "--config", "nope=1", "serve.py")
+    bad = cli_in_process("probe", "--config", "nope=1", "serve.py")  # refused before the script runs
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown --config 'nope'" in bad.stderr
 
 
-def test_advise_needs_a_workload_or_a_script(cli):
-    proc = cli("advise")
+def test_advise_needs_a_workload_or_a_script(cli_in_process):
+    proc = cli_in_process("advise")
     assert proc.returncode == 2 and "WORKLOAD" in proc.stderr
 
 

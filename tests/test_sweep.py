@@ -14,6 +14,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from .conftest import cli_here
+
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 
@@ -61,8 +63,15 @@ def counts(store: Path) -> dict[tuple[str, str], tuple]:
 
 
 def cli_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI as a process of its own (a Ray sweep starts a local cluster: not in this process)."""
     return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], cwd=directory, capture_output=True,
                           text=True, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
+
+
+def cli_here_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI in this process (its trials are processes of their own all the same): for the
+    commands whose output and store are read, not their process."""
+    return cli_here(*args, cwd=directory, env=dict(os.environ, RAY_ADDRESS=""))
 
 
 @pytest.fixture(scope="module")
@@ -93,7 +102,7 @@ def test_local_sweep_stores_every_trial_records_a_crash_and_resumes_with_nothing
     tmp_path, sweep = local_sweep.directory, local_sweep.sweep
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return cli_in(tmp_path, *args)
+        return cli_here_in(tmp_path, *args)
 
     got = counts(tmp_path / "s.sqlite")
     assert len(got) == 10  # per workload: eager + (default, static) × (cold, warm)
@@ -134,17 +143,16 @@ def test_killed_sweep_reruns_only_the_missing_trials(local_sweep):
     ("workloads = ['sincos'\n", "not valid TOML"),
     ("workloads = ['nope']", "unknown workload 'nope'"),
 ])
-def test_bad_sweep_files_are_one_line_errors(cli, tmp_path, text, message):
+def test_bad_sweep_files_are_one_line_errors(cli_in_process, tmp_path, text, message):
     (tmp_path / "bad.toml").write_text(text)
-    proc = cli("sweep", "bad.toml")
+    proc = cli_in_process("sweep", "bad.toml")  # refused before any trial: the CLI in this process
     assert proc.returncode == 2 and message in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
 
 
-def test_ray_executor_without_ray_names_the_extra(tmp_path):
+def test_ray_executor_without_ray_names_the_extra(tmp_path, monkeypatch):
     sweep = write_sweep(tmp_path)
-    code = ("import sys; sys.modules['ray'] = None\nfrom compilescope.cli import main\n"
-            f"sys.argv = ['compilescope', 'sweep', {str(sweep)!r}, '--executor', 'ray']\nsys.exit(main())\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails, as where the extra is not installed
+    proc = cli_here("sweep", str(sweep), "--executor", "ray", cwd=tmp_path)
     assert proc.returncode == 2 and "pip install 'compilescope[ray]'" in proc.stderr
     assert proc.stderr.count("\n") == 1
 

@@ -143,8 +143,9 @@ def test_three_sizes():
 
 @pytest.mark.parametrize("budget, outcome", [(1, "failed"), (2, "passed")])
 def test_plugin_marker(pytester, budget, outcome):
+    # pytest in this process (torch already imported), the plugin loaded by its entry point
     pytester.makepyfile(PLUGIN_TEST.format(budget=budget))
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
     result.assert_outcomes(**{outcome: 1})
     if outcome == "failed":
         result.stdout.fnmatch_lines([
@@ -168,7 +169,7 @@ def test_plugin_fixture_and_report(pytester):
         def test_plain():
             assert True
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--compilescope-report")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--compilescope-report")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "*compilescope: compiles per test*",

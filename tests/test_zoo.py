@@ -3,7 +3,6 @@ a conv net and a training step — all offline."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import pytest
@@ -49,14 +48,11 @@ def test_minilm_inputs_are_real_padded_tokens_and_embeddings_are_sentence_embedd
     assert float(emb[0] @ emb[1]) == pytest.approx(0.755, abs=0.01)
 
 
-def test_models_extra_missing_is_one_line_with_the_install_command(tmp_path):
-    code = (
-        "import sys; sys.modules['transformers'] = None\n"
-        "from compilescope.cli import main\n"
-        "sys.argv = ['compilescope', 'run', 'gpt2-tiny']\n"
-        "sys.exit(main())\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+def test_models_extra_missing_is_one_line_with_the_install_command(tmp_path, monkeypatch):
+    from .conftest import cli_here
+
+    monkeypatch.setitem(sys.modules, "transformers", None)  # `import transformers` fails, as without the extra
+    proc = cli_here("run", "gpt2-tiny", cwd=tmp_path)
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and "pip install 'compilescope[models]'" in lines[0] and "gpt2-tiny" in lines[0]

@@ -28,6 +28,8 @@ _LAZY = {
     **dict.fromkeys(("SCHEMA_VERSION", "load"), "schema"),
     **dict.fromkeys(("RecompileBudgetExceeded", "RecompileBudgetWarning", "Watch", "watch"), "watch"),
     **dict.fromkeys(("Workload", "load_workload"), "workload"),
+    **dict.fromkeys(("WarmUpResult", "warm_up"), "warmup.api"),
+    **dict.fromkeys(("VerifyReport", "verify_plan"), "warmup.verify"),
 }
 
 if TYPE_CHECKING:
@@ -48,6 +50,8 @@ if TYPE_CHECKING:
     from .schema import SCHEMA_VERSION, load
     from .watch import RecompileBudgetExceeded, RecompileBudgetWarning, Watch, watch
     from .workload import Workload, load_workload
+    from .warmup.api import WarmUpResult, warm_up
+    from .warmup.verify import VerifyReport, verify_plan
 
 
 def __getattr__(name: str) -> Any:
@@ -96,6 +100,8 @@ __all__ = [
     "StreamError",
     "TrialResult",
     "TrialSpec",
+    "VerifyReport",
+    "WarmUpResult",
     "Watch",
     "Workload",
     "WorkloadError",
@@ -107,5 +113,7 @@ __all__ = [
     "resume_run",
     "run",
     "variant",
+    "verify_plan",
+    "warm_up",
     "watch",
 ]

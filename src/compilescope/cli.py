@@ -891,6 +891,9 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
 
         if trace_dir is not None:
             raise OptionError("--record-shapes records a running script, not a --trace directory")
+        if record_shapes == STDOUT:
+            raise OptionError("--record-shapes cannot be `-`: stdout is the script's (and several functions "
+                              "make several files); give a path")
         ShapeRecorder(record_shapes)  # a bad path is an error before the script starts
     if STDOUT in (json_path, stream_out, html_path, perfetto_path) and trace_dir is None:
         raise OptionError("probe's outputs cannot be `-`: stdout is the script's; give a file")
@@ -980,27 +983,188 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
               help="the recompile limit to forecast under (default: PyTorch's).")
 @click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="a run's results JSON whose measured compile times predict the compile seconds.")
+@click.option("--from-results", "recorded_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="a run's (or probe's) results JSON: forecast from the guards its cache entries recorded.")
+@click.option("--method", type=click.Choice(["dry-run", "recorded", "both"]), default=None,
+              help="dry-run (default), recorded (the default with --from-results), or both side by side.")
+@click.option("--function", "function", default=None, metavar="NAME",
+              help="with a probe's --from-results that compiled several functions: the one to forecast.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
 @out_option
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, marks: tuple[str, ...],
-                     recompile_limit: int | None, results_path: Path | None, json_path: Path | None,
-                     outs: tuple[Path, ...]) -> int:
+                     recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
+                     method: str | None, function: str | None, json_path: Path | None, outs: tuple[Path, ...]) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
     compiled graph, compile (with the guards that fail) or run eagerly at the recompile limit —
     by running Dynamo on the real code with parameters and inputs on the meta device and a
-    backend that compiles nothing. No kernel runs; a forecast of 10,000 requests takes seconds."""
-    from .forecast.engine import forecast
+    backend that compiles nothing. No kernel runs; a forecast of 10,000 requests takes seconds.
+
+    With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
+    run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
+    from .forecast import compare_forecasts, forecast, forecast_recorded
     from .report import ForecastReport
 
+    method = method or ("recorded" if recorded_path is not None else "dry-run")
+    if method != "dry-run" and recorded_path is None:
+        raise OptionError(f"--method {method} needs --from-results RUN.json (a run that recorded its guards)")
+    if recorded_path is not None and method == "dry-run":
+        raise OptionError("--from-results is read by --method recorded or both, not dry-run")
+    if function is not None and recorded_path is None:
+        raise OptionError("--function picks a compiled function of a probe's --from-results file")
     console = _console(stderr=_stdout_output(json=json_path))
     outputs = _outputs(outs, json=json_path)
     _check_kinds(outputs, ForecastReport, "a forecast")
-    _check_outputs(outputs, inputs=[(results_path, "--results")] if results_path is not None else [])
-    report = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
-                      marks=tuple(parse_mark(m) for m in marks), results=results_path)
+    inputs = [(p, flag) for p, flag in ((results_path, "--results"), (recorded_path, "--from-results")) if p is not None]
+    _check_outputs(outputs, inputs=inputs)
+    recorded = dry = None
+    if method != "dry-run":
+        recorded = forecast_recorded(workload, stream, recorded_path, strategies, times=results_path,
+                                     recompile_limit=recompile_limit, function=function)
+    if method != "recorded":
+        dry = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
+                       marks=tuple(parse_mark(m) for m in marks), results=results_path)
+    report = compare_forecasts(dry, recorded) if dry is not None and recorded is not None else (dry or recorded)
     _show(report, console, outputs)
     return 0
+
+
+@cli.command("warmup")
+@click.argument("workload")
+@click.option("--stream", required=True, help="the recorded stream to plan for (`@shapes.jsonl`, or shapes as for run).")
+@click.option("--strategies", default="default,static,dynamic", show_default=True,
+              help="comma-separated compiling strategies to plan.")
+@click.option("--backend", default="inductor", show_default=True, help="eager, aot_eager or inductor.")
+@click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
+              help="for mark-dynamic / shapes-spec (repeatable), as for run.")
+@click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
+              help="plan under this recompile limit (default: find the one each plan needs, and say it).")
+@lifetime_options
+@click.option("--cache", "cache", default="cold,warm,mega", show_default=True,
+              help="start modes to measure each plan in: cold, warm, mega (comma list).")
+@click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True,
+              help="steady-state samples per shape (at most).")
+@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+              help="torch threads in each trial (0 = torch's default).")
+@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+              help="seconds before a trial process is killed and recorded as timed out.")
+@click.option("--plan-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="write the plan file (versioned JSON) here.")
+@click.option("--artifacts", "artifacts_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="save each strategy's mega-cache artifacts (its cold trial's) in this folder; needs --plan-out.")
+@click.option("--no-measure", is_flag=True, help="print the dry-run plan only (a forecast; no trial runs).")
+@click.option("--verify", "heldout", default=None, metavar="HELDOUT",
+              help="then replay a held-out stream after the recommended plan's start-up, and report it.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+              help="write the warm-up report as JSON (`-`: stdout).")
+@out_option
+@executor_options
+def warmup_command(workload: str, stream: str, strategies: str, backend: str, marks: tuple[str, ...],
+                   recompile_limit: int | None, lifetime: str | None, qps: float | None, cache: str, samples: int,
+                   threads: int, timeout: float, plan_out: Path | None, artifacts_dir: Path | None, no_measure: bool,
+                   heldout: str | None, json_path: Path | None, outs: tuple[Path, ...], executor: str,
+                   ray_address: str | None, cpus_per_trial: float, ray_timeout: float) -> int:
+    """Plan the warm-up: for each strategy, the smallest ordered list of shapes to call at
+    start-up so that replaying the recorded stream compiles nothing after start-up (found by dry
+    run, in seconds), the recompile limit it needs, then — measured by trials — its start-up cost
+    cold, warm and from mega-cache artifacts, its steady state, and which strategy pays over
+    --lifetime."""
+    from .options import parse_cache_modes
+    from .report.warmup import WarmupReport
+
+    chosen = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
+    from .warmup.verify import verify_plan
+    console = _console(stderr=_stdout_output(json=json_path))
+    outputs = _outputs(outs, json=json_path)
+    _check_kinds(outputs, WarmupReport, "a warm-up report")
+    requests = parse_lifetime(lifetime, qps)
+    caches = parse_cache_modes(cache)
+    _check_warmup_paths(plan_out, artifacts_dir, no_measure, caches, backend)
+    _check_outputs(outputs, others=[(plan_out, "--plan-out")])
+    if heldout is not None:  # a bad held-out stream is an error before any planning
+        from .stream import parse_stream
+        from .workload import load_workload
+
+        from .errors import StreamError
+
+        try:
+            parse_stream(heldout, load_workload(workload).dims)
+        except StreamError as exc:
+            raise StreamError(f"--verify: {exc}") from None
+    from .warmup.plan import plan_warmup
+
+    import time
+
+    started = time.perf_counter()
+    plan = plan_warmup(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
+                       marks=tuple(parse_mark(m) for m in marks))
+    report = _measure_warmup(plan, stream, console, no_measure, requests, caches, samples, threads, timeout,
+                             chosen, artifacts_dir, plan_out, time.perf_counter() - started)
+    if plan_out is not None:
+        from .warmup.planfile import save_plan
+
+        save_plan(report.plan, plan_out)
+    # written before the verification starts, so a failing replay loses nothing (stdout once, at the end)
+    _show(report, console, [o for o in outputs if o.path != STDOUT] if heldout is not None else outputs)
+    if plan_out is not None:
+        _say(console, f"plan: {plan_out}")
+    if heldout is not None:  # the recommended plan; unmeasured, the first strategy's
+        import dataclasses
+
+        which = report.plan.recommended or report.plan.plans[0].strategy
+        if report.plan.recommended is None:
+            _say(console, f"--verify: nothing was measured to recommend a strategy, so the first one's plan is "
+                          f"verified: {which}")
+        verified = verify_plan(report.plan, heldout, strategy=which, executor=chosen.start())
+        _show(verified, console, [])
+        for what, path in _write_outputs(dataclasses.replace(report, verified=verified), outputs):
+            _say(console, f"{what} (with the verification): {_shown(path)}")
+    return 0
+
+
+def _check_warmup_paths(plan_out: Path | None, artifacts_dir: Path | None, no_measure: bool,
+                        caches: tuple[str, ...], backend: str) -> None:
+    from .options import check_writable
+
+    if plan_out == STDOUT:
+        raise OptionError("--plan-out cannot be `-`: the plan is a file a service reads; give a path")
+    if plan_out is not None:
+        check_writable(plan_out, "--plan-out")
+    if artifacts_dir is None:
+        return
+    if plan_out is None:
+        raise OptionError("--artifacts needs --plan-out: the plan file names the artifacts relative to its folder")
+    if backend != "inductor":
+        raise OptionError(f"--artifacts needs --backend inductor: backend {backend} saves no cache artifacts")
+    if no_measure or "mega" not in caches:
+        raise OptionError("--artifacts needs the mega start measured (the cold trial saves the artifacts): "
+                          "drop --no-measure and keep mega in --cache")
+    if artifacts_dir.exists() and not artifacts_dir.is_dir():
+        raise OptionError(f"--artifacts {str(artifacts_dir)!r} is not a folder")
+
+
+def _measure_warmup(plan: Any, stream: str, console: Console, no_measure: bool, requests: int | None,
+                    caches: tuple[str, ...], samples: int, threads: int, timeout: float, chosen: ExecutorChoice,
+                    artifacts_dir: Path | None, plan_out: Path | None, plan_s: float = 0.0) -> Any:
+    import dataclasses
+
+    from .warmup.measure import (
+        MEASURE, KeepArtifacts, dry_report, measure_plan, save_artifacts, start_modes, trial_plan,
+    )
+
+    if no_measure:
+        return dry_report(plan, plan_s)
+    measure = dataclasses.replace(MEASURE, samples=samples, min_samples=min(MEASURE.min_samples, samples),
+                                  threads=threads or None)
+    keep = KeepArtifacts(chosen.start())
+    total = len(trial_plan(plan, (), start_modes(plan, caches)[0], measure))
+    report = _with_progress(console, total, lambda cb: measure_plan(
+        plan, stream, lifetime=requests, caches=caches, measure=measure, timeout_s=timeout, on_progress=cb, keep=keep))
+    if artifacts_dir is not None and plan_out is not None:
+        saved, written = save_artifacts(report.plan, keep.artifacts, artifacts_dir, plan_out.parent)
+        _say(console, f"artifacts: {artifacts_dir} ({', '.join(written) or 'none: no cold trial returned any'})")
+        report = dataclasses.replace(report, plan=saved)
+    return report
 
 
 def _install_signal_handlers() -> None:

@@ -284,6 +284,13 @@ def recompile_limit_value() -> int:
     return int(torch._dynamo.config.recompile_limit)
 
 
+def set_recompile_limit(limit: int) -> None:
+    """Set ``torch._dynamo.config.recompile_limit`` for the process — checked on 2.13.0."""
+    import torch._dynamo
+
+    torch._dynamo.config.recompile_limit = int(limit)
+
+
 def save_cache_artifacts() -> bytes | None:
     """``torch.compiler.save_cache_artifacts()`` (public, 2.7+): the mega-cache bytes."""
     saver = getattr(torch.compiler, "save_cache_artifacts", None)
@@ -307,7 +314,9 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     ``torch._dynamo.utils.guard_failures`` is a ``defaultdict(list)`` appended to once per
     rejecting cache entry (``guards.get_guard_fail_reason``) — checked on 2.13.0. Swapping
     its ``default_factory`` for an observing list sees every append, whether or not any
-    logging is on, and survives ``reset()`` (which only clears the dict). The undo puts the
+    logging is on, and survives ``reset()`` (which only clears the dict); the lists already
+    there (a code that failed a guard before, under an earlier observer) are swapped for
+    observing ones too. The undo puts the
     factory back and turns the lists it made back into the previous factory's kind, so
     PyTorch is left as it was found.
     """
@@ -321,6 +330,9 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
 
     previous = failures.default_factory
     failures.default_factory = _ObservingList
+    for code, lst in list(failures.items()):  # a code that failed a guard before: its list is observed too
+        if not isinstance(lst, _ObservingList):
+            failures[code] = _ObservingList(lst)
 
     def undo() -> None:
         failures.default_factory = previous
@@ -617,3 +629,111 @@ def compiled_callable_target(fn: Any) -> Any:
     if isinstance(wrapped, torch.nn.Module):
         return wrapped
     return fn
+
+
+# ----------------------------------------------------------------------------- new cache entries
+
+
+def observe_new_entries(on_entry: Callable[[Any, Mapping[str, Any]], None]) -> Callable[[], None]:
+    """Call ``on_entry(guard_manager, f_locals)`` once per new cache entry, at compile time,
+    after Dynamo built its guards: ``f_locals`` are the frame's inputs of the compiling call.
+
+    ``torch._dynamo.guards.guard_manager_testing_hook_fn`` is a module-level hook that
+    ``CheckFunctionManager.__init__`` calls with ``(guard_manager, local_scope, builder)``
+    after its own guard check of each new entry (not for an export, nor where the output
+    graph skips that check) — checked on 2.13.0. An existing hook is kept and called first;
+    the undo puts it back. Never called on a call that hits."""
+    from torch._dynamo import guards
+
+    previous = guards.guard_manager_testing_hook_fn
+
+    def hook(guard_manager: Any, local_scope: Any, builder: Any) -> None:
+        if previous is not None:
+            previous(guard_manager, local_scope, builder)
+        try:
+            on_entry(guard_manager, local_scope if isinstance(local_scope, Mapping) else {})
+        except Exception:  # never break PyTorch's compile
+            pass
+
+    guards.guard_manager_testing_hook_fn = hook
+
+    def undo() -> None:
+        if guards.guard_manager_testing_hook_fn is hook:
+            guards.guard_manager_testing_hook_fn = previous
+
+    return undo
+
+
+@dataclass(frozen=True)
+class EntryLeaf:
+    """One guard of a new cache entry: its manager's source (``L['x']``; ``""`` for a
+    symbolic-shape relation), the leaf guard's class name (``TENSOR_MATCH``, ``EQUALS_MATCH``…,
+    ``EPILOGUE`` for a relation) and each verbose code part's first line (PyTorch's words)."""
+
+    source: str
+    kind: str
+    parts: tuple[str, ...]
+
+
+def entry_leaves(guard_manager: Any, skip: Callable[[str], bool], max_leaves: int = 2_000) -> tuple[list[EntryLeaf], int]:
+    """The leaf guards of one cache entry whose manager's source ``skip`` does not refuse
+    (a refused source's children are not visited; at most ``max_leaves``), then the root's
+    epilogue lambda guards (the shape environment's relations); with how many leaves were
+    past ``max_leaves``.
+    Walks ``guard_manager.root`` by ``get_source()``, ``get_leaf_guards()``,
+    ``get_child_managers()``, ``get_epilogue_lambda_guards()`` and each leaf's
+    ``verbose_code_parts()`` — checked on 2.13.0."""
+    out: list[EntryLeaf] = []
+    cut = 0
+
+    def parts(leaf: Any) -> tuple[str, ...]:
+        try:
+            return tuple(str(p).split("\n", 1)[0] for p in leaf.verbose_code_parts())
+        except Exception:
+            return ()
+
+    def add(leaf: EntryLeaf) -> None:
+        nonlocal cut
+        if len(out) >= max_leaves:
+            cut += 1
+        else:
+            out.append(leaf)
+
+    def visit(manager: Any, depth: int) -> None:
+        try:
+            source = str(manager.get_source())
+        except Exception:
+            return
+        if depth and skip(source):
+            return
+        if depth:
+            for leaf in manager.get_leaf_guards():
+                add(EntryLeaf(source, type(leaf).__name__, parts(leaf)))
+        for child in manager.get_child_managers():
+            visit(child, depth + 1)
+
+    root = getattr(guard_manager, "root", guard_manager)
+    visit(root, 0)
+    try:
+        epilogue = list(root.get_epilogue_lambda_guards())
+    except Exception:
+        epilogue = []
+    out += [EntryLeaf("", "EPILOGUE", parts(leaf)) for leaf in epilogue]  # the caller bounds what it keeps
+    return out, cut
+
+
+class _DropLimitWarnings:
+    def filter(self, record: Any) -> bool:
+        return not str(record.msg).startswith("torch._dynamo hit config.")
+
+
+def quiet_recompile_limit_warnings() -> Callable[[], None]:
+    """Drop Dynamo's "torch._dynamo hit config.recompile_limit (N)" warnings until the undo: a
+    forecast that predicts the limit says so itself. Logged by ``torch._dynamo.convert_frame``'s
+    module logger, the message starting so — checked on 2.13.0."""
+    import logging
+
+    logger = logging.getLogger("torch._dynamo.convert_frame")
+    drop = _DropLimitWarnings()
+    logger.addFilter(drop)  # type: ignore[arg-type]
+    return lambda: logger.removeFilter(drop)  # type: ignore[arg-type]

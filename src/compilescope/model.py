@@ -141,6 +141,31 @@ class GuardFailure:
 
 
 @dataclass(frozen=True)
+class EntryGuard:
+    """One guard of a new cache entry, recorded when the entry was compiled (only guards on
+    the frame's inputs: those on parameters, modules and globals are left out).
+
+    ``kind`` uses :class:`GuardFailure`'s words: ``tensor`` (a ``TENSOR_MATCH``: ``sizes``
+    are its static sizes, ``None`` where the dim is dynamic, ``example`` the sizes of the input
+    it was compiled for, ``dtype`` its dtype), ``size``/``relation``/``range``/``specialization``
+    (a symbolic-shape guard: ``text`` is its expression over sources, ``2 <= L['x'].size()[0]``),
+    ``value`` (a Python scalar input's value, ``expected``) or ``other`` (``text`` only)."""
+
+    kind: str
+    source: str | None = None
+    dim: int | None = None
+    expected: Scalar = None
+    text: str = ""
+    sizes: tuple[int | None, ...] = ()
+    example: tuple[int, ...] = ()
+    dtype: str | None = None
+
+    @property
+    def dynamic_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, s in enumerate(self.sizes) if s is None)
+
+
+@dataclass(frozen=True)
 class CompiledTarget:
     """What the user passed to ``torch.compile``, when it is known: ``Linear.forward`` for
     a module, the function's qualified name otherwise, with the user-facing file and line
@@ -185,6 +210,8 @@ class CompileRecord:
     phase: str = "stream"
     start_time_us: int | None = None
     target: CompiledTarget | None = None
+    entry_guards: tuple[EntryGuard, ...] = ()  # the new cache entry's guards on its inputs (compiled ones)
+    entry_guards_cut: int = 0  # guards past the recording's bounds, not kept
 
     @property
     def key(self) -> tuple[int, int, int]:

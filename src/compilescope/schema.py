@@ -21,6 +21,9 @@ Schema history (``schema_version``):
       inherited); the string dict of older files is migrated on load (``migrate_trial_env``).
       A trial spec's ``startup`` shapes, called before the stream as a service warms up, and a
       trial's ``startup`` calls (their compiles have phase ``startup``).
+      A compile record's ``entry_guards`` (``EntryGuard``: the new cache entry's guards on the
+      frame's inputs — each input tensor's static and dynamic dims, the symbolic-shape
+      expressions, scalar values) and ``entry_guards_cut`` (how many were past the bounds).
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals

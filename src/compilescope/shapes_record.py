@@ -323,3 +323,21 @@ def read_recorded(path: str | Path) -> tuple[list[dict[str, Any]], dict[str, Any
         else:
             rows.append(obj)
     return rows, meta
+
+
+def call_signature(params: list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    """One call's line as a recording writes it (without the newline): the tensors' sizes and
+    dtypes and the scalars, named by the function's parameters — two calls with the same
+    signature are the same request to a recording (and to :func:`compilescope.warm_up`)."""
+    tensor = _tensor_type()
+    out: dict[str, dict[str, Any]] = {"shape": {}, "dtypes": {}, "scalars": {}, "other": {}}
+    for i, a in enumerate(args):
+        _flatten(params[i] if i < len(params) else f"args[{i}]", _item(a, tensor), out)
+    for k, v in kwargs.items():
+        _flatten(k, _item(v, tensor), out)
+    return json.dumps({k: dict(sorted(v.items())) for k, v in out.items() if v or k == "shape"})
+
+
+def function_params(target: Any) -> list[str]:
+    """The parameter names a recording names a compiled target's positional inputs by."""
+    return _function_name(target)[1]

@@ -14,7 +14,8 @@ Spec forms (``--stream``):
     one JSON object per line, ``{"batch": 4, "seq": 32}`` (or ``{"shape": {...}}``, other keys
     ignored); a file whose names are none of the workload's (``{"x.0": 16}`` from ``probe
     --stream-out`` or ``watch(record_shapes=)``) is matched to the workload's dims in order
-    (the names that vary across the file, when it has more); a ``{"compilescope": {...}}``
+    (the names that vary across the file, when it has more, each taken once: ``attention_mask.0``
+    always equal to ``input_ids.0`` is one dimension); a ``{"compilescope": {...}}``
     line (a recording's closing counts) is not a request.
 
 Every parse error names the token it could not read.
@@ -179,9 +180,15 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
 
 
 def _varying(shapes: list[Shape]) -> list[str]:
-    """The names whose value changes across ``shapes``, in order of first appearance."""
+    """The names whose value changes across ``shapes``, in order of first appearance; a name
+    equal to an earlier one in every shape (``attention_mask.0`` beside ``input_ids.0``) is
+    the same dimension, named once."""
     keys = list(dict.fromkeys(k for s in shapes for k in s))
-    return [k for k in keys if len({s.get(k) for s in shapes}) > 1]
+    out: list[str] = []
+    for k in keys:
+        if len({s.get(k) for s in shapes}) > 1 and not any(all(s.get(k) == s.get(j) for s in shapes) for j in out):
+            out.append(k)
+    return out
 
 
 def parse_stream(spec: str, dims: tuple[str, ...]) -> tuple[Shape, ...]:

@@ -228,6 +228,12 @@ def _ints(text: str) -> list[int | None]:
     return [None if t.strip() == "None" else int(t) for t in text.split(",") if t.strip()]
 
 
+def tensor_match_fields(text: str) -> tuple[str, list[int | None]] | None:
+    """A ``TENSOR_MATCH`` code part's dtype (``float32``) and sizes (``None`` where dynamic)."""
+    m = _CHECK_TENSOR.search(text)
+    return None if m is None else (m["dtype"], _ints(m["size"]))
+
+
 def _tensor_name(source: str) -> str:
     """``L['x']`` → ``x``; ``L['args'][0]`` → ``args[0]`` (as PyTorch names tensors)."""
     m = re.match(r"^L\['(?P<root>[^']+)'\](?P<rest>.*)$", source)

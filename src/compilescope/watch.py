@@ -317,13 +317,7 @@ class Watch:
         problems = problems if problems is not None else self.over_budget()
         lines = [f"compilescope.watch: {'; '.join(problems) or 'within budget'} "
                  f"({self.compiles} compile(s), {self.recompiles} recompile(s), {self.graph_breaks} graph break(s))"]
-        for r in self.records:
-            if not r.is_recompile and not r.refused:
-                continue
-            what = "refused by the recompile limit (the call ran eagerly)" if r.refused else "recompiled"
-            lines.append(f"  {r.compile_id} {r.display_name} ({r.display_location}) {what}:")
-            for reason, entry in zip(r.reasons, r.rejected_by):
-                lines.append(f"    - {entry}: {reason}")
+        lines += compile_lines(r for r in self.records if r.is_recompile or r.refused)
         causes = self.causes
         if causes:
             lines.append("  what can remove each cause:")
@@ -334,6 +328,28 @@ class Watch:
             for reason, filename, line in distinct_breaks(self.breaks):
                 lines.append(f"  graph break at {filename}:{line}: {reason}")
         return "\n".join(lines)
+
+
+def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
+    """Each compile (or refusal) with the guards that failed, in PyTorch's words, as a watch
+    over budget names them."""
+    lines = []
+    for r in records:
+        if r.refused:
+            what = "refused by the recompile limit (the call ran eagerly)"
+        else:
+            what = "recompiled" if r.is_recompile else "compiled (no cache entry of this frame was left to reject it)"
+        lines.append(f"  {r.compile_id} {r.display_name} ({r.display_location}) {what}{':' if r.reasons else ''}")
+        for reason, entry in zip(r.reasons, r.rejected_by):
+            lines.append(f"    - {entry}: {reason.rstrip()}")
+    return lines
+
+
+def deliver_pending() -> None:
+    """Hand every active watch what PyTorch recorded since the last delivery (a compile's
+    records arrive as it ends; this takes what a reset or a graph break left pending)."""
+    with _HUB.lock:
+        _HUB._deliver()
 
 
 def watch(

@@ -9,7 +9,9 @@ and touches no logging, so the user's ``TORCH_LOGS`` stays theirs:
 * each guard-failure reason as PyTorch records it (an observing list inside
   ``guard_failures``), tagged with the compile id being compiled and the reset epoch, with
   every failing guard of each rejecting entry (as ``recompiles_verbose`` computes them);
-* graph-break records, read before every ``reset()`` (which clears them) and at each poll.
+* graph-break records, read before every ``reset()`` (which clears them) and at each poll;
+* each new cache entry's guards on the frame's inputs, read once when the entry is built
+  (:mod:`~compilescope.collect.entry_guards`), onto its record's ``entry_guards``.
 
 ``torch._dynamo.reset()`` restarts compile ids; the session counts resets as *epochs*, so
 ``0/0`` before and after a reset are two compiles. :meth:`poll` turns what is new since the
@@ -24,7 +26,8 @@ from typing import Any
 
 from .. import compat
 from ..torchtext import enrich_actual, explain_checks, parse_guard_failure
-from ..model import CompileRecord, GraphBreak, GuardFailure
+from ..model import CompileRecord, EntryGuard, GraphBreak, GuardFailure
+from .entry_guards import entry_guards
 from .records import CodeKey, RecordBuilder, TargetInfo, break_location, code_key
 
 
@@ -57,10 +60,13 @@ def _merge_counts(counts: Any) -> dict[str, int]:
 class CaptureSession:
     """``walk_guards``: on each recompile, evaluate every guard of each rejecting entry (to
     find the failures PyTorch's reason does not name). It runs only when a call is rejected,
-    never on a steady call."""
+    never on a steady call. ``record_entries``: keep each new cache entry's guards on its
+    inputs (read once per compile)."""
 
-    def __init__(self, walk_guards: bool = True) -> None:
+    def __init__(self, walk_guards: bool = True, record_entries: bool = True) -> None:
         self.walk_guards = walk_guards
+        self.record_entries = record_entries
+        self._entries: dict[tuple[int, str], tuple[tuple[EntryGuard, ...], int]] = {}
         self.builder = RecordBuilder()
         self.graph_breaks: list[GraphBreak] = []
         self.epoch = 0
@@ -85,6 +91,8 @@ class CaptureSession:
         self._undo.append(compat.observe_guard_failures(self._on_failure))
         self._undo.append(compat.force_verbose_guard_reasons())
         self._undo.append(compat.before_reset(self._before_reset))
+        if self.record_entries:
+            self._undo.append(compat.observe_new_entries(self._on_entry))
         return self
 
     def uninstall(self) -> None:
@@ -110,6 +118,11 @@ class CaptureSession:
             except Exception as exc:  # never break PyTorch's compile decision
                 unevaluated = {f"walk raised {type(exc).__name__}": 1}
         self._failures.setdefault((self.epoch, cid), []).append(Observed(code_key(code), text, walked, unevaluated))
+
+    def _on_entry(self, guard_manager: Any, f_locals: Mapping[str, Any]) -> None:
+        cid = compat.current_compile_id()
+        if cid is not None:
+            self._entries[(self.epoch, cid)] = entry_guards(guard_manager, f_locals)
 
     def _before_reset(self) -> None:
         records = compat.graph_break_reasons()
@@ -152,6 +165,7 @@ class CaptureSession:
             view = compat.view_metrics(raw)
             epoch = self._epoch_of(start + offset)
             tagged = self._failures.pop((epoch, view.compile_id), []) if view.is_forward else []
+            guards, cut = self._entries.pop((epoch, view.compile_id), ((), 0)) if view.is_forward else ((), 0)
             record = self.builder.add(
                 view,
                 epoch=epoch,
@@ -163,6 +177,8 @@ class CaptureSession:
                 phase=phase,
                 target=target,
                 fallback_key=tagged[0].code if tagged else None,
+                entry_guards=guards,
+                entry_guards_cut=cut,
             )
             if record is not None:
                 compiles.append(record)

@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import compat
 from ..torchtext import enrich_actual, failure_key, parse_guard_failure, split_entry_reasons
-from ..model import CompiledTarget, CompileId, CompileRecord, GuardFailure
+from ..model import CompiledTarget, CompileId, CompileRecord, EntryGuard, GuardFailure
 
 CodeKey = tuple[str, str, int]
 _ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<i>\d+)\](?P<rest>.*)$")
@@ -106,6 +106,23 @@ def rename_source(source: str | None, params: Sequence[str]) -> str | None:
     return source
 
 
+_ARGS_IN_TEXT = re.compile(r"L\['args'\]\[(?P<i>\d+)\]")
+_KWARGS_IN_TEXT = re.compile(r"L\['kwargs'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
+
+
+def rename_entry_guards(guards: Sequence[EntryGuard], params: Sequence[str] | None) -> tuple[EntryGuard, ...]:
+    """An entry's recorded guards with the wrapper's sources named by the parameter, in
+    their source and in their expression text."""
+    if not params:
+        return tuple(guards)
+
+    def text(t: str) -> str:
+        t = _ARGS_IN_TEXT.sub(lambda m: f"L['{params[int(m['i'])]}']" if int(m["i"]) < len(params) else m[0], t)
+        return _KWARGS_IN_TEXT.sub(lambda m: f"L['{m['name']}']", t)
+
+    return tuple(dataclasses.replace(g, source=rename_source(g.source, params), text=text(g.text)) for g in guards)
+
+
 def parse_reasons(
     texts: Sequence[str], arguments: Mapping[str, Any] | None = None, params: Sequence[str] | None = None
 ) -> tuple[GuardFailure, ...]:
@@ -163,6 +180,8 @@ class RecordBuilder:
         phase: str = "stream",
         target: TargetInfo | None = None,
         fallback_key: CodeKey | None = None,
+        entry_guards: Sequence[EntryGuard] = (),
+        entry_guards_cut: int = 0,
     ) -> CompileRecord | None:
         """Add one metrics entry; returns the new frame-compile record (None for a backward,
         merged into its forward, or an entry without a compile id)."""
@@ -209,6 +228,8 @@ class RecordBuilder:
             phase=phase,
             start_time_us=view.start_time_us,
             target=named,
+            entry_guards=rename_entry_guards(entry_guards, params) if outcome == "compiled" else (),
+            entry_guards_cut=entry_guards_cut if outcome == "compiled" else 0,
         )
         self.records.append(record)
         return record

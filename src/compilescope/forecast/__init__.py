@@ -1,6 +1,10 @@
-"""Forecast what ``torch.compile`` will do on a stream before running it."""
+"""Forecast what ``torch.compile`` will do on a stream before running it: by a dry run of
+Dynamo on the meta device (:func:`forecast`), or from the guards a results file recorded
+(:func:`forecast_recorded`), compared with :func:`compare_forecasts`."""
 
 from .engine import forecast, request_outcomes
-from ..report.forecast import ForecastReport, ForecastRequest, ForecastGuard, StrategyForecast
+from .recorded import compare_forecasts, forecast_recorded
+from ..report.forecast import Agreement, ForecastReport, ForecastRequest, ForecastGuard, StrategyForecast
 
-__all__ = ["forecast", "request_outcomes", "ForecastReport", "ForecastRequest", "ForecastGuard", "StrategyForecast"]
+__all__ = ["forecast", "forecast_recorded", "compare_forecasts", "request_outcomes", "Agreement", "ForecastReport",
+           "ForecastRequest", "ForecastGuard", "StrategyForecast"]

@@ -214,9 +214,11 @@ class _CacheDir:
 
 
 def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
-              threads: int | None = 1) -> TrialResult:
+              threads: int | None = 1, sink: Any = None) -> TrialResult:
     """One strategy's trial on the meta device with a backend that compiles nothing. Like a
-    trial it starts from ``torch.compiler.reset()``; the thread count is put back after."""
+    trial it starts from ``torch.compiler.reset()``; the thread count is put back after.
+    ``sink`` sees each call's records as it finishes (an exception it raises ends the dry run
+    and is raised here)."""
     import torch
 
     from ..execute.trial import run_trial
@@ -225,10 +227,12 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="meta", steady=False, numerics=False, threads=threads))
     before = torch.get_num_threads()
+    loud = compat.quiet_recompile_limit_warnings()  # the forecast says where the limit refuses
     with _CacheDir():
         try:
-            result, _ = run_trial(spec)
+            result, _ = run_trial(spec, sink=sink)
         finally:
+            loud()
             compat.reset()  # leave no meta graphs behind
             torch.set_num_threads(before)
     return result

@@ -14,17 +14,26 @@ from ..units import fmt_time
 MAX_STALLS_SHOWN = 20
 
 
-def _totals(report: ForecastReport) -> Table:
+def _totals(reports: list[ForecastReport]) -> Table:
     table = Table(title=None, show_edge=False, pad_edge=False)
-    for name, justify in (("strategy", "left"), ("hit", "right"), ("compile", "right"), ("eager", "right"),
-                          ("error", "right"), ("traced", "right"), ("compile s (predicted)", "right"),
-                          ("dry run", "right")):
+    both = len(reports) > 1
+    recorded = any(r.method == "recorded guards" for r in reports)
+    columns = [("strategy", "left")] + ([("method", "left")] if both else []) + [
+        ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"),
+        ("traced" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
+        ("compile s (predicted)", "right"), ("wall" if recorded else "dry run", "right")]
+    for name, justify in columns:
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for s in report.strategies:
+    rows = [(s, r.method) for base in reports[0].strategies for r in reports for s in r.strategies
+            if s.strategy == base.strategy]
+    for s, method in rows:
         predicted = "—" if s.predicted_compile_s is None else fmt_time(s.predicted_compile_s)
-        table.add_row(Text(s.strategy), str(s.hits), Text(str(s.compiles), "yellow" if s.compiles > 1 else ""),
-                      Text(str(s.eager), "red" if s.eager else ""), str(s.errors), str(s.traced), predicted,
-                      fmt_time(s.dry_wall_s))
+        row: list[RenderableType] = [Text(s.strategy)] + ([Text(method)] if both else []) + [
+            str(s.hits), Text(str(s.compiles), "yellow" if s.compiles > 1 else ""),
+            Text(str(s.eager), "red" if s.eager else ""), str(s.errors), str(s.traced)]
+        if recorded:
+            row.append(Text(str(s.estimated) if method == "recorded guards" else "—", "dim" if s.estimated else ""))
+        table.add_row(*row, predicted, fmt_time(s.dry_wall_s))
     return table
 
 
@@ -42,6 +51,8 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
     shown = [r for r in s.requests if r.outcome == "compile"][:MAX_STALLS_SHOWN]
     for r in shown:
         line = Text(f"  request {r.index} ({r.shape_label}): compiles {', '.join(r.compile_ids)}")
+        if r.estimated:
+            line.append(" (estimated)", "dim")
         if r.compile_s is not None:
             line.append(f", ~{fmt_time(r.compile_s)} (estimated)", "dim")
         parts.append(line)
@@ -56,21 +67,53 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
         first = eager[0]
         parts.append(Text(f"  {len(eager)} request(s) run eagerly at the recompile limit, the first: request "
                           f"{first.index} ({first.shape_label})", "red"))
+    first_estimated = next((r for r in s.requests if r.estimated), None)
+    if first_estimated is not None:
+        parts.append(Text(f"  {s.estimated} request(s) estimated, from request {first_estimated.index}: "
+                          f"{first_estimated.why}", "dim"))
+    if s.recorded_from:
+        parts.append(Text(f"  guards recorded in {s.recorded_from}", "dim"))
     for note in s.notes:
         parts.append(Text(f"  note: {note}", "dim"))
     return parts
 
 
-def renderables(report: ForecastReport) -> list[RenderableType]:
-    head = Text(f"compilescope forecast ({report.mode}): {report.workload}", "bold")
+def _agreement(report: ForecastReport) -> list[RenderableType]:
+    if report.compared is None:
+        return []
+    parts: list[RenderableType] = [Text(f"\n{report.method} vs {report.compared.method}, request by request", "bold")]
+    for a in report.agreement:
+        share = a.agree / a.requests if a.requests else 1.0
+        line = Text(f"  {a.strategy}: {a.agree} / {a.requests} agree ({share:.1%})")
+        parts.append(line)
+        for index, first, second in a.differ[:MAX_STALLS_SHOWN]:
+            parts.append(Text(f"      request {index}: {report.method} {first}, {report.compared.method} {second}",
+                              "yellow"))
+        if len(a.differ) > MAX_STALLS_SHOWN:
+            parts.append(Text(f"      … and {len(a.differ) - MAX_STALLS_SHOWN} more", "dim"))
+    return parts
+
+
+def _head(report: ForecastReport) -> Text:
+    head = Text(f"compilescope forecast ({report.method}): {report.workload}", "bold")
+    how = (f"traced with {report.dry_backend} on the meta device" if report.method == "dry run"
+           else "from the guards of recorded cache entries, no model run")
     head.append(f" — {report.stream_length} request(s), {report.distinct_shapes} distinct shape(s), backend "
-                f"{report.backend} (traced with {report.dry_backend} on the meta device), torch "
-                f"{report.torch_version}, {fmt_time(report.wall_s)}")
-    parts: list[RenderableType] = [head, _totals(report)]
-    for s in report.strategies:
-        parts += _stalls(s)
-    for note in report.notes:
-        parts.append(Text(f"note: {note}", "dim"))
+                f"{report.backend} ({how}), torch {report.torch_version}, {fmt_time(report.wall_s)}")
+    return head
+
+
+def renderables(report: ForecastReport) -> list[RenderableType]:
+    reports = [report] + ([report.compared] if report.compared is not None else [])
+    parts: list[RenderableType] = [_head(report)] + ([_head(report.compared)] if report.compared else [])
+    parts.append(_totals(reports))
+    for r in reports:
+        for s in r.strategies:
+            parts += _stalls(s) if len(reports) == 1 else [Text(f"\n[{r.method}]", "dim"), *_stalls(s)]
+    parts += _agreement(report)
+    for r in reports:
+        for note in r.notes:
+            parts.append(Text(f"note: {note}", "dim"))
     return [Group(*parts)]
 
 

@@ -28,7 +28,9 @@ from ..report import (
     ShapeRow,
     Stats,
     TrialReport,
+    VerifyReport,
 )
+from ..report.warmup import WarmupReport
 from ..units import fmt_time, n_star_text
 
 EXTRA = "pip install 'compilescope[html]'"
@@ -544,15 +546,101 @@ def render_compare(report: CompareReport) -> str:
     return page.render()
 
 
+def _warmup_shapes(shapes: Any) -> str:
+    return ", ".join(str(next(iter(s.values()))) if len(s) == 1 else ",".join(f"{k}={v}" for k, v in s.items())
+                     for s in shapes) or "none"
+
+
+def _warmup_rows(report: WarmupReport) -> list[list[tuple[str, str]]]:
+    """One row per strategy and start mode: the plan's forecast beside the trial's measurement."""
+    rows = []
+    for p in report.plan.plans:
+        limit = f"default ({p.recompile_limit_default})" if p.recompile_limit is None else str(p.recompile_limit)
+        forecast = [(p.strategy, ""), (f"{len(p.shapes)}: {_warmup_shapes(p.shapes)}", "text"),
+                    (str(len(p.covers)), "num"), (str(len(p.uncovered)), "num bad" if p.uncovered else "num"),
+                    (str(p.frame_entries), "num"), (limit, "warn" if p.recompile_limit is not None else "")]
+        measured = next((m for m in report.measured if m.strategy == p.strategy), None)
+        for s in (measured.starts if measured is not None else ()) or (None,):
+            if s is None or measured is None:
+                rows.append(forecast + [("not measured", "dim")] + [("", "")] * 4)
+                continue
+            rows.append(forecast + [(s.cache, ""), (fmt_time(s.total_s), "num"), (fmt_time(s.load_s), "num"),
+                                    (str(len(s.after)), "num bad" if s.after else "num good"),
+                                    (fmt_time(measured.steady_s), "num")])
+    return rows
+
+
+def render_warmup(report: WarmupReport) -> str:
+    """A plain page (no plot, no script): the plan (forecast) beside the trials (measured)."""
+    plan = report.plan
+    head = ["strategy", "start-up shapes (forecast)", "covers", "uncovered", "entries/frame", "recompile_limit",
+            "start (measured)", "start-up", "artifact load", "compiles after start-up", "steady / request"]
+    parts = [f"<h1>warmup — {e(plan.workload)}</h1><p class=\"dim\">recording {e(plan.stream)} "
+             f"({plan.requests} requests), backend {e(plan.backend)}, torch {e(plan.torch_version)}; replayed: "
+             f"{e(report.trial_stream or 'not measured')}</p>", _table(head, _warmup_rows(report), ' class="warmup"')]
+    for p in plan.plans:
+        items = [f"<li>{e(p.strategy)}: {e(_warmup_shapes([u.shape]))} ({e(u.outcome)}): {e(u.why)}</li>"
+                 for u in p.uncovered]
+        items += [f"<li>{e(m.strategy)} ({e(s.cache)}): request {a.index} ({e(a.shape)}): {e(a.what)} "
+                  f"{e('; '.join(a.guards))}</li>" for m in report.measured if m.strategy == p.strategy
+                  for s in m.starts for a in s.after]
+        parts.append(f"<h2>{e(p.strategy)}</h2><p class=\"dim\">minimal: {e(p.minimal)}</p>"
+                     + (f"<ul>{''.join(items)}</ul>" if items else ""))
+    if report.verdict is not None:
+        parts.append(f"<h2>verdict (measured)</h2><p>{e(report.verdict.why)}</p>")
+    parts += [f"<p class=\"dim\">note: {e(n)}</p>" for n in (*plan.notes, *report.notes)]
+    if report.verified is not None:
+        parts += _verify_parts(report.verified)
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<meta name=\"compilescope-schema-version\" content=\"{SCHEMA_VERSION}\">"
+            f"<title>{e('compilescope warmup — ' + str(plan.workload))}</title><style>{STYLE}</style></head><body>\n"
+            + "\n".join(parts) + "\n</body></html>\n")
+
+
+def render_verify(report: VerifyReport) -> str:
+    """A warm-up plan's verification: per strategy the figures, measured beside forecast, and
+    each held-out request that did not hit after start-up with its guards."""
+    page = _Page(f"compilescope warmup --verify — {report.workload}")
+    for part in _verify_parts(report):
+        page.add(part)
+    return page.render()
+
+
+def _verify_parts(report: VerifyReport) -> list[str]:
+    """The verification's headings, tables and notes (its own page, or after a warm-up report's)."""
+    from .verify import plan_note, rows, verdict
+
+    page = _Page("")
+    page.add(f"<h1>warm-up verified by replay — {e(report.workload)}</h1><p class=\"dim\">plan from "
+             f"<code>{e(report.plan_stream)}</code>, {report.heldout} held-out request(s), backend {e(report.backend)}, "
+             f"torch {e(report.torch_version)}</p>")
+    for s in report.strategies:
+        page.add(f"<h2>{e(s.strategy)}</h2><p>{e(verdict(s).plain.strip())}</p>")
+        page.add(_table(["figure", "measured", "forecast"],
+                        [[(f, ""), (m, "num"), (fc, "num")] for f, m, fc in rows(s)], ' class="verify"'))
+        if s.failures:
+            page.add(_table(["held-out request", "shape", "measured", "forecast", "guards that failed", "plan"], [
+                [(str(r.index), "num"), (r.shape_label, ""), (r.outcome, ""), (r.forecast or "—", ""),
+                 ("\n".join(f"{g.entry}: {g.text} [{g.kind}]" for g in r.guards) or (r.error or ""), "text"),
+                 (plan_note(r), "dim")] for r in s.failures], ' class="failures"'))
+        page.add("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in s.notes))
+    page.add("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in report.notes))
+    return page.parts
+
+
 class HtmlRenderer:
     """A self-contained page with plots, of a run, a probe or a comparison."""
 
     name = "html"
     extensions = (".html", ".htm")
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport)
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport, WarmupReport, VerifyReport)
     written = "html report"
 
-    def render(self, report: RunFile | ProbeFile | CompareReport) -> str:
+    def render(self, report: RunFile | ProbeFile | CompareReport | WarmupReport | VerifyReport) -> str:
+        if isinstance(report, WarmupReport):
+            return render_warmup(report)
+        if isinstance(report, VerifyReport):
+            return render_verify(report)
         if isinstance(report, CompareReport):
             return render_compare(report)
         if isinstance(report, ProbeFile):

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from ..model import ProbeResult
-from ..report import ForecastReport, ProbeFile, ProbeReport, RunFile
+from ..report import ForecastReport, ProbeFile, ProbeReport, RunFile, VerifyReport
+from ..report.warmup import WarmupReport
 from ..schema import SCHEMA_VERSION, dumps, encode, to_data
 
 
@@ -51,17 +52,34 @@ def render_forecast(report: ForecastReport) -> str:
     return json.dumps(data, indent=1, allow_nan=False) + "\n"
 
 
+def render_warmup(report: WarmupReport) -> str:
+    """A warm-up report as JSON: ``kind`` ``warmup`` and the schema version, then the report's
+    fields (``plan`` is the plan file's content, its own ``kind`` ``warmup-plan``)."""
+    data = {"schema_version": SCHEMA_VERSION, "kind": "warmup", **dataclasses.asdict(report)}
+    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+
+
+def render_verify(report: VerifyReport) -> str:
+    """A verification as JSON: the schema version, then the report's fields (``kind`` ``verify``)."""
+    data = {"schema_version": SCHEMA_VERSION, **dataclasses.asdict(report)}
+    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+
+
 class JsonRenderer:
     """The results JSON of a run or a probe (what ``compilescope report`` reads back)."""
 
     name = "json"
     extensions = (".json",)
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport)
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport)
     written = "results JSON"
 
-    def render(self, report: RunFile | ProbeFile | ForecastReport) -> str:
+    def render(self, report: RunFile | ProbeFile | ForecastReport | WarmupReport | VerifyReport) -> str:
         if isinstance(report, ForecastReport):
             return render_forecast(report)
+        if isinstance(report, WarmupReport):
+            return render_warmup(report)
+        if isinstance(report, VerifyReport):
+            return render_verify(report)
         if isinstance(report, ProbeFile):
             return render_probe(report.result, report.report)
         return render(report)

@@ -5,18 +5,24 @@ from __future__ import annotations
 
 from rich.console import RenderableType
 
-from ..report import AdviceReport, CompareReport, ForecastReport, ProbeFile, RunFile, ScriptAdvice
-from . import console, forecast, probe
+from ..report import AdviceReport, CompareReport, ForecastReport, ProbeFile, RunFile, ScriptAdvice, VerifyReport
+from ..report.warmup import WarmupReport
+from . import console, forecast, probe, verify, warmup
 
 WIDTH = 160
 
 
-def renderables(report: RunFile | ProbeFile | CompareReport | AdviceReport | ScriptAdvice | ForecastReport) -> list[RenderableType]:
+def renderables(report: RunFile | ProbeFile | CompareReport | AdviceReport | ScriptAdvice | ForecastReport | WarmupReport
+                | VerifyReport) -> list[RenderableType]:
     """What a command prints for ``report`` (a run's advice after its report)."""
     if isinstance(report, ProbeFile):
         return probe.renderables(report.report)
     if isinstance(report, ForecastReport):
         return forecast.renderables(report)
+    if isinstance(report, WarmupReport):
+        return warmup.renderables(report) + (verify.renderables(report.verified) if report.verified else [])
+    if isinstance(report, VerifyReport):
+        return verify.renderables(report)
     if isinstance(report, CompareReport):
         return console.compare_renderables(report)
     if isinstance(report, AdviceReport):
@@ -33,10 +39,12 @@ def renderables(report: RunFile | ProbeFile | CompareReport | AdviceReport | Scr
 class TextRenderer:
     name = "text"
     extensions = (".txt",)
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport)
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport,
+                              WarmupReport, VerifyReport)
     written = "text report"
 
-    def render(self, report: RunFile | ProbeFile | CompareReport | AdviceReport | ScriptAdvice | ForecastReport) -> str:
+    def render(self, report: RunFile | ProbeFile | CompareReport | AdviceReport | ScriptAdvice | ForecastReport
+               | WarmupReport | VerifyReport) -> str:
         return console.to_text(renderables(report), WIDTH)
 
 

@@ -50,6 +50,7 @@ from .run import (
     TrialReport,
 )
 from .script import SETTINGS, ScriptAdvice, ScriptProposal, ScriptRun
+from .verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 
 __all__ = [
     "IQR_WARN_THRESHOLD", "LEGEND", "SETTINGS", "AdviceReport", "BreakRow", "CallPoint", "Cause", "CauseRow",
@@ -58,4 +59,5 @@ __all__ = [
     "RunFile", "RunReport", "ScriptAdvice", "ScriptProposal", "ScriptRun", "ShapeRow", "Snippet", "SpeedClass",
     "SpeedGroup", "StartRow", "Stats", "SteadySummary", "TrialReport",
     "CompileTimes", "ForecastGuard", "ForecastReport", "ForecastRequest", "StrategyForecast",
+    "Latency", "StrategyVerify", "VerifyReport", "VerifyRequest",
 ]

@@ -15,7 +15,14 @@ the stream with its predicted outcome:
 
 ``basis`` says where an outcome came from: ``traced`` (this request went through Dynamo)
 or ``repeat`` (an identical earlier request's: Dynamo's caches only grow, so a shape that
-was accepted once is accepted again, and one refused at the limit is refused again).
+was accepted once is accepted again, and one refused at the limit is refused again), or
+``guards`` (the recorded guards of the cache entries were evaluated against it).
+
+A report's ``method`` is ``dry run`` (the real Dynamo on the meta device) or ``recorded
+guards`` (the guards each cache entry had in a results file, evaluated without the model).
+A recorded-guard request is ``estimated`` (``why`` says why) once the forecast relies on a
+cache entry whose guards were not recorded: one the stream compiles that the recording did
+not, whose guards are then PyTorch's rule for it, not PyTorch's own.
 """
 
 from __future__ import annotations
@@ -45,11 +52,13 @@ class ForecastRequest:
     index: int
     shape: tuple[tuple[str, int], ...]
     outcome: Outcome
-    basis: Literal["traced", "repeat"] = "traced"
+    basis: Literal["traced", "repeat", "guards"] = "traced"
     compile_ids: tuple[str, ...] = ()
     guards: tuple[ForecastGuard, ...] = ()
     error: str | None = None
     compile_s: float | None = None  # predicted compile seconds of this request, when a result file gave times
+    estimated: bool = False  # recorded guards: relies on a cache entry whose guards were not recorded
+    why: str | None = None
 
     @property
     def shape_label(self) -> str:
@@ -84,6 +93,19 @@ class StrategyForecast:
     predicted_compile_s: float | None = None
     compile_times: CompileTimes | None = None
     notes: tuple[str, ...] = ()
+    estimated: int = 0  # requests marked estimated (recorded guards)
+    guards_unevaluated: int = 0  # recorded guards that could not be evaluated (taken as passing)
+    recorded_from: str | None = None  # the results file and trial whose guards were evaluated
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """Two methods' forecasts of the same stream and strategy, request by request."""
+
+    strategy: str
+    agree: int
+    requests: int
+    differ: tuple[tuple[int, str, str], ...] = ()  # (request index, dry run outcome, recorded-guard outcome)
 
 
 @dataclass(frozen=True)
@@ -96,8 +118,11 @@ class ForecastReport:
     torch_version: str
     wall_s: float
     strategies: tuple[StrategyForecast, ...]
-    mode: Literal["dry-run"] = "dry-run"
+    mode: Literal["dry-run", "recorded-guards"] = "dry-run"  # ``method``, as a token
     notes: tuple[str, ...] = field(default=())
+    method: Literal["dry run", "recorded guards"] = "dry run"
+    compared: ForecastReport | None = None  # the other method's forecast of the same stream, when both ran
+    agreement: tuple[Agreement, ...] = ()  # per strategy, with ``compared``
 
     def strategy(self, name: str) -> StrategyForecast:
         for s in self.strategies:

@@ -75,7 +75,8 @@ class WarmupPlan:
         """The named strategy's plan, else the recommended one."""
         name = strategy or self.recommended
         if name is None:
-            raise OptionError("the plan file recommends no strategy: name one")
+            known = ", ".join(p.strategy for p in self.plans) or "none"
+            raise OptionError(f"the plan recommends no strategy (it was not measured): name one of {known}")
         for p in self.plans:
             if p.strategy == name:
                 return p

@@ -1,0 +1,533 @@
+"""The forecast from recorded guards: no model, no Dynamo — the guards each cache entry had.
+
+A ``run`` records, for every new cache entry, its guards on the frame's inputs
+(``CompileRecord.entry_guards``). Here those guards are evaluated against each request of a
+new stream, in stream order, as Dynamo checks a frame's cache: the most recent entry first.
+
+* **hit**: an entry accepts the request;
+* **eager**: none does and the frame already holds ``recompile_limit`` entries;
+* **compile**: none does; the guards that failed are named in PyTorch's words. The new entry
+  is the recording's entry of the same attempt number when it accepts the request (the entry
+  PyTorch made there), or, under ``static``, any recorded entry compiled for the same sizes.
+  Otherwise it is *new*: its guards were not recorded, so they are estimated by PyTorch's
+  rule — under automatic dynamic (``default``) a dim whose size differs from an earlier
+  entry's becomes dynamic, under ``dynamic`` every dim of size ≥ 2 is, and the symbolic
+  relations of the latest entry that has some are carried over as this request decides
+  them (a backend's parity guard on an odd size becomes its negation); otherwise the entry
+  accepts just that shape — and every request after it is marked ``estimated``.
+
+A request's inputs are made as the workload makes them (once per distinct shape; only their
+sizes, dtypes and scalar values are read, no model is built or run) and named by the
+compiled function's parameters; strides are taken as contiguous. Symbolic-shape guards are evaluated by a small arithmetic evaluator
+(:func:`evaluate`); one it cannot evaluate is counted and taken as passing. Frames other
+than the compiled function's own (after a graph break) guard values that are not inputs:
+their requests are marked estimated, with the entry frame's outcome.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import operator
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import OptionError
+from ..model import CompileRecord, EntryGuard, RunResult, Shape, TrialResult, shape_key
+from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
+from ..torchtext import parse_guard_failure
+
+NOT_RECORDED = "a new entry's guards were not recorded"
+
+
+class Unevaluable(Exception):
+    """A guard expression outside what :func:`evaluate` knows."""
+
+
+@dataclass(frozen=True)
+class Request:
+    """One request's inputs as the guards see them: each source's sizes and dtype, scalars."""
+
+    sizes: Mapping[str, tuple[int, ...]]
+    dtypes: Mapping[str, str] = field(default_factory=dict)
+    scalars: Mapping[str, Any] = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------- expressions
+
+_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
+    ast.Mod: operator.mod, ast.Div: operator.truediv, ast.Pow: operator.pow,
+}
+_COMPARE: dict[type, Callable[[Any, Any], bool]] = {
+    ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+    ast.Gt: operator.gt, ast.GtE: operator.ge,
+}
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"max": max, "min": min, "abs": abs, "Max": max, "Min": min}
+
+
+def _contiguous(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    out, step = [], 1
+    for s in reversed(sizes):
+        out.append(step)
+        step *= max(s, 1)
+    return tuple(reversed(out))
+
+
+def _size_ref(node: ast.Subscript, request: Request) -> int:
+    call = node.value
+    if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and not call.args
+            and call.func.attr in ("size", "stride") and isinstance(node.slice, ast.Constant)):
+        raise Unevaluable(ast.unparse(node))
+    source = ast.unparse(call.func.value).replace('"', "'")
+    if source not in request.sizes or not isinstance(node.slice.value, int):
+        raise Unevaluable(source)
+    sizes = request.sizes[source]
+    values = sizes if call.func.attr == "size" else _contiguous(sizes)
+    if not 0 <= node.slice.value < len(values):
+        raise Unevaluable(ast.unparse(node))
+    return values[node.slice.value]
+
+
+def _eval(node: ast.AST, request: Request) -> Any:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, request)
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return node.value
+    if isinstance(node, ast.Subscript):
+        return _size_ref(node, request)
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+        right = _eval(node.right, request)
+        if isinstance(node.op, ast.Pow) and abs(right) > 64:
+            raise Unevaluable("a large power")
+        return _BINARY[type(node.op)](_eval(node.left, request), right)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Not)):
+        value = _eval(node.operand, request)
+        return -value if isinstance(node.op, ast.USub) else (+value if isinstance(node.op, ast.UAdd) else not value)
+    if isinstance(node, ast.BoolOp):
+        values = [_eval(v, request) for v in node.values]
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.Compare) and all(type(op) in _COMPARE for op in node.ops):
+        left = _eval(node.left, request)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _eval(comparator, request)
+            if not _COMPARE[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords:
+        return _FUNCTIONS[node.func.id](*(_eval(a, request) for a in node.args))
+    raise Unevaluable(type(node).__name__)
+
+
+def evaluate(text: str, request: Request) -> bool:
+    """A symbolic-shape guard's truth for ``request``: integer arithmetic, comparisons,
+    ``max``/``min``/``abs`` and ``SOURCE.size()[i]``/``.stride()[i]`` of known sources only;
+    anything else raises :class:`Unevaluable` (nothing is executed)."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError) as exc:
+        raise Unevaluable("not an expression") from exc
+    try:
+        return bool(_eval(tree, request))
+    except (ZeroDivisionError, OverflowError, TypeError) as exc:
+        raise Unevaluable(str(exc)) from exc
+
+
+# ----------------------------------------------------------------------------- one entry
+
+_LOCAL = re.compile(r"L\['(?P<name>[^']+)'\]")
+
+
+def _name(source: str | None) -> str:
+    """``L['x']`` → ``x``, as PyTorch names a local in its reasons."""
+    return _LOCAL.sub(lambda m: m["name"], source or "?")
+
+
+def _tensor_failures(g: EntryGuard, request: Request) -> list[str]:
+    sizes = request.sizes[g.source or ""]
+    name = _name(g.source)
+    if len(sizes) != len(g.sizes):
+        return [f"tensor '{name}' rank mismatch. expected {len(g.sizes)}, actual {len(sizes)}"]
+    out = [f"tensor '{name}' size mismatch at index {i}. expected {e}, actual {a}"
+           for i, (e, a) in enumerate(zip(g.sizes, sizes)) if e is not None and e != a]
+    actual = request.dtypes.get(g.source or "")
+    if g.dtype and actual and actual != g.dtype:
+        out.append(f"tensor '{name}' dtype mismatch. expected {g.dtype}, actual {actual}")
+    return out
+
+
+def check(guards: Sequence[EntryGuard], request: Request) -> tuple[list[str], int]:
+    """The texts of the guards of one entry that reject ``request``, and how many of its
+    guards could not be evaluated (taken as passing)."""
+    failed: list[str] = []
+    unknown = 0
+    for g in guards:
+        if g.kind == "tensor":
+            if g.source in request.sizes:
+                failed += _tensor_failures(g, request)
+            else:
+                unknown += 1
+        elif g.kind == "value":
+            if g.source is None or g.source not in request.scalars:
+                unknown += 1
+            elif request.scalars[g.source] != g.expected:
+                failed.append(f"{_name(g.source)} == {g.expected!r}")
+        elif g.text and g.kind != "other":
+            try:
+                if not evaluate(g.text, request):
+                    failed.append(_name(g.text))
+            except Unevaluable:
+                unknown += 1
+        else:
+            unknown += 1
+    return failed, unknown
+
+
+def _forecast_guards(entry: str, texts: Sequence[str]) -> list[ForecastGuard]:
+    out = []
+    for t in texts:
+        g = parse_guard_failure(t)
+        out.append(ForecastGuard(entry, g.reason, g.kind, g.source, g.dim,
+                                 None if g.expected is None else str(g.expected),
+                                 None if g.actual is None else str(g.actual)))
+    return out
+
+
+# ----------------------------------------------------------------------------- one frame
+
+
+@dataclass(frozen=True)
+class _Entry:
+    cid: str  # its compile id in the forecast
+    guards: tuple[EntryGuard, ...]
+    recorded: str | None = None  # the recorded entry it is (its compile id in the recording), if any
+
+
+def _was_dynamic(entries: Sequence[_Entry], source: str, sizes: tuple[int, ...]) -> set[int]:
+    """Dims automatic dynamic makes dynamic: an earlier entry had another size there, or had it dynamic."""
+    out: set[int] = set()
+    for e in entries:
+        for g in e.guards:
+            if g.kind == "tensor" and g.source == source and len(g.sizes) == len(sizes):
+                out |= {i for i, s in enumerate(g.sizes) if s is None}
+                out |= {i for i, s in enumerate(g.example) if i < len(sizes) and s != sizes[i]}
+    return out
+
+
+def _carried_relations(entries: Sequence[_Entry], request: Request) -> list[EntryGuard]:
+    """The symbolic relations of the most recent entry that has some, each as ``request``
+    decides it (negated where it is false): the new entry's trace takes the same decisions
+    (a parity, a threshold) on its own sizes."""
+    for e in reversed(entries):
+        relations = [g for g in e.guards if g.kind == "relation" and g.text]
+        out = []
+        for g in relations:
+            try:
+                holds = evaluate(g.text, request)
+            except Unevaluable:
+                continue
+            out.append(g if holds else dataclasses.replace(g, text=f"not ({g.text})"))
+        if relations:
+            return out
+    return []
+
+
+def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], strategy: str) -> _Entry:
+    """PyTorch's rule for a new entry whose guards were not recorded (see the module docstring)."""
+    guards: list[EntryGuard] = []
+    for source, sizes in request.sizes.items():
+        if strategy == "default":
+            dynamic = _was_dynamic(entries, source, sizes)
+        elif strategy == "dynamic":
+            dynamic = set(range(len(sizes)))
+        else:
+            dynamic = set()
+        dynamic = {i for i in dynamic if sizes[i] >= 2}  # sizes 0 and 1 are always specialised
+        guards.append(EntryGuard("tensor", source, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
+                                 example=sizes, dtype=request.dtypes.get(source)))
+        guards += [EntryGuard("specialization", source, i, None, f"2 <= {source}.size()[{i}]") for i in sorted(dynamic)]
+    if strategy in ("default", "dynamic"):
+        guards += _carried_relations(entries, request)
+    else:
+        guards += [EntryGuard("value", s, None, v, f"{s} == {v!r}") for s, v in request.scalars.items()]
+    return _Entry(cid, tuple(guards))
+
+
+@dataclass
+class Step:
+    outcome: Outcome
+    compile_id: str | None = None
+    rejected: list[tuple[str, list[str]]] = field(default_factory=list)
+    unknown: int = 0
+    new: bool = False  # compiled an entry whose guards were not recorded
+
+
+class FrameModel:
+    """One frame's cache as Dynamo checks it, grown from the recorded entries of that frame."""
+
+    def __init__(self, frame: int, recorded: Sequence[CompileRecord], strategy: str, limit: int) -> None:
+        self.frame, self.strategy, self.limit = frame, strategy, limit
+        self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id)) for r in recorded]
+        self.entries: list[_Entry] = []
+
+    def _choose(self, request: Request) -> _Entry:
+        attempt = len(self.entries)
+        candidates = self.recorded[attempt:attempt + 1]
+        if self.strategy == "static":  # a static entry depends on its shape only
+            candidates += self.recorded
+        used = {e.recorded for e in self.entries}
+        for e in candidates:
+            if e.recorded not in used and e.guards and not check(e.guards, request)[0]:
+                return dataclasses.replace(e, cid=f"{self.frame}/{attempt}")
+        return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.strategy)
+
+    def step(self, request: Request) -> Step:
+        step = Step("hit")
+        for e in reversed(self.entries):  # the most recent entry first
+            failed, unknown = check(e.guards, request)
+            step.unknown += unknown
+            if not failed:
+                return step
+            step.rejected.append((e.cid, failed))
+        if len(self.entries) >= self.limit:
+            step.outcome = "eager"
+            return step
+        chosen = self._choose(request)
+        self.entries.append(chosen)
+        step.outcome, step.compile_id, step.new = "compile", chosen.cid, chosen.recorded is None
+        return step
+
+
+# ----------------------------------------------------------------------------- a strategy
+
+
+def entry_frame(compiles: Sequence[CompileRecord]) -> tuple[int | None, list[str]]:
+    """The compiled function's own frame (the first naming the target, else the first
+    compiled) and a note for each other frame (after a graph break)."""
+    done = [r for r in compiles if r.outcome == "compiled" and r.phase in ("stream", "startup")]
+    if not done:
+        return None, []
+    first = next((r for r in done if r.target is not None), done[0])
+    others = {r.compile_id.frame: r.display_name for r in done if r.compile_id.frame != first.compile_id.frame}
+    return first.compile_id.frame, [f"frame {f} ({name})" for f, name in sorted(others.items())]
+
+
+def _limit(trial: TrialResult) -> int:
+    return trial.spec.options.recompile_limit or trial.env.recompile_limit_default or 8
+
+
+def _request_row(index: int, shape: Shape, step: Step, estimated: str | None) -> ForecastRequest:
+    guards = tuple(g for cid, texts in step.rejected for g in _forecast_guards(cid, texts))
+    return ForecastRequest(index, shape_key(shape), step.outcome, "guards",
+                           (step.compile_id,) if step.compile_id else (), guards,
+                           estimated=estimated is not None, why=estimated)
+
+
+def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Callable[[Shape], Request],
+                      source: str, recompile_limit: int | None = None) -> StrategyForecast:
+    """One strategy's forecast of ``stream`` from the guards ``trial`` recorded."""
+    started = time.perf_counter()
+    frame, others = entry_frame(trial.compiles)
+    if frame is None or not any(r.entry_guards for r in trial.compiles if r.compile_id.frame == frame):
+        raise OptionError(f"{source} recorded no cache entry's guards for {trial.spec.strategy!r} "
+                          "(a file written before compilescope recorded them, or nothing compiled)")
+    recorded = sorted((r for r in trial.compiles if r.outcome == "compiled" and r.compile_id.frame == frame),
+                      key=lambda r: r.compile_id.attempt)
+    limit = recompile_limit or _limit(trial)
+    model = FrameModel(frame, recorded, trial.spec.strategy, limit)
+    why = f"{', '.join(others)} after a graph break guard values that are not inputs" if others else None
+    seen: dict[tuple[tuple[str, int], ...], Outcome] = {}
+    rows, unknown, made = [], 0, {}
+    for index, shape in enumerate(stream):
+        key = shape_key(shape)
+        if key in seen:  # caches only grow: what was accepted is accepted again, a refusal stays
+            rows.append(ForecastRequest(index, key, "eager" if seen[key] == "eager" else "hit", "repeat",
+                                        estimated=why is not None, why=why))
+            continue
+        request = made.get(key) or made.setdefault(key, inputs(shape))
+        step = model.step(request)
+        unknown += step.unknown
+        rows.append(_request_row(index, shape, step, why))
+        seen[key] = step.outcome
+        if step.new and why is None:
+            why = f"{NOT_RECORDED} (request {index} compiled {step.compile_id}, estimated by PyTorch's rule)"
+    return _strategy_forecast(trial, rows, (len(made), limit), time.perf_counter() - started, unknown, source)
+
+
+def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: tuple[int, int], wall: float,
+                       unknown: int, source: str) -> StrategyForecast:
+    counts = {o: sum(1 for r in rows if r.outcome == o) for o in ("hit", "compile", "eager", "error")}
+    notes = []
+    if unknown:
+        notes.append(f"{unknown} guard evaluation(s) could not be made (taken as passing)")
+    return StrategyForecast(
+        strategy=trial.spec.strategy, requests=tuple(rows), hits=counts["hit"], compiles=counts["compile"],
+        eager=counts["eager"], errors=counts["error"], traced=sizes[0], recompile_limit=sizes[1],
+        dry_wall_s=wall, stalls=tuple(r.index for r in rows if r.outcome == "compile"), notes=tuple(notes),
+        estimated=sum(1 for r in rows if r.estimated), guards_unevaluated=unknown,
+        recorded_from=f"{source} [{trial.label}]",
+    )
+
+
+# ----------------------------------------------------------------------------- a report
+
+
+def workload_inputs(workload: Any, params: Sequence[str]) -> Callable[[Shape], Request]:
+    """A request's inputs as ``workload`` makes them, named ``L['<parameter>']`` by the
+    compiled function's parameters. (Made on the CPU: the ``meta`` device's factory functions
+    import PyTorch's reference implementations, seconds a forecast of milliseconds would pay.)"""
+    import torch
+
+    from ..workload import as_call_args
+
+    def make(shape: Shape) -> Request:
+        with torch.no_grad():
+            args, kwargs = as_call_args(workload.make_inputs(dict(shape)))
+        named = dict(zip(params, args)) | kwargs
+        sizes, dtypes, scalars = {}, {}, {}
+        for name, value in named.items():
+            source = f"L['{name}']"
+            if isinstance(value, torch.Tensor):
+                sizes[source] = tuple(int(s) for s in value.shape)
+                dtypes[source] = str(value.dtype).replace("torch.", "")
+            elif isinstance(value, (int, float, bool, str)):
+                scalars[source] = value
+        return Request(sizes, dtypes, scalars)
+
+    return make
+
+
+def _params(trial: TrialResult) -> tuple[str, ...]:
+    frame, _ = entry_frame(trial.compiles)
+    named = next((r.target for r in trial.compiles if r.compile_id.frame == frame and r.target is not None), None)
+    if named is None or not named.params:
+        raise OptionError(f"trial {trial.label} does not name the compiled function's parameters: its inputs "
+                          "cannot be matched to the recorded guards")
+    return named.params
+
+
+RESUME = "torch_dynamo_resume_in_"  # the frame Dynamo makes of a function's code after a graph break
+
+
+def _owner(r: CompileRecord) -> str:
+    """The compiled function a probe's compile belongs to (a resume frame: the function it resumes)."""
+    if r.target is not None:
+        return r.target.name
+    if r.function.startswith(RESUME):
+        return r.function.removeprefix(RESUME).rsplit("_at_", 1)[0]
+    return r.function
+
+
+def probe_function(compiles: Sequence[CompileRecord], function: str | None, origin: str) -> tuple[CompileRecord, ...]:
+    """The compiles of the one compiled function a forecast is of: ``function`` when the probe
+    compiled several (one line naming them otherwise)."""
+    owners = list(dict.fromkeys(_owner(r) for r in compiles))
+    if function is None:
+        if len(owners) > 1:
+            raise OptionError(f"{origin} holds {len(owners)} compiled functions ({', '.join(owners)}): "
+                              "name the one to forecast with --function")
+        return tuple(compiles)
+    if function not in owners:
+        raise OptionError(f"{origin} has no compiled function {function!r} (it has: {', '.join(owners) or 'none'})")
+    return tuple(r for r in compiles if _owner(r) == function)
+
+
+def recorded_trials(result: Any, names: Sequence[str], function: str | None = None,
+                    origin: str = "the probe") -> dict[str, TrialResult]:
+    """Per strategy, the trial whose guards are evaluated (a cold one first); a probe's
+    compiles (of one compiled function) are one trial of PyTorch's default strategy."""
+    from ..model import ProbeResult, TrialSpec
+
+    if isinstance(result, ProbeResult):  # up to its first reset: one process's caches
+        first = min((r.epoch for r in result.compiles), default=0)
+        mine = probe_function([r for r in result.compiles if r.epoch == first], function, origin)
+        compiles = tuple(dataclasses.replace(r, phase="stream") for r in mine)
+        return {"default": TrialResult(TrialSpec(result.source, "default", "cold", ()), "ok", compiles=compiles)}
+    if function is not None:
+        raise OptionError("--function picks one compiled function of a probe's results; a run's trials are of its workload")
+    out = {}
+    for name in names:
+        trials = sorted((t for t in result.trials if t.spec.strategy == name and t.spec.variant == ""
+                         and t.compiles), key=lambda t: t.spec.cache != "cold")
+        if trials:
+            out[name] = trials[0]
+    return out
+
+
+def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, results: str | Any,
+                      strategies: str | Sequence[str] | None = None, *, times: str | Any | None = None,
+                      recompile_limit: int | None = None, function: str | None = None) -> Any:
+    """Predict, per request of ``stream``, each strategy's outcome from the guards a
+    ``run`` (or ``probe``) results file recorded: no model is built, nothing is traced.
+    ``times``: a run's results file whose measured compile times predict the compile
+    seconds, as for the dry run. Raises a :class:`~compilescope.errors.CompilescopeError`
+    on bad input."""
+    from pathlib import Path
+
+    from .. import compat
+    from ..api import prepare_run
+    from ..model import MeasureOptions, ProbeResult
+    from ..report.forecast import ForecastReport
+    from ..schema import load
+    from ..stream import distinct_shapes
+
+    started = time.perf_counter()
+    if not Path(results).is_file():
+        raise OptionError(f"--from-results {str(results)!r} is not a file")
+    result = load(results)
+    present = [t.spec.strategy for t in getattr(result, "trials", ()) if t.spec.strategy != "eager"]
+    asked = strategies if strategies is not None else (",".join(dict.fromkeys(present)) or "default")
+    loaded, base, names = prepare_run(workload, stream, asked, measure=MeasureOptions(device="cpu"))
+    if isinstance(result, RunResult) and result.workload != base.workload:
+        raise OptionError(f"{results} measured workload {result.workload!r}, not {base.workload!r}")
+    from ..strategies import get_strategy
+
+    names = tuple(n for n in names if get_strategy(n).compiles)
+    trials = recorded_trials(result, names, function, str(results))
+    missing = [n for n in names if n not in trials]
+    if not trials:
+        raise OptionError(f"{results} has no trial of {', '.join(names)} that compiled")
+    rows = tuple(recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), str(results),
+                                   recompile_limit)
+                 for t in trials.values())
+    if times is not None:
+        rows = tuple(_with_times(s, times, base.workload) for s in rows)
+    backend = "as probed" if isinstance(result, ProbeResult) else next(iter(trials.values())).spec.options.backend
+    return ForecastReport(
+        workload=base.workload, stream_length=len(base.stream), distinct_shapes=len(distinct_shapes(base.stream)),
+        backend=backend, dry_backend="none", torch_version=compat.torch_version(),
+        wall_s=time.perf_counter() - started, strategies=rows, method="recorded guards",
+        mode="recorded-guards",
+        notes=tuple([f"not forecast (no trial of theirs in {results}): {', '.join(missing)}"] if missing else []),
+    )
+
+
+def _with_times(s: StrategyForecast, path: Any, workload: str) -> StrategyForecast:
+    from .engine import _predicted, load_run, measured_compile_times
+
+    measured = measured_compile_times(load_run(path, workload), path, s.strategy)
+    requests, predicted = _predicted(list(s.requests), measured)
+    return dataclasses.replace(s, requests=tuple(requests), predicted_compile_s=predicted, compile_times=measured)
+
+
+def compare_forecasts(first: Any, second: Any) -> Any:
+    """``first`` with ``second`` beside it and their per-request agreement per strategy."""
+    return dataclasses.replace(first, compared=second, agreement=agreement(first, second))
+
+
+def agreement(first: Any, second: Any) -> tuple[Any, ...]:
+    """Per strategy both forecasts hold: the requests whose outcome agrees, and those that differ."""
+    from ..report.forecast import Agreement
+
+    out = []
+    for a in first.strategies:
+        b = next((s for s in second.strategies if s.strategy == a.strategy), None)
+        if b is None:
+            continue
+        differ = tuple((x.index, x.outcome, y.outcome) for x, y in zip(a.requests, b.requests) if x.outcome != y.outcome)
+        out.append(Agreement(a.strategy, len(a.requests) - len(differ), len(a.requests), differ))
+    return tuple(out)

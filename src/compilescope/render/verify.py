@@ -1,0 +1,115 @@
+"""A warm-up plan's verification by replay in the terminal (and the rows the HTML page shows,
+:func:`compilescope.render.html.render_verify`): formats a :class:`VerifyReport`, computes nothing. Every measured figure is labelled measured, every
+predicted one forecast; every string from PyTorch or the user is data (rich ``Text``, HTML
+escaped)."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
+from ..units import fmt_time
+
+MAX_SHOWN = 20
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1%}"
+
+
+def _count(value: int | None) -> str:
+    return "—" if value is None else str(value)
+
+
+def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
+    """(figure, measured, forecast) — the table both the console and the page show."""
+    w, b = s.with_warmup, s.without_warmup
+
+    def lat(x: Latency | None, attr: str) -> str:
+        value = None if x is None else getattr(x, attr)
+        return "0 s" if value == 0 else fmt_time(value)
+
+    return [
+        ("requests compiling after start-up", _count(w.compiling_requests if w else None), _count(s.forecast_compiles)),
+        ("requests run eagerly after start-up", _count(w.eager_requests if w else None), _count(s.forecast_eager)),
+        ("stall-free fraction", _pct(s.stall_free), _pct(s.forecast_stall_free)),
+        ("p50 request, with warm-up / without", f"{lat(w, 'p50_s')} / {lat(b, 'p50_s')}", "—"),
+        ("p99 request, with warm-up / without", f"{lat(w, 'p99_s')} / {lat(b, 'p99_s')}", "—"),
+        ("start-up cost (start-up calls' wall, summed)", fmt_time(s.startup_s), "—"),
+        ("  of which compile s", "0 s" if s.startup_compile_s == 0 else fmt_time(s.startup_compile_s), "—"),
+        ("compiling requests' wall, with / without", f"{lat(w, 'stall_s')} / {lat(b, 'stall_s')}", "—"),
+        ("  of which compile s, with / without", f"{lat(w, 'compile_s')} / {lat(b, 'compile_s')}", "—"),
+        ("stall cost avoided (compiling requests' wall)", fmt_time(s.stall_avoided_s), "—"),
+        ("forecast agrees with the measurement", "—", _pct(s.agreement)),
+    ]
+
+
+def verdict(s: StrategyVerify) -> Text:
+    if s.error is not None:
+        return Text(f"  not measured: {s.error}", "red")
+    if not s.failures:
+        return Text("  measured: no held-out request compiled or ran eagerly after start-up", "green")
+    listed = sum(r.uncovered_why is not None for r in s.failures)
+    style = "green" if s.passed else "yellow"
+    return Text(f"  measured: {len(s.failures)} held-out request(s) compiled, ran eagerly or raised after "
+                f"start-up; {listed} of them the plan lists as uncovered", style)
+
+
+def plan_note(r: VerifyRequest) -> str:
+    if r.uncovered_why is not None:
+        return f"the plan lists it as uncovered: {r.uncovered_why}"
+    return "the plan covers it" if r.covered else "not in the plan's recording"
+
+
+def _request_lines(r: VerifyRequest) -> list[RenderableType]:
+    what = f"compiles {', '.join(r.compile_ids)}" if r.outcome == "compile" else r.outcome
+    line = Text(f"  request {r.index} ({r.shape_label}): {what} (measured, {fmt_time(r.latency_s)})")
+    line.append(f"; forecast {r.forecast or '—'}; {plan_note(r)}", "dim")
+    out: list[RenderableType] = [line]
+    out += [Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow") for g in r.guards]
+    if r.error:
+        out.append(Text(f"      raised: {r.error}", "red"))
+    return out
+
+
+def _strategy(s: StrategyVerify) -> list[RenderableType]:
+    title = Text(f"\n{s.strategy}", "bold")
+    title.append(f": {s.startup_shapes} start-up shape(s), then {s.heldout} held-out request(s) "
+                 f"(trial {s.status}; start-up compiled {s.startup_compiles} frame(s))")
+    table = Table(show_edge=False, pad_edge=False)
+    for name, justify in (("figure", "left"), ("measured", "right"), ("forecast", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for figure, measured, forecast in rows(s):
+        table.add_row(Text(figure), Text(measured), Text(forecast))
+    parts: list[RenderableType] = [title, table, verdict(s)]
+    for r in s.failures[:MAX_SHOWN]:
+        parts += _request_lines(r)
+    if len(s.failures) > MAX_SHOWN:
+        parts.append(Text(f"  … and {len(s.failures) - MAX_SHOWN} more", "dim"))
+    if s.disagreements:
+        shown = ", ".join(map(str, s.disagreements[:MAX_SHOWN]))
+        parts.append(Text(f"  forecast and measurement differ at held-out request(s) {shown}", "dim"))
+    parts += [Text(f"  note: {n}", "dim") for n in s.notes]
+    return parts
+
+
+def renderables(report: VerifyReport) -> list[RenderableType]:
+    head = Text(f"compilescope warmup --verify: {report.workload}", "bold")
+    head.append(f" — plan from {report.plan_stream}, {report.heldout} held-out request(s), backend {report.backend}, "
+                f"torch {report.torch_version}, {fmt_time(report.wall_s)}")
+    parts: list[RenderableType] = [head]
+    for s in report.strategies:
+        parts += _strategy(s)
+    parts += [Text(f"note: {n}", "dim") for n in report.notes]
+    return [Group(*parts)]
+
+
+def render(report: VerifyReport, width: int = 120) -> str:
+    """The console text of ``report``."""
+    out = io.StringIO()
+    Console(file=out, width=width, no_color=True, highlight=False).print(*renderables(report))
+    return out.getvalue()

@@ -1,0 +1,120 @@
+"""The warm-up plan and its measurement in the terminal: formats a :class:`WarmupReport`,
+computes nothing. The plan's figures are labelled forecast (a dry run), the trials' measured.
+Every string (shapes, guards, errors) is printed as ``Text``: data, never markup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from ..report.warmup import StrategyMeasured, WarmupReport
+from ..units import fmt_time
+
+MAX_SHAPES_SHOWN = 12
+MAX_LISTED = 10
+
+
+def shape_label(shape: dict[str, int]) -> str:
+    return str(next(iter(shape.values()))) if len(shape) == 1 else ",".join(f"{k}={v}" for k, v in shape.items())
+
+
+def shapes_text(shapes: Any) -> str:
+    labels = [shape_label(s) for s in shapes]
+    more = f" … (+{len(labels) - MAX_SHAPES_SHOWN})" if len(labels) > MAX_SHAPES_SHOWN else ""
+    return (", ".join(labels[:MAX_SHAPES_SHOWN]) + more) or "none"
+
+
+def limit_text(p: Any) -> str:
+    if p.recompile_limit is None:
+        return f"default ({p.recompile_limit_default})"
+    return f"{p.recompile_limit} (default {p.recompile_limit_default})"
+
+
+def _plan_table(plan: Any) -> Table:
+    table = Table(title="plan (forecast, dry run)", title_justify="left", show_edge=False, pad_edge=False)
+    for name, justify in (("strategy", "left"), ("start-up shapes, in order", "left"), ("covers", "right"),
+                          ("uncovered", "right"), ("entries/frame", "right"), ("recompile_limit", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for p in plan.plans:
+        table.add_row(Text(p.strategy), Text(f"{len(p.shapes)}: {shapes_text(p.shapes)}"), str(len(p.covers)),
+                      Text(str(len(p.uncovered)), "red" if p.uncovered else ""), str(p.frame_entries),
+                      Text(limit_text(p), "yellow" if p.recompile_limit is not None else ""))
+    return table
+
+
+def _plan_details(plan: Any) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    for p in plan.plans:
+        parts.append(Text(f"  {p.strategy}: minimal: {p.minimal}", "dim"))
+        for u in p.uncovered[:MAX_LISTED]:
+            parts.append(Text(f"    uncovered {shape_label(u.shape)} ({u.outcome}): {u.why}", "red"))
+        if len(p.uncovered) > MAX_LISTED:
+            parts.append(Text(f"    … and {len(p.uncovered) - MAX_LISTED} more uncovered shape(s)", "dim"))
+    return parts
+
+
+def _measured_table(report: WarmupReport) -> Table:
+    table = Table(title=f"measured (trials: start-up, then {report.trial_stream})", title_justify="left",
+                  show_edge=False, pad_edge=False)
+    for name, justify in (("strategy", "left"), ("start", "left"), ("start-up (+ load)", "right"),
+                          ("artifact load", "right"),
+                          ("start-up compiles", "right"), ("compiles after start-up", "right"),
+                          ("steady / request", "right"), ("status", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for m in report.measured:
+        for s in m.starts:
+            after = Text(str(len(s.after)), "red" if s.after else "green")
+            table.add_row(Text(m.strategy), s.cache, fmt_time(s.total_s), fmt_time(s.load_s), str(s.startup_compiles),
+                          after, fmt_time(m.steady_s), Text(s.status))
+    return table
+
+
+def _after(m: StrategyMeasured) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    for s in m.starts:
+        for a in s.after[:MAX_LISTED]:
+            parts.append(Text(f"  {m.strategy} ({s.cache}): request {a.index} ({a.shape}): {a.what}", "red"))
+            for g in a.guards:
+                parts.append(Text(f"      {g}", "yellow"))
+        if len(s.after) > MAX_LISTED:
+            parts.append(Text(f"  … and {len(s.after) - MAX_LISTED} more after start-up", "dim"))
+    for missing in m.steady_missing:
+        parts.append(Text(f"  {m.strategy}: no steady state for {missing}", "dim"))
+    for note in m.notes:
+        parts.append(Text(f"  note: {note}", "dim"))
+    return parts
+
+
+def _verdict(report: WarmupReport) -> list[RenderableType]:
+    v = report.verdict
+    if v is None:
+        return []
+    table = Table(title=f"over {v.lifetime_basis} (measured start-up + lifetime × measured steady)",
+                  title_justify="left", show_edge=False, pad_edge=False)
+    for name in ("strategy", "start", "start-up", "steady / request", "total"):
+        table.add_column(name, justify="left" if name in ("strategy", "start") else "right")
+    for r in v.rows:
+        table.add_row(Text(r.strategy), r.cache, fmt_time(r.startup_s), fmt_time(r.steady_s), fmt_time(r.total_s))
+    head = Text("verdict (measured): ", "bold")
+    head.append(v.why if v.recommended else f"none recommended: {v.why}")
+    return [table, head, *[Text(f"  {n}", "dim") for n in v.steady_noise]]
+
+
+def renderables(report: WarmupReport) -> list[RenderableType]:
+    plan = report.plan
+    head = Text(f"compilescope warmup: {plan.workload}", "bold")
+    stream = plan.stream if len(plan.stream) <= 80 else plan.stream[:77] + "…"
+    head.append(f" — recording {stream} ({plan.requests:,} request(s)), backend {plan.backend}, torch "
+                f"{plan.torch_version}")
+    parts: list[RenderableType] = [head, _plan_table(plan), *_plan_details(plan)]
+    if report.measured:
+        parts.append(_measured_table(report))
+        for m in report.measured:
+            parts += _after(m)
+    parts += _verdict(report)
+    for note in (*plan.notes, *report.notes):
+        parts.append(Text(f"note: {note}", "dim"))
+    return [Group(*parts)]

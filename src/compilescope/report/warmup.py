@@ -1,0 +1,100 @@
+"""The warm-up report: the plan (a dry-run forecast) beside what trials measured of it —
+frozen records a renderer formats and nothing recomputes.
+
+``plan`` is the :class:`compilescope.warmup.planfile.WarmupPlan` the report is of (held as
+it is; the report model imports only the records, so it is typed loosely here). Without
+measurement (``warmup --no-measure``) ``measured`` is empty and ``verdict`` None: every
+figure shown is then the plan's, a forecast.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .verify import VerifyReport
+
+
+@dataclass(frozen=True)
+class AfterStartup:
+    """A frame compile (or an eager run) that happened on the request path after start-up,
+    measured: the plan did not hold for this request."""
+
+    index: int  # the stream request
+    shape: str
+    what: str  # "compile 0/3", "eager fallback"
+    guards: tuple[str, ...] = ()  # PyTorch's words, of the entries that rejected it
+
+
+@dataclass(frozen=True)
+class MeasuredStart:
+    """One start mode of a strategy's plan, measured by a trial: start-up calls, then the stream."""
+
+    cache: str  # cold, warm, mega
+    status: str  # the trial's status
+    startup_s: float | None  # sum of the start-up calls' latencies
+    load_s: float | None  # mega: loading the cache artifacts, before the first call
+    startup_compiles: int  # frame compiles during start-up
+    after: tuple[AfterStartup, ...] = ()  # compiles and eager runs after start-up (the plan's check)
+    error: str | None = None
+    artifacts_bytes: int | None = None
+
+    @property
+    def total_s(self) -> float | None:
+        if self.startup_s is None:
+            return None
+        return self.startup_s + (self.load_s or 0.0)
+
+
+@dataclass(frozen=True)
+class StrategyMeasured:
+    strategy: str
+    starts: tuple[MeasuredStart, ...]
+    steady_s: float | None  # per request, the per-shape medians weighted by the stream's shape frequencies
+    steady_q1_s: float | None  # the same weighting of the per-shape quartiles
+    steady_q3_s: float | None
+    steady_shapes: int  # distinct shapes with steady samples
+    steady_missing: tuple[str, ...] = ()  # shapes without (label: why)
+    notes: tuple[str, ...] = ()
+
+    def start(self, cache: str) -> MeasuredStart | None:
+        for s in self.starts:
+            if s.cache == cache:
+                return s
+        return None
+
+
+@dataclass(frozen=True)
+class VerdictRow:
+    strategy: str
+    cache: str
+    startup_s: float
+    steady_s: float
+    total_s: float  # start-up + lifetime × steady
+
+
+@dataclass(frozen=True)
+class Verdict:
+    lifetime: int
+    lifetime_basis: str  # "--lifetime 10000", "the recorded stream's 300 requests"
+    rows: tuple[VerdictRow, ...]
+    recommended: str | None
+    why: str
+    steady_noise: tuple[str, ...] = ()  # pairs whose steady-state IQRs overlap: no steady difference
+
+
+@dataclass(frozen=True)
+class WarmupReport:
+    plan: Any  # the WarmupPlan (compilescope.warmup.planfile)
+    measured: tuple[StrategyMeasured, ...] = ()
+    verdict: Verdict | None = None
+    trial_stream: str = ""  # what the trials replayed after start-up
+    wall_s: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+    verified: VerifyReport | None = None  # ``warmup --verify``: the replay of a held-out stream after start-up
+
+    def strategy(self, name: str) -> StrategyMeasured:
+        for s in self.measured:
+            if s.strategy == name:
+                return s
+        raise KeyError(name)

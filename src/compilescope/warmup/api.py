@@ -1,0 +1,338 @@
+"""Use a warm-up plan in a service: :func:`warm_up` calls the plan's start-up shapes through
+an already-compiled callable and says what each cost.
+
+    compiled = torch.compile(model, backend="inductor")
+    with compilescope.warm_up(compiled, "plan.json", make_inputs, strict=True) as warmed:
+        print(warmed.seconds, warmed.compiles)
+        serve(compiled)  # a covered shape compiling again raises when the block ends
+
+``make_inputs(shape)`` builds one request's inputs from a plan shape (a dict such as
+``{"batch": 4, "seq": 32}``). The one rule for what it returns: a ``dict`` is keyword
+arguments; a pair ``(tuple, dict)`` is positional and keyword arguments; any other tuple or
+list is the positional arguments; anything else is the one positional argument.
+
+Compiles are counted as everywhere in compilescope (:mod:`compilescope.analysis.counts`,
+through :func:`compilescope.watch`'s capture): a refusal at the recompile limit is not a
+compile, and a shape *hits* when it neither compiled nor was refused.
+
+``strict=True`` keeps a watch installed after the warm-up with the plan as its budget: zero
+compiles for the shapes the plan covers. A later compile of a covered shape (the same
+tensors' sizes, dtypes and scalars a covered shape's inputs have) is a budget overrun,
+raised as :class:`~compilescope.watch.RecompileBudgetExceeded` with the guards that failed
+when the scope ends (``result.close()``, the ``with`` block's end) or at
+``result.check()`` — never inside PyTorch's compile. A compile of a shape the plan does not
+cover is reported (``result.uncovered``), not raised: the plan never promised it. As every
+watch, it sees the compiles of the warmed callable made in the thread that called
+:func:`warm_up`; other compiled functions' compiles are not its budget.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import compat
+from ..analysis.counts import count_compiles
+from ..errors import OptionError
+from ..model import CompileRecord, Shape, shape_label
+from ..watch import RecompileBudgetExceeded, Watch, compile_lines, deliver_pending
+from .planfile import StrategyPlan, WarmupPlan, load_plan
+
+MakeInputs = Callable[[Shape], Any]
+
+
+@dataclass(frozen=True)
+class WarmedShape:
+    """One start-up call: its wall seconds, the frame compiles it made, whether it hit."""
+
+    shape: Shape
+    seconds: float
+    compiles: int
+    refused: int
+    compile_ids: tuple[str, ...]
+
+    @property
+    def hit(self) -> bool:
+        return not self.compiles and not self.refused
+
+
+def split_inputs(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The module docstring's rule: dict → kwargs; (tuple, dict) → both; tuple/list → args."""
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[0], tuple) and isinstance(inputs[1], dict):
+        return inputs[0], dict(inputs[1])
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}
+    return (inputs,), {}
+
+
+def _resolve(plan: WarmupPlan | StrategyPlan | str | Path, strategy: str | None) -> StrategyPlan:
+    if isinstance(plan, StrategyPlan):
+        if strategy is not None and strategy != plan.strategy:
+            raise OptionError(f"warm_up: the plan is {plan.strategy!r}'s, not {strategy!r}'s")
+        return plan
+    if isinstance(plan, (str, Path)):
+        plan = load_plan(plan)
+    if not isinstance(plan, WarmupPlan):
+        raise OptionError(f"warm_up: plan is a {type(plan).__name__}; pass a WarmupPlan, a StrategyPlan or a plan file")
+    return plan.plan(strategy)
+
+
+def _workload_of(plan: Any) -> str:
+    """The workload a plan was made for, when it says (for error messages)."""
+    if isinstance(plan, (str, Path)):
+        plan = load_plan(plan)
+    return plan.workload if isinstance(plan, WarmupPlan) else ""
+
+
+def _artifacts_file(plan: Any, sp: StrategyPlan, artifacts: bytes | str | Path | None) -> bytes | Path | None:
+    """The artifacts to load: the bytes or file given, ``<strategy>.bin`` in a folder given,
+    or — none given and a plan file naming its artifacts folder — that folder's file for the
+    strategy when it has one (``compilescope warmup --artifacts`` writes them so)."""
+    from ..execute.scheduler import cache_key
+
+    if isinstance(artifacts, bytes):
+        return artifacts
+    if artifacts is None:
+        if not isinstance(plan, (str, Path)):
+            return None
+        named = load_plan(plan).artifacts
+        if not named:
+            return None
+        found = Path(plan).parent / named / f"{cache_key(sp.strategy)}.bin"
+        return found if found.is_file() else None
+    folder = Path(artifacts)
+    return folder / f"{cache_key(sp.strategy)}.bin" if folder.is_dir() else folder
+
+
+def _load_artifacts(artifacts: bytes | Path | None) -> float | None:
+    if artifacts is None:
+        return None
+    if not isinstance(artifacts, bytes):
+        from ..paths import read_capped
+
+        artifacts = read_capped(artifacts, f"artifacts {str(artifacts)!r}", OptionError, limit=1 << 31)
+    started = time.perf_counter()
+    compat.load_cache_artifacts(artifacts)
+    return time.perf_counter() - started
+
+
+def check_limit(sp: StrategyPlan, in_force: int, set_limit: bool) -> str:
+    """A one-line error when the limit in force is below what the plan needs; with
+    ``set_limit`` it is set instead, and what was done is returned."""
+    need = sp.recompile_limit
+    if need is None or in_force >= need:
+        return ""
+    if not set_limit:
+        raise OptionError(f"the {sp.strategy} warm-up plan needs recompile_limit {need}; the limit in force is "
+                          f"{in_force}: set torch._dynamo.config.recompile_limit = {need} or pass set_limit=True")
+    compat.set_recompile_limit(need)
+    return f"set torch._dynamo.config.recompile_limit from {in_force} to {need}, as the plan needs"
+
+
+def _target(fn: Any) -> Any:
+    """What a compiled callable runs, as a compiled call's frame names it."""
+    inner = compat.compiled_module_inner(fn)
+    return inner if inner is not None else compat.uncompiled_callable(fn)
+
+
+class PlanWatch(Watch):
+    """A watch whose budget is the plan: each compile is attributed to the latest call of the
+    warmed callable in this thread, by that call's signature
+    (:func:`compilescope.shapes_record.call_signature`); a covered signature's compile is
+    over budget, any other is reported in :attr:`uncovered`."""
+
+    def __init__(self, fn: Any, target: Any, covered: dict[str, Shape], action: str = "raise") -> None:
+        super().__init__(functions=[fn], action=action)
+        from ..shapes_record import function_params
+
+        self.target, self.covered = target, covered
+        self.params = function_params(target)
+        self.violations: list[tuple[Shape, CompileRecord]] = []
+        self.uncovered: list[CompileRecord] = []
+        self._current: str | None = None
+
+    def on_call(self, frame: Any) -> None:  # the shape-recording hub's per-call hook
+        if threading.get_ident() != self._thread:
+            return
+        try:
+            fn, args, kwargs = compat.compiled_call_arguments(frame)
+            if compat.compiled_callable_target(fn) is self.target:
+                from ..shapes_record import call_signature
+
+                self._current = call_signature(self.params, args, kwargs)
+        except Exception:  # never break the user's call
+            self._current = None
+
+    def _take(self, records: Any, breaks: Any, owners: set[int]) -> None:
+        records = list(records)
+        super()._take(records, breaks, owners)
+        for r in (r for r in records if self._matches(r, owners)):  # the warmed callable's compiles only
+            shape = self.covered.get(self._current) if self._current is not None else None
+            if shape is not None and (r.is_compile or r.refused):
+                self.violations.append((shape, r))
+            elif r.is_compile or r.refused:
+                self.uncovered.append(r)
+
+    def start_plan(self) -> PlanWatch:
+        from ..shapes_record import HUB
+
+        self.__enter__()
+        HUB.add(self)  # type: ignore[arg-type]  # the hub calls only on_call
+        return self
+
+    def stop_plan(self) -> bool:
+        """End the watch; False when it had ended."""
+        from ..shapes_record import HUB
+
+        if not self._active:
+            return False
+        HUB.remove(self)  # type: ignore[arg-type]
+        self.stop()
+        return True
+
+    def over_budget(self) -> list[str]:
+        n = len(self.violations)
+        return [f"{n} compile(s) of shapes the warm-up plan covers exceed its budget of 0"] if n else []
+
+    def explain(self, problems: list[str] | None = None) -> str:
+        problems = problems if problems is not None else self.over_budget()
+        lines = [f"compilescope.warm_up(strict=True): {'; '.join(problems) or 'within budget'}"]
+        for shape, r in self.violations:
+            lines.append(f"  covered shape {shape_label(shape)}:")
+            lines += ["  " + line for line in compile_lines([r])]
+        if self.uncovered:
+            lines.append(f"  {len(self.uncovered)} compile(s) of shapes the plan does not cover (reported, not raised)")
+        return "\n".join(lines)
+
+
+class WarmUpResult:
+    """What :func:`warm_up` did: per shape its cost; with ``strict``, the live plan watch
+    (``close()`` or the ``with`` block's end ends it and raises if a covered shape compiled)."""
+
+    def __init__(self, sp: StrategyPlan, shapes: list[WarmedShape], limit: int, limit_note: str,
+                 artifacts_load_s: float | None, strict: PlanWatch | None) -> None:
+        self.strategy, self.plan, self.shapes = sp.strategy, sp, tuple(shapes)
+        self.recompile_limit, self.limit_note = limit, limit_note
+        self.artifacts_load_s, self._watch = artifacts_load_s, strict
+        self.strict = strict is not None
+        self._reported = 0  # violations a check already raised or warned about
+
+    @property
+    def seconds(self) -> float:
+        return sum(s.seconds for s in self.shapes)
+
+    @property
+    def compiles(self) -> int:
+        return sum(s.compiles for s in self.shapes)
+
+    @property
+    def violations(self) -> tuple[tuple[Shape, CompileRecord], ...]:
+        """Compiles after the warm-up of shapes the plan covers, each with its shape (strict only)."""
+        deliver_pending()
+        return tuple(self._watch.violations) if self._watch is not None else ()
+
+    @property
+    def uncovered(self) -> tuple[CompileRecord, ...]:
+        """Compiles after the warm-up of shapes the plan does not cover (strict only): reported."""
+        deliver_pending()
+        return tuple(self._watch.uncovered) if self._watch is not None else ()
+
+    def check(self) -> None:
+        """Raise (or warn) now if a covered shape has compiled since the warm-up (or since the
+        last check that said so: each compile is reported once)."""
+        if self._watch is not None:
+            deliver_pending()
+            try:
+                self._watch.check()
+            finally:
+                self._reported = len(self._watch.violations)
+
+    def close(self) -> None:
+        """End the strict watch; raises as :meth:`check` does, for what no check reported yet."""
+        if self._watch is not None and self._watch.stop_plan() and len(self._watch.violations) > self._reported:
+            self._watch.check()
+
+    def __enter__(self) -> WarmUpResult:
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if exc_type is None:
+            self.close()
+        elif self._watch is not None:
+            self._watch.stop_plan()
+
+    def __repr__(self) -> str:
+        return (f"WarmUpResult({self.strategy!r}: {len(self.shapes)} shape(s), {self.compiles} compile(s), "
+                f"{self.seconds:.3f} s{', strict' if self.strict else ''})")
+
+
+def _inputs(make_inputs: MakeInputs, shape: Shape, workload: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    try:
+        return split_inputs(make_inputs(dict(shape)))
+    except Exception as exc:
+        made = f" (the plan is for workload {workload!r})" if workload else ""
+        raise OptionError(f"make_inputs({dict(shape)}) raised {type(exc).__name__}: {exc}{made}"[:300]) from exc
+
+
+def _call(fn: Any, make_inputs: MakeInputs, shape: Shape, watch: Watch, workload: str = "") -> WarmedShape:
+    args, kwargs = _inputs(make_inputs, shape, workload)
+    seen = len(watch.records)
+    started = time.perf_counter()
+    fn(*args, **kwargs)
+    seconds = time.perf_counter() - started
+    deliver_pending()
+    mine = watch.records[seen:]
+    counts = count_compiles(mine)
+    return WarmedShape(dict(shape), seconds, counts.compiles, counts.refused,
+                       tuple(str(r.compile_id) for r in mine if r.is_compile))
+
+
+def _covered(fn: Any, sp: StrategyPlan, make_inputs: MakeInputs, workload: str = "") -> dict[str, Shape]:
+    """The signature of each covered shape's inputs (the plan's own shapes when it lists no
+    covers), as :class:`PlanWatch` tells calls apart."""
+    from ..shapes_record import call_signature, function_params
+
+    params = function_params(_target(fn))
+    out: dict[str, Shape] = {}
+    for shape in (*sp.shapes, *sp.covers):
+        if any(shape == u.shape for u in sp.uncovered):
+            continue
+        args, kwargs = _inputs(make_inputs, shape, workload)
+        out.setdefault(call_signature(params, args, kwargs), dict(shape))
+    return out
+
+
+def warm_up(fn: Callable[..., Any], plan: WarmupPlan | StrategyPlan | str | Path, make_inputs: MakeInputs, *,
+            strategy: str | None = None, artifacts: bytes | str | Path | None = None, strict: bool = False,
+            set_limit: bool = False, recompile_limit: int | None = None, action: str = "raise") -> WarmUpResult:
+    """Call ``plan``'s start-up shapes, in order, through the already-compiled ``fn``.
+
+    ``plan``: a :class:`WarmupPlan` (its ``strategy`` plan, else the recommended one), one
+    :class:`StrategyPlan`, or a plan file's path. ``fn`` must be compiled as that strategy
+    says (``plan.options``); the plan cannot check it. ``artifacts``: mega-cache bytes, a
+    file of them or a folder of ``<strategy>.bin`` files, loaded before the first call (a
+    plan file naming its artifacts folder loads its strategy's file when none is given). ``recompile_limit``: the limit ``fn`` was
+    compiled with when given to ``torch.compile(recompile_limit=…)`` (default:
+    ``torch._dynamo.config.recompile_limit``); below the plan's, a one-line
+    :class:`~compilescope.errors.OptionError`, unless ``set_limit`` sets the config (said in
+    ``result.limit_note``). ``strict``/``action``: see the module docstring."""
+    sp = _resolve(plan, strategy)
+    if action not in ("raise", "warn"):
+        raise OptionError(f"warm_up(action={action!r}): use 'raise' or 'warn'")
+    in_force = recompile_limit if recompile_limit is not None else compat.recompile_limit_value()
+    note = check_limit(sp, in_force, set_limit and recompile_limit is None)
+    load_s = _load_artifacts(_artifacts_file(plan, sp, artifacts))
+    workload = _workload_of(plan)
+    covered = _covered(fn, sp, make_inputs, workload) if strict else {}
+    counting = Watch()
+    with counting:
+        shapes = [_call(fn, make_inputs, shape, counting, workload) for shape in sp.shapes]
+    watch = PlanWatch(fn, _target(fn), covered, action).start_plan() if strict else None
+    limit = sp.recompile_limit if note else in_force
+    return WarmUpResult(sp, shapes, limit, note, load_s, watch)

@@ -1,0 +1,319 @@
+"""Measure a warm-up plan: real trials, each calling the plan's start-up shapes and then
+replaying the recorded stream, through the one scheduler and executor seam
+(:func:`compilescope.execute.scheduler.run_plan`): per strategy a cold trial (a fresh
+process, an empty cache directory), then warm (the directory the cold trial populated) and
+mega (the cold trial's ``torch.compiler`` cache artifacts loaded first).
+
+Measured per strategy and start mode: the start-up cost (the start-up calls' latencies, plus
+the artifact load for mega), the frame compiles after start-up (the plan's check on the
+recording itself: zero when it holds, each one listed with its guards otherwise), and the
+steady-state cost per request (each shape's median, weighted by how often the recording has
+it). The verdict adds them up over the service's lifetime.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from collections.abc import Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+from ..errors import OptionError
+from ..execute.executor import Capabilities, Executor
+from ..execute.scheduler import PlannedTrial, cache_key, plan_trials, run_plan
+from ..execute.task import CallCallback, TrialOutcome, TrialTask
+from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key
+from ..report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, Verdict, VerdictRow, WarmupReport
+from ..stream import distinct_shapes
+from .planfile import StrategyPlan, WarmupPlan
+
+LONG_STREAM = 200  # a longer recording is replayed as its distinct shapes (its repeats hit)
+DEFAULT_CACHES = ("cold", "warm", "mega")
+MEASURE = MeasureOptions(warmup=2, samples=10, min_samples=3, budget_s=0.5, numerics=False)
+
+
+class KeepArtifacts:
+    """An executor that passes every task on and keeps the mega-cache artifacts each
+    artifact-saving (cold) trial returns, by strategy name."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.artifacts: dict[str, bytes] = {}
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self.inner.capabilities
+
+    def expect(self, specs: Sequence[TrialSpec]) -> None:
+        self.inner.expect(specs)
+
+    def submit(self, task: TrialTask, timeout_s: float, on_call: CallCallback | None = None) -> Future[TrialOutcome]:
+        future = self.inner.submit(task, timeout_s, on_call)
+        if task.save_artifacts:
+            def keep(done: Future[TrialOutcome]) -> None:
+                if not done.cancelled() and done.exception() is None and done.result().artifacts:
+                    self.artifacts[task.spec.name] = done.result().artifacts  # type: ignore[assignment]
+            future.add_done_callback(keep)
+        return future
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+
+def trial_plan(plan: WarmupPlan, stream: tuple[Shape, ...], caches: Sequence[str],
+               measure: MeasureOptions) -> list[PlannedTrial]:
+    """Per strategy plan: cold (steady state measured there), then warm and mega after it (start-up
+    and stream only: steady state does not depend on how the process started)."""
+    items: list[PlannedTrial] = []
+    for p in plan.plans:
+        base = TrialSpec(plan.workload, p.strategy, "cold", stream, p.options, measure, startup=p.shapes)
+        for planned in plan_trials(base, [p.strategy], ",".join(caches)):
+            if planned.spec.cache in ("warm", "mega"):
+                quiet = dataclasses.replace(planned.spec.measure, steady=False, numerics=False)
+                planned = dataclasses.replace(planned, spec=dataclasses.replace(planned.spec, measure=quiet))
+            items.append(planned)
+    return items
+
+
+def _label(shape: Shape) -> str:
+    return str(next(iter(shape.values()))) if len(shape) == 1 else ",".join(f"{k}={v}" for k, v in shape.items())
+
+
+def after_startup(trial: TrialResult) -> tuple[AfterStartup, ...]:
+    """The stream requests that compiled a frame or ran eagerly, with the guards that failed."""
+    from ..collect.graphs import eager_frames
+
+    by_call: dict[int, list[Any]] = {}
+    for r in trial.compiles:
+        if r.phase == "stream" and r.call_index is not None and (r.is_compile or r.refused):
+            by_call.setdefault(r.call_index, []).append(r)
+    partly = eager_frames(trial.calls, trial.compiles)
+    out = []
+    for c in trial.calls:
+        records = by_call.get(c.index, [])
+        for r in records:
+            what = f"compile {r.compile_id}" if r.is_compile else f"refused {r.compile_id} (recompile limit): eager"
+            out.append(AfterStartup(c.index, _label(c.shape), what, tuple(r.reasons)))
+        if not records and (c.ran_eagerly or c.index in partly):
+            out.append(AfterStartup(c.index, _label(c.shape), "eager fallback"))
+    return tuple(out)
+
+
+def start_row(trial: TrialResult) -> MeasuredStart:
+    from ..analysis.counts import count_compiles
+
+    latencies = [c.latency_s for c in trial.startup]
+    known = bool(trial.startup) and all(v is not None for v in latencies)
+    startup_s = sum(latencies) if known else None  # type: ignore[arg-type]
+    errors = [c.error for c in trial.startup if c.error]
+    error = trial.error or (f"a start-up call raised: {errors[0]}" if errors else None)
+    early = [r for r in trial.compiles if r.phase == "startup"]
+    return MeasuredStart(
+        cache=trial.spec.cache, status=trial.status, startup_s=startup_s if trial.spec.startup else 0.0,
+        load_s=trial.cache_load_s, startup_compiles=count_compiles(early).compiles,
+        after=after_startup(trial), error=error, artifacts_bytes=trial.artifacts_bytes,
+    )
+
+
+SteadyRow = tuple[float | None, float | None, float | None, int, tuple[str, ...]]
+
+
+def steady_row(trial: TrialResult | None, recorded: Sequence[Shape]) -> SteadyRow:
+    """Steady state per request: each shape's median (and quartiles) weighted by how often the
+    recording has the shape; the shapes without samples, with why."""
+    from ..analysis.regimes import summarize_samples
+
+    if trial is None or not trial.steady:
+        return None, None, None, 0, ("no steady-state samples",)
+    weights = Counter(shape_key(s) for s in recorded)
+    total = q1 = q3 = 0.0
+    n, counted, missing = 0, 0, []
+    for s in trial.steady:
+        stats = summarize_samples(s.compiled_s)
+        if stats is None or s.error or s.ran_eagerly:
+            missing.append(f"{_label(s.shape)}: {s.error or ('ran eagerly' if s.ran_eagerly else 'no samples')}")
+            continue
+        w = weights.get(shape_key(s.shape), 0)
+        total, q1, q3 = total + w * stats.median, q1 + w * stats.q1, q3 + w * stats.q3
+        n, counted = n + 1, counted + w
+    if not counted:
+        return None, None, None, n, tuple(missing)
+    return total / counted, q1 / counted, q3 / counted, n, tuple(missing)
+
+
+def _rows(measured: Sequence[StrategyMeasured], lifetime: int) -> list[VerdictRow]:
+    rows = []
+    for m in measured:
+        for s in m.starts:
+            if m.steady_s is not None and s.total_s is not None:
+                rows.append(VerdictRow(m.strategy, s.cache, s.total_s, m.steady_s, s.total_s + lifetime * m.steady_s))
+    return rows
+
+
+def _break_even(a: VerdictRow, b: VerdictRow) -> str:
+    """When ``b`` (more start-up, less steady) overtakes ``a``, in requests."""
+    if b.steady_s >= a.steady_s or b.startup_s <= a.startup_s:
+        return ""
+    n = (b.startup_s - a.startup_s) / (a.steady_s - b.steady_s)
+    return f"; {b.strategy} overtakes {a.strategy} after {n:,.0f} requests"
+
+
+def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests: int,
+            cache: str = "cold") -> Verdict | None:
+    """Which strategy pays over the lifetime: start-up (``cache`` start) + lifetime × steady per
+    request; a strategy whose plan compiled after start-up is ranked after those that held."""
+    from ..analysis.regimes import TOLERANCE, iqr_separated
+    from ..units import fmt_time
+
+    life = lifetime if lifetime is not None else requests
+    basis = f"--lifetime {life:,}" if lifetime is not None else f"the recorded stream's {requests:,} requests"
+    rows = _rows(measured, life)
+    ranked = [r for r in rows if r.cache == cache] or rows
+    if not ranked:
+        return Verdict(life, basis, tuple(rows), None, "no strategy has both a start-up and a steady-state figure")
+    held = {m.strategy for m in measured if all(not s.after for s in m.starts)}
+    ranked = sorted(ranked, key=lambda r: (r.strategy not in held, r.total_s))
+    best = ranked[0]
+    spread = {m.strategy: (m.steady_q1_s, m.steady_q3_s) for m in measured}
+    noise, same = [], set()
+    for r in ranked[1:]:
+        a, b = spread[best.strategy], spread[r.strategy]
+        if None not in (*a, *b) and not iqr_separated(a, b):  # type: ignore[arg-type]
+            same.add(r.strategy)
+            noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap); "
+                         "the difference is their start-up")
+    why = (f"{best.strategy} pays over {basis}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
+           f"{fmt_time(best.steady_s)} = {fmt_time(best.total_s)}")
+    if len(ranked) > 1:
+        other = ranked[1]
+        why += f", against {other.strategy}'s {fmt_time(other.total_s)}"
+        if other.total_s <= best.total_s * (1 + TOLERANCE) and (other.strategy in held) == (best.strategy in held):
+            why += f" (within {TOLERANCE:.0%}: a tie)"
+        if other.strategy not in same:  # a break-even of steady states within noise is no figure
+            why += _break_even(best, other) + _break_even(other, best)
+    if best.strategy not in held:
+        why += "; no plan held: every strategy compiled after start-up"
+    return Verdict(life, basis, tuple(rows), best.strategy, why, tuple(noise))
+
+
+def _recorded(plan: WarmupPlan, stream: str | Sequence[Shape]) -> tuple[Shape, ...]:
+    from ..api import prepare_run
+
+    _, base, _ = prepare_run(plan.workload, stream, "eager", options=dataclasses.replace(plan.plans[0].options),
+                             measure=MeasureOptions(device="cpu"))
+    return base.stream
+
+
+def _strategy_rows(plan: WarmupPlan, results: Sequence[TrialResult],
+                   recorded: Sequence[Shape]) -> tuple[StrategyMeasured, ...]:
+    out = []
+    for p in plan.plans:
+        mine = [t for t in results if t.spec.strategy == p.strategy]
+        cold = next((t for t in mine if t.spec.cache == "cold"), None)
+        steady, q1, q3, n, missing = steady_row(cold, recorded)
+        notes = tuple(f"{p.strategy} ({t.spec.cache}): {t.status}: {t.error}" for t in mine
+                      if t.status not in ("ok",) and t.error)
+        out.append(StrategyMeasured(p.strategy, tuple(start_row(t) for t in mine), steady, q1, q3, n, missing, notes))
+    return tuple(out)
+
+
+def write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` whole or not at all (a temporary file beside it, then renamed); only a
+    regular file or a new path is replaced."""
+    import os
+    import secrets
+
+    if path.is_symlink() or (path.exists() and not path.is_file()):
+        raise OSError(1, "not a regular file: never replaced")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    try:
+        with open(tmp, "xb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def save_artifacts(plan: WarmupPlan, kept: dict[str, bytes], folder: Path,
+                   plan_dir: Path) -> tuple[WarmupPlan, list[str]]:
+    """Write each strategy's mega-cache artifacts as ``FOLDER/<strategy>.bin``; the plan's
+    ``artifacts`` is the folder, relative to the plan file's folder when inside it."""
+    written = []
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for p in plan.plans:
+            if p.strategy in kept:
+                write_bytes(folder / f"{cache_key(p.strategy)}.bin", kept[p.strategy])
+                written.append(p.strategy)
+    except OSError as exc:
+        raise OptionError(f"cannot write the artifacts in {folder}: {exc.strerror}") from None
+    try:
+        where = str(folder.resolve().relative_to(plan_dir.resolve()))
+    except ValueError:
+        where = str(folder.resolve())
+    if not written:
+        return plan, written
+    note = (f"mega-cache artifacts in {where}: <strategy>.bin for {', '.join(written)} "
+            "(torch.compiler.load_cache_artifacts before the start-up calls)")
+    return dataclasses.replace(plan, artifacts=where, notes=(*plan.notes, note)), written
+
+
+def start_modes(plan: WarmupPlan, caches: Sequence[str]) -> tuple[tuple[str, ...], list[str]]:
+    """The start modes to measure: mega only where the backend saves cache artifacts (inductor)."""
+    if "mega" in caches and plan.backend != "inductor":
+        return tuple(c for c in caches if c != "mega"), [
+            f"mega not measured: mega-cache artifacts are inductor's caches; backend {plan.backend} saves none"]
+    return tuple(caches), []
+
+
+def measure_plan(
+    plan: WarmupPlan,
+    stream: str | Sequence[Shape],
+    *,
+    lifetime: int | None = None,
+    executor: Executor | None = None,
+    caches: Sequence[str] = DEFAULT_CACHES,
+    measure: MeasureOptions = MEASURE,
+    timeout_s: float = 900.0,
+    on_progress: Any = None,
+    keep: KeepArtifacts | None = None,
+) -> WarmupReport:
+    """Measure each strategy's plan on the recording; returns the report, with the plan's
+    ``recommended`` set by the verdict. ``keep``: an executor wrapper that keeps the cold
+    trials' artifacts (for ``--artifacts``)."""
+    from ..execute.local import LocalExecutor
+
+    started = time.perf_counter()
+    recorded = _recorded(plan, stream)
+    notes = []
+    if len(recorded) != plan.requests:
+        notes.append(f"measured on a stream of {len(recorded):,} requests; the plan was made for {plan.requests:,}")
+    trial_stream: tuple[Shape, ...] = recorded
+    described = f"the recorded stream ({len(recorded):,} requests)"
+    if len(recorded) > LONG_STREAM:
+        trial_stream = tuple(distinct_shapes(recorded))
+        described = (f"the recording's {len(trial_stream)} distinct shapes (the stream has {len(recorded):,} "
+                     f"requests; their repeats hit what these compiled)")
+        notes.append(f"replayed {described}; steady state weighted by the recording's frequencies")
+    caches, dropped = start_modes(plan, caches)
+    notes += dropped
+    chosen = keep if keep is not None else (executor or LocalExecutor())
+    results = run_plan(trial_plan(plan, trial_stream, caches, measure), chosen, timeout_s, on_progress=on_progress,
+                       kind="warmup")
+    measured = _strategy_rows(plan, results, recorded)
+    judged = verdict(measured, lifetime, len(recorded), caches[0] if caches else "cold")
+    if judged is not None and judged.recommended is not None:
+        plan = dataclasses.replace(plan, recommended=judged.recommended, why=judged.why)
+    return WarmupReport(plan, measured, judged, described, time.perf_counter() - started, tuple(notes))
+
+
+def dry_report(plan: WarmupPlan, wall_s: float = 0.0) -> WarmupReport:
+    """The report of a plan not measured (``--no-measure``): the forecast alone; ``wall_s``
+    the planning's."""
+    return WarmupReport(plan, wall_s=wall_s, notes=(
+        "not measured (--no-measure): every figure is the dry run's forecast; no trial ran, so no verdict",))

@@ -1,0 +1,254 @@
+"""Plan the warm-up by dry run: for each strategy, the smallest ordered list of shapes to call
+at start-up so that replaying the recorded stream compiles nothing after start-up.
+
+Every step is a dry run (:mod:`compilescope.forecast.engine`: the real Dynamo on the ``meta``
+device, a backend that compiles nothing), so a plan takes seconds and is a forecast until
+measured (:mod:`compilescope.warmup.measure`) or verified on a held-out stream:
+
+1. forecast the recorded stream under a recompile limit high enough to refuse nothing, so
+   the plan is not cut short by the limit; the candidate start-up list is the shapes of the
+   requests that compiled, in stream order;
+2. check it: one dry run of the list followed by the stream's distinct shapes must compile
+   nothing (and run nothing eagerly) after the list;
+3. make it smallest: drop each shape in turn, latest first, keeping a drop when the replay
+   still compiles nothing after start-up, within :data:`MAX_DRY_RUNS` dry runs — skipped for a
+   static strategy, where each graph accepts only its own sizes (so no drop can hold);
+4. record the cache entries one frame needs and the ``recompile_limit`` that takes (``None``
+   when PyTorch's default suffices; never raised silently: the plan's notes say it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import compat
+from ..errors import OptionError
+from ..model import MeasureOptions, Shape, StrategyOptions, shape_key
+from ..stream import distinct_shapes
+from .planfile import StrategyPlan, Uncovered, WarmupPlan
+
+DEFAULT_PLAN_STRATEGIES = ("default", "static", "dynamic")
+MAX_DRY_RUNS = 16  # the drop-each-shape check's bound, per strategy
+MAX_REPAIRS = 3  # rounds of adding still-compiling shapes when the first list does not hold
+STATIC = frozenset({"static"})  # strategies whose graphs accept only the sizes they were traced for
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One dry run of ``startup`` then the stream's distinct shapes: each distinct shape's
+    predicted outcome after start-up, and the most cache entries one frame asked for."""
+
+    startup: tuple[Shape, ...]
+    after: tuple[tuple[Shape, str, str], ...]  # (shape, outcome, why) per distinct stream shape
+    frame_entries: int
+    compiles: int  # frame compiles made during start-up
+
+    @property
+    def holds(self) -> bool:
+        return all(outcome == "hit" for _, outcome, _ in self.after)
+
+    def failing(self) -> list[Shape]:
+        return [shape for shape, outcome, _ in self.after if outcome == "compile"]
+
+
+def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int) -> str:
+    if outcome == "compile":
+        return guards[0].text if guards else "compiles (no guard text recorded: a frame compiled for the first time)"
+    if outcome == "eager":
+        return f"eager: recompile limit ({limit})"
+    return error or ""
+
+
+class _Missed(Exception):
+    """A call after start-up compiled or ran eagerly: a replay asked to stop there does."""
+
+    def __init__(self, shape: Shape, outcome: str) -> None:
+        self.shape, self.outcome = shape, outcome
+
+
+def _stop_at_miss(k: int) -> Any:
+    def sink(record: Any, compiles: Any, breaks: Any) -> None:
+        if record.index >= k and record.error is None and (record.compile_ids or record.ran_eagerly):
+            raise _Missed(dict(record.shape), "compile" if record.compile_ids else "eager")
+    return sink
+
+
+def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct: Sequence[Shape],
+           options: StrategyOptions, stop_at_miss: bool = False) -> Replay:
+    """Dry-run ``startup`` then ``distinct``; outcomes are read after the start-up part. With
+    ``stop_at_miss`` the dry run ends at the first call after start-up that does not hit (the
+    replay then holds that one outcome): enough to refuse a candidate list, at a fraction of
+    the cost."""
+    from ..analysis.counts import count_compiles, graphs_needed
+    from ..forecast.engine import dry_outcomes, dry_trial
+
+    shapes = [dict(s) for s in startup] + [dict(s) for s in distinct]
+    try:
+        trial = dry_trial(workload_ref, strategy, shapes, options,
+                          sink=_stop_at_miss(len(startup)) if stop_at_miss else None)
+    except _Missed as missed:
+        return Replay(tuple(dict(s) for s in startup), ((missed.shape, missed.outcome, "stopped at this miss"),), 0, 0)
+    if trial.status == "unavailable":
+        raise OptionError(f"{strategy} is unavailable: {trial.error}")
+    observed, _ = dry_outcomes(trial)
+    if len(observed) != len(shapes):
+        raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(shapes)} calls")
+    limit = options.recompile_limit if options.recompile_limit is not None else compat.recompile_limit_value()
+    k = len(startup)
+    after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, o.guards, o.error, limit))
+                  for i, o in enumerate(observed[k:]))
+    early = [r for r in trial.compiles if r.call_index is not None and r.call_index < k]
+    return Replay(tuple(dict(s) for s in startup), after, graphs_needed(trial.compiles), count_compiles(early).compiles)
+
+
+def _candidates(workload_ref: str, strategy: str, stream: Sequence[Shape],
+                options: StrategyOptions) -> list[Shape] | str:
+    """The shapes of the recorded requests that compile, in stream order; or why none can be had."""
+    from ..forecast.engine import forecast_strategy
+
+    done = forecast_strategy(workload_ref, strategy, stream, options)
+    if isinstance(done, str):
+        return done
+    return [dict(r.shape) for r in done.requests if r.outcome == "compile"]
+
+
+def _repaired(workload_ref: str, strategy: str, startup: list[Shape], distinct: Sequence[Shape],
+              options: StrategyOptions) -> tuple[Replay, int]:
+    """Check the list; while it does not hold, add the shapes that still compile (a bounded
+    number of rounds). Returns the last replay and the dry runs made."""
+    runs = 0
+    current = replay(workload_ref, strategy, startup, distinct, options)
+    runs += 1
+    while not current.holds and runs <= MAX_REPAIRS:
+        extra = [s for s in current.failing() if shape_key(s) not in {shape_key(t) for t in current.startup}]
+        if not extra:
+            break
+        current = replay(workload_ref, strategy, [*current.startup, *extra], distinct, options)
+        runs += 1
+    return current, runs
+
+
+def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequence[Shape],
+              options: StrategyOptions, budget: int) -> tuple[Replay, str]:
+    """Drop each start-up shape in turn, latest first, keeping a drop that still holds."""
+    n = len(start.startup)
+    if n <= 1 and start.holds:
+        return start, ("one start-up shape: nothing to drop" if n else "no start-up shape needed")
+    if not start.holds:
+        return start, "not checked: the list does not keep every recorded shape off the request path"
+    if strategy in STATIC:
+        return start, (f"not checked by dry run: under {strategy} each of the {n} start-up shapes is the only graph "
+                       "accepting its sizes (a static entry accepts only the sizes it was traced for), so no drop can "
+                       "hold")
+    current, runs, dropped = start, 0, 0
+    for i in range(n - 1, -1, -1):
+        if runs >= budget:
+            return current, (f"partly checked: {runs} drop(s) tried within the bound of {budget} dry runs, "
+                             f"{dropped} kept; shapes 1..{i + 1} not tried")
+        # latest first: dropping position i leaves positions before it where they were
+        trial = [s for j, s in enumerate(current.startup) if j != i]
+        # the dropped shape replays first: the likeliest miss, where the dry run stops (hits change no cache)
+        dropped_shape = current.startup[i]
+        order = [dropped_shape, *(s for s in distinct if shape_key(s) != shape_key(dropped_shape))]
+        candidate = replay(workload_ref, strategy, trial, order, options, stop_at_miss=True)
+        if candidate.holds:  # read again in stream order: the plan's covers are listed as recorded
+            candidate = dataclasses.replace(candidate, after=tuple(sorted(
+                candidate.after, key=lambda a: [shape_key(s) for s in distinct].index(shape_key(a[0])))))
+        runs += 1
+        if candidate.holds:
+            current, dropped = candidate, dropped + 1
+    return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({runs} dry runs), {dropped} dropped"
+
+
+def _limit_needed(frame_entries: int, default: int) -> int | None:
+    return frame_entries if frame_entries > default else None
+
+
+def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
+                  max_dry_runs: int = MAX_DRY_RUNS) -> StrategyPlan | str:
+    """One strategy's plan, or why the strategy cannot have one for this workload."""
+    default = compat.recompile_limit_value()
+    distinct = distinct_shapes(tuple(stream))
+    given = options.recompile_limit
+    # plan under the limit asked for, else under one high enough to refuse nothing
+    high = max(default, len(distinct) + 1)  # a frame holds at most one entry per distinct shape
+    search = options if given is not None else dataclasses.replace(options, recompile_limit=high)
+    found = _candidates(workload_ref, strategy, stream, search)
+    if isinstance(found, str):
+        return found
+    checked, runs = _repaired(workload_ref, strategy, found, distinct, search)
+    final, minimal = _smallest(workload_ref, strategy, checked, distinct, search, max(0, max_dry_runs - runs))
+    needed = _limit_needed(final.frame_entries, default) if given is None else given
+    if given is None:
+        set_options = dataclasses.replace(options, recompile_limit=needed)
+    else:
+        set_options = options
+    covers = tuple(s for s, outcome, _ in final.after if outcome == "hit")
+    uncovered = tuple(Uncovered(s, outcome, why) for s, outcome, why in final.after if outcome != "hit")
+    return StrategyPlan(
+        strategy=strategy, options=set_options, shapes=final.startup, covers=covers, uncovered=uncovered,
+        compiles=final.compiles, frame_entries=final.frame_entries,
+        recompile_limit=needed, recompile_limit_default=default, minimal=minimal,
+    )
+
+
+def limit_note(p: StrategyPlan) -> str | None:
+    """What a plan's recompile limit asks of the service, in one line (None: PyTorch's default holds)."""
+    if p.recompile_limit is None:
+        return None
+    if p.frame_entries > p.recompile_limit:
+        return (f"{p.strategy}: one frame needs {p.frame_entries} cache entries but the limit given is "
+                f"{p.recompile_limit}: the shapes past it run eagerly")
+    return (f"{p.strategy}: needs recompile_limit={p.recompile_limit}; PyTorch's default is "
+            f"{p.recompile_limit_default} (one frame holds {p.frame_entries} cache entries): set it, as the plan's "
+            "options do")
+
+
+def plan_warmup(
+    workload: str,
+    stream: str | Sequence[Shape],
+    strategies: str | Sequence[str] = DEFAULT_PLAN_STRATEGIES,
+    *,
+    backend: str = "inductor",
+    recompile_limit: int | None = None,
+    marks: Sequence[Any] = (),
+    max_dry_runs: int = MAX_DRY_RUNS,
+) -> WarmupPlan:
+    """Plan each strategy's start-up calls for ``stream`` by dry run (seconds, nothing measured;
+    ``recommended`` is None until :func:`compilescope.warmup.measure.measure_plan`). Raises a
+    :class:`~compilescope.errors.CompilescopeError` on bad input."""
+    from ..api import prepare_run
+    from ..forecast.engine import DRY_BACKENDS
+    from ..strategies import get_strategy
+
+    if backend not in DRY_BACKENDS:
+        raise OptionError(f"warmup backend {backend!r}: use one of {', '.join(DRY_BACKENDS)}")
+    options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
+    _, base, names = prepare_run(workload, stream, strategies, options=options, measure=MeasureOptions(device="cpu"))
+    compiled = [n for n in names if get_strategy(n).compiles]
+    if not compiled:
+        raise OptionError("no compiling strategy to plan (eager compiles nothing: it needs no warm-up)")
+    done = [(n, plan_strategy(base.workload, n, base.stream, options, max_dry_runs)) for n in compiled]
+    plans = tuple(d for _, d in done if isinstance(d, StrategyPlan))
+    notes = [f"no plan for {n}: {d}" for n, d in done if isinstance(d, str)]
+    if not plans:
+        raise OptionError("; ".join(notes))
+    notes += [note for note in (limit_note(p) for p in plans) if note]
+    if DRY_BACKENDS[backend] != backend:
+        notes.append(f"planned by dry run with {DRY_BACKENDS[backend]} on meta: guards {backend} adds in its own "
+                     "lowering are not modelled (measure or verify the plan to see them)")
+    return WarmupPlan(
+        workload=base.workload, stream=_stream_text(stream), requests=len(base.stream), backend=backend,
+        plans=plans, torch_version=compat.torch_version(),
+        created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"), notes=tuple(notes),
+    )
+
+
+def _stream_text(stream: str | Sequence[Shape]) -> str:
+    if isinstance(stream, str):
+        return stream
+    return f"{len(stream)} shape(s) given in Python"

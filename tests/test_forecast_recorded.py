@@ -1,0 +1,250 @@
+"""The forecast from recorded guards against real trials and against the dry run.
+
+A real trial (:func:`run_trial` on the CPU, real tensors, the real backend, a fresh cache
+directory, as a ``run`` worker runs it) records stream A; its file forecasts stream B from
+the recorded guards; a real trial of B says what happened. Each pair is used both ways
+(A's guards forecast B, B's forecast A), on ``sincos``, ``transformer`` and ``convnet``
+under default, static and dynamic."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from compilescope.errors import OptionError
+from compilescope.forecast import compare_forecasts, forecast, forecast_recorded, request_outcomes
+from compilescope.forecast.recorded import Request, Unevaluable, evaluate
+from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialSpec, Workload
+from compilescope.schema import dumps, load, loads
+from compilescope.stream import parse_stream
+from compilescope.workload import load_workload
+
+STRATEGIES = ("default", "static", "dynamic")
+# (workload, backend, stream A, stream B): small, so that the three cases take seconds each
+CASES = (
+    ("sincos", "aot_eager", "16,32,1,64", "random:count=40;seed=3;n=8|16|24|32|40|1|2"),
+    ("transformer", "eager", "batch=2,seq=16;batch=4,seq=32", "batch=4,seq=32;batch=2,seq=8;batch=4,seq=32"),
+    ("convnet", "eager", "batch=2,size=32;batch=2,size=45", "batch=2,size=33;batch=2,size=32;batch=2,size=64;batch=2,size=33"),
+)
+
+
+def _trial(workload, strategy, stream, backend, tmp_path, monkeypatch):
+    from compilescope.execute.trial import run_trial
+
+    cache = tmp_path / f"cache-{strategy}-{len(list(tmp_path.iterdir()))}"
+    cache.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    spec = TrialSpec(workload, strategy, "cold", tuple(stream), StrategyOptions(backend=backend),
+                     MeasureOptions(steady=False, numerics=False))
+    return run_trial(spec)[0]
+
+
+def _recorded(workload, stream, trials, path):
+    path.write_text(dumps(RunResult(workload=workload, stream=tuple(stream), trials=tuple(trials))))
+    return path
+
+
+def _misses(report, real_trials, counts):
+    misses = []
+    for s in report.strategies:
+        real = real_trials[s.strategy]
+        observed = request_outcomes(real.calls, real.compiles)
+        assert len(observed) == len(s.requests)
+        for predicted, seen in zip(s.requests, observed):
+            tally = counts.setdefault(s.strategy, [0, 0])
+            tally[1] += 1
+            tally[0] += predicted.outcome == seen.outcome
+            if predicted.outcome != seen.outcome:
+                cause = f"estimated: {predicted.why}" if predicted.estimated else "recorded guards"
+                misses.append(f"{report.workload}/{s.strategy} request {predicted.index} ({predicted.shape_label}): "
+                              f"forecast {predicted.outcome}, real {seen.outcome} ({cause}; forecast guards "
+                              f"{[g.text for g in predicted.guards]}, real {[g.text for g in seen.guards]})")
+    return misses
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_recorded_guards_agree_with_real_trials(case, tmp_path, monkeypatch):
+    workload, backend, spec_a, spec_b = case
+    dims = load_workload(workload).dims
+    a, b = parse_stream(spec_a, dims), parse_stream(spec_b, dims)
+    trials_a = {s: _trial(workload, s, a, backend, tmp_path, monkeypatch) for s in STRATEGIES}
+    trials_b = {s: _trial(workload, s, b, backend, tmp_path, monkeypatch) for s in STRATEGIES}
+    assert all(r.entry_guards for t in trials_a.values() for r in t.compiles if r.outcome == "compiled")
+    misses, counts = [], {}
+    for name, (stream, mine), (other, theirs) in (("a", (a, trials_a), (b, trials_b)), ("b", (b, trials_b), (a, trials_a))):
+        path = _recorded(workload, stream, mine.values(), tmp_path / f"recorded-{name}.json")
+        report = forecast_recorded(workload, other, path, STRATEGIES)
+        assert report.method == "recorded guards" and [s.strategy for s in report.strategies] == list(STRATEGIES)
+        misses += _misses(report, theirs, counts)
+    total = sum(t for _, t in counts.values())
+    agreement = 1 - len(misses) / total
+    assert agreement >= 0.9, f"agreement {agreement:.3f}; misses:\n" + "\n".join(misses)
+    print(f"\n{workload} ({backend}): {total - len(misses)} / {total} requests agree;",
+          ", ".join(f"{k} {a}/{t}" for k, (a, t) in counts.items()), *misses, sep="\n  ")
+
+
+def test_recorded_guards_beside_the_dry_run(tmp_path, monkeypatch):
+    stream = parse_stream("16,16,32,8,24,1,8,1,32,16,2,40", ("n",))
+    recorded = _trial("sincos", "default", parse_stream("16,32", ("n",)), "eager", tmp_path, monkeypatch)
+    path = _recorded("sincos", (), [recorded], tmp_path / "run.json")
+    mine = forecast_recorded("sincos", stream, path)
+    dry = forecast("sincos", stream, "default", backend="eager")
+    both = compare_forecasts(dry, mine)
+    (a,) = both.agreement
+    assert a.requests == 12 and a.agree == 12, a.differ
+    s = mine.strategy("default")
+    # the recording's two entries (16 static, then dynamic) cover every size but 1, which compiles a
+    # third entry the recording does not hold: the requests after it are estimated, and say so
+    first_one = next(r.index for r in s.requests if r.shape == (("n", 1),))
+    assert s.requests[first_one].outcome == "compile" and not s.requests[first_one].estimated
+    assert all(r.estimated for r in s.requests[first_one + 1:]) and not any(r.estimated for r in s.requests[:first_one])
+    assert "were not recorded" in s.requests[-1].why and s.estimated == 11 - first_one
+    spec = next(g for g in s.requests[first_one].guards if g.kind == "specialization")
+    assert spec.text == "2 <= x.size()[0]" and spec.entry == "0/1"
+
+
+def test_entry_guards_round_trip_and_older_files_load(tmp_path, monkeypatch):
+    trial = _trial("sincos", "default", parse_stream("16,32", ("n",)), "eager", tmp_path, monkeypatch)
+    first, second = (r for r in trial.compiles if r.outcome == "compiled")
+    tensor = next(g for g in first.entry_guards if g.kind == "tensor")
+    assert (tensor.source, tensor.sizes, tensor.example, tensor.dtype) == ("L['x']", (16,), (16,), "float32")
+    dynamic = next(g for g in second.entry_guards if g.kind == "tensor")
+    assert dynamic.sizes == (None,) and dynamic.dynamic_dims == (0,) and dynamic.example == (32,)
+    assert any(g.text == "2 <= L['x'].size()[0]" for g in second.entry_guards)
+    result = RunResult(workload="sincos", trials=(trial,))
+    text = dumps(result)
+    assert loads(text) == result
+    data = json.loads(text)
+    for c in data["trials"][0]["compiles"]:  # a file written before the field existed
+        del c["entry_guards"], c["entry_guards_cut"]
+    (tmp_path / "old.json").write_text(json.dumps(data))
+    old = load(tmp_path / "old.json")
+    assert all(r.entry_guards == () and r.entry_guards_cut == 0 for r in old.trials[0].compiles)
+    with pytest.raises(OptionError, match="recorded no cache entry's guards"):
+        forecast_recorded("sincos", "16", tmp_path / "old.json")
+
+
+def test_the_evaluator_runs_arithmetic_on_sizes_and_nothing_else():
+    request = Request({"L['x']": (2, 3, 45, 45)})
+    assert evaluate("2*(((-1) + L['x'].size()[2]) // 2) < L['x'].size()[2]", request)
+    assert evaluate("L['x'].stride()[1] == L['x'].size()[3]*L['x'].size()[2]", request)
+    assert not evaluate("L['x'].size()[2] % 2 == 0", request)
+    assert evaluate("2 <= L['x'].size()[0] <= 15", request)
+    for text in ("__import__('os').getcwd() == 1", "L['y'].size()[0] == 1", "L['x'].size()[9] == 1",
+                 "L['x'].numel() == 1", "2 ** 10000 > 1", "lambda: 1", "L['x'].size()[0] == (1"):
+        with pytest.raises(Unevaluable):
+            evaluate(text, request)
+
+
+def test_cli_forecast_from_results(main, tmp_path, monkeypatch):
+    trial = _trial("sincos", "static", parse_stream("16,32", ("n",)), "eager", tmp_path, monkeypatch)
+    _recorded("sincos", (), [trial], tmp_path / "run.json")
+    code, out, err = main("forecast", "sincos", "--stream", "16,64,16", "--strategies", "static",
+                          "--from-results", "run.json", "--method", "both", "--backend", "eager", "--json", "f.json")
+    assert code == 0, err
+    assert "compilescope forecast (recorded guards)" in out and "static: 3 / 3 agree (100.0%)" in out
+    assert "request 1 (64): compiles 0/1\n" in out  # certain: no recorded entry accepts 64
+    assert "1 request(s) estimated, from request 2: a new entry's guards were not recorded" in out
+    data = json.loads((tmp_path / "f.json").read_text())
+    assert data["method"] == "dry run" and data["compared"]["method"] == "recorded guards"
+    requests = data["compared"]["strategies"][0]["requests"]
+    assert [r["estimated"] for r in requests] == [False, False, True] and "not recorded" in requests[2]["why"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--method", "recorded"), "--method recorded needs --from-results"),
+    (("--from-results", "missing.json"), "is not a file"),
+])
+def test_cli_forecast_from_results_bad_input_is_one_line(main, args, message):
+    code, _, err = main("forecast", "sincos", *args)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def _branchy():
+    def branchy(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        if y.sum() > -1e9:  # data-dependent: a graph break, the rest is another frame
+            y = y.cos()
+        return y * 2
+
+    return branchy
+
+
+def graph_break() -> Workload:
+    return Workload(name="graph-break", build=_branchy, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 16, 8)))
+
+
+def test_frames_after_a_graph_break_are_estimated(tmp_path, monkeypatch):
+    ref = f"{__file__}:graph_break"
+    recorded = _trial(ref, "default", parse_stream("8,16", ("n",)), "eager", tmp_path, monkeypatch)
+    assert len({r.compile_id.frame for r in recorded.compiles}) >= 2
+    path = _recorded(ref, (), [recorded], tmp_path / "run.json")
+    stream = parse_stream("8,24,8,32", ("n",))
+    s = forecast_recorded(ref, stream, path).strategy("default")
+    assert all(r.estimated and "after a graph break guard values that are not inputs" in r.why for r in s.requests)
+    real = _trial(ref, "default", stream, "eager", tmp_path, monkeypatch)
+    assert [r.outcome for r in s.requests] == [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+
+
+def test_a_probe_result_forecasts_under_pytorchs_default(tmp_path, monkeypatch):
+    from compilescope.model import ProbeResult
+
+    trial = _trial("sincos", "default", parse_stream("16,32", ("n",)), "eager", tmp_path, monkeypatch)
+    path = tmp_path / "probe.json"
+    path.write_text(dumps(ProbeResult(source="serve.py", compiles=trial.compiles)))
+    report = forecast_recorded("sincos", "16,64,1,8", path)
+    s = report.strategy("default")
+    assert report.backend == "as probed" and [r.outcome for r in s.requests] == ["compile", "compile", "compile", "hit"]
+    assert [r.estimated for r in s.requests] == [False, False, False, True]
+
+
+def test_recording_leaves_pytorchs_hook_as_it_was():
+    from torch._dynamo import guards
+
+    from compilescope.collect.capture import CaptureSession
+
+    before = guards.guard_manager_testing_hook_fn
+    session = CaptureSession().install()
+    assert guards.guard_manager_testing_hook_fn is not before
+    session.uninstall()
+    assert guards.guard_manager_testing_hook_fn is before
+
+
+def test_a_new_entry_carries_the_relations_as_its_request_decides_them():
+    """A backend's parity guard (inductor's on a ceil-mode pooled size) on a dynamic entry:
+    an odd size compiles a new entry, which is then taken to guard the odd parity."""
+    from compilescope.forecast.recorded import FrameModel
+    from compilescope.model import CompileId, CompileRecord, EntryGuard
+
+    guards = (EntryGuard("tensor", "L['x']", sizes=(None,), example=(32,), dtype="float32"),
+              EntryGuard("relation", "L['x']", None, None, "L['x'].size()[0] % 2 == 0"))
+    record = CompileRecord(CompileId(0, 0), "f", "f.py", 1, entry_guards=guards)
+    model = FrameModel(0, [record], "default", 8)
+    sizes = lambda n: Request({"L['x']": (n,)}, {"L['x']": "float32"})  # noqa: E731
+    first, odd, again, even = (model.step(sizes(n)) for n in (32, 45, 33, 64))
+    assert (first.outcome, first.new) == ("compile", False)
+    assert (odd.outcome, odd.new, odd.rejected) == ("compile", True, [("0/0", ["x.size()[0] % 2 == 0"])])
+    assert again.outcome == "hit" and even.outcome == "hit"
+    assert "not (L['x'].size()[0] % 2 == 0)" in [g.text for g in model.entries[1].guards]
+
+
+def test_a_probe_of_several_compiled_functions_is_forecast_for_the_one_named():
+    from compilescope.forecast.recorded import probe_function
+    from compilescope.model import CompiledTarget, CompileId, CompileRecord
+
+    def record(frame: int, function: str, target: str | None = None) -> CompileRecord:
+        named = CompiledTarget(target, "svc.py", 3) if target else None
+        return CompileRecord(CompileId(frame, 0), function, "svc.py", 3, target=named)
+
+    compiles = [record(0, "f"), record(1, "torch_dynamo_resume_in_f_at_5"), record(2, "g", "g")]
+    with pytest.raises(OptionError) as caught:
+        probe_function(compiles, None, "probe.json")
+    assert str(caught.value) == "probe.json holds 2 compiled functions (f, g): name the one to forecast with --function"
+    assert [r.function for r in probe_function(compiles, "f", "probe.json")] == ["f", "torch_dynamo_resume_in_f_at_5"]
+    with pytest.raises(OptionError, match="has no compiled function 'h' \\(it has: f, g\\)"):
+        probe_function(compiles, "h", "probe.json")
+    assert probe_function(compiles[:2], None, "probe.json") == tuple(compiles[:2])

@@ -1,0 +1,255 @@
+"""The warm-up plan: found by dry run, checked by real trials that call the plan's start-up
+shapes and then replay the recording — nothing may compile after start-up — and written,
+rendered and refused the way every command's output is.
+
+The real side is :func:`run_trial` in this process (what a ``run`` worker executes), CPU
+tensors and the real ``eager`` backend, an empty cache directory; one CLI case measures
+through the scheduler and a fresh process per trial."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from compilescope.model import MeasureOptions, TrialSpec
+from compilescope.stream import parse_stream
+from compilescope.warmup import load_plan, save_plan
+from compilescope.warmup.plan import plan_warmup
+from compilescope.workload import load_workload
+
+SINCOS = "16,16,32,32,64,16,8,128,3,5,6,7,16,64"  # 9 distinct sizes: static needs more than 8 entries
+TRANSFORMER = "batch=2,seq=16;batch=4,seq=32;batch=2,seq=16;batch=4,seq=24;batch=4,seq=32"
+
+
+@pytest.fixture(scope="module")
+def sincos_plan():
+    return plan_warmup("sincos", SINCOS, "default,static,dynamic", backend="eager")
+
+
+@pytest.fixture(scope="module")
+def transformer_plan():
+    return plan_warmup("transformer", TRANSFORMER, "default,static,dynamic", backend="eager")
+
+
+def _replay(workload: str, stream: str, p, tmp_path, monkeypatch):
+    """A real trial: the plan's start-up shapes, then the recorded stream."""
+    from compilescope.execute.trial import run_trial
+
+    cache = tmp_path / f"cache-{workload}-{p.strategy}"
+    cache.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    recorded = parse_stream(stream, load_workload(workload).dims)
+    spec = TrialSpec(workload, p.strategy, "cold", tuple(recorded), p.options,
+                     MeasureOptions(steady=False, numerics=False), startup=p.shapes)
+    result, _ = run_trial(spec)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    return result
+
+
+def _after_startup(result):
+    from compilescope.collect.graphs import eager_frames
+
+    compiled = [r for r in result.compiles if r.phase == "stream" and (r.is_compile or r.refused)]
+    eager = [c.index for c in result.calls if c.ran_eagerly] + sorted(eager_frames(result.calls, result.compiles))
+    return compiled, eager
+
+
+@pytest.mark.parametrize("strategy", ["default", "static", "dynamic"])
+@pytest.mark.parametrize("case", ["sincos", "transformer"])
+def test_each_plan_keeps_every_compile_off_the_recorded_stream_in_a_real_trial(case, strategy, sincos_plan,
+                                                                               transformer_plan, tmp_path, monkeypatch):
+    plan, stream = (sincos_plan, SINCOS) if case == "sincos" else (transformer_plan, TRANSFORMER)
+    p = plan.plan(strategy)
+    recorded = parse_stream(stream, load_workload(case).dims)
+    assert not p.uncovered and len(p.covers) == len({tuple(s.items()) for s in recorded})
+    result = _replay(case, stream, p, tmp_path, monkeypatch)
+    assert result.status == "ok", result.error
+    compiled, eager = _after_startup(result)
+    assert compiled == [] and eager == [], [(r.compile_id, r.reasons) for r in compiled]
+    startup = [r for r in result.compiles if r.phase == "startup" and r.is_compile]
+    assert len(startup) == p.compiles >= 1  # the forecast's start-up compiles are the measured ones
+    assert len(result.startup) == len(p.shapes) and all(c.error is None for c in result.startup)
+
+
+def test_default_plan_is_smaller_than_static_and_static_says_the_limit_it_needs(sincos_plan, transformer_plan):
+    for plan in (sincos_plan, transformer_plan):
+        default, static, dynamic = plan.plan("default"), plan.plan("static"), plan.plan("dynamic")
+        assert len(default.shapes) < len(static.shapes)
+        assert len(dynamic.shapes) <= len(default.shapes)
+        assert "checked" in default.minimal and "static" in static.minimal
+    static = sincos_plan.plan("static")
+    assert [s["n"] for s in static.shapes] == [16, 32, 64, 8, 128, 3, 5, 6, 7]  # stream order
+    assert static.frame_entries == 9 and static.recompile_limit == 9 and static.options.recompile_limit == 9
+    assert static.recompile_limit_default == 8
+    assert "static: needs recompile_limit=9; PyTorch's default is 8" in " ".join(sincos_plan.notes)
+    default = sincos_plan.plan("default")
+    assert [s["n"] for s in default.shapes] == [16, 32]  # the second size makes the dim dynamic
+    assert default.recompile_limit is None and default.options.recompile_limit is None
+    assert transformer_plan.plan("static").recompile_limit is None  # 3 entries: the default holds
+
+
+def test_a_limit_given_below_the_need_leaves_the_shapes_past_it_uncovered_and_says_so():
+    plan = plan_warmup("sincos", SINCOS, "static", backend="eager", recompile_limit=4)
+    p = plan.plan("static")
+    assert len(p.shapes) == 4 and len(p.covers) == 4 and len(p.uncovered) == 5
+    assert {u.outcome for u in p.uncovered} == {"eager"} and p.uncovered[0].why == "eager: recompile limit (4)"
+    assert p.recompile_limit == 4 and "the limit given is 4" in " ".join(plan.notes)
+
+
+def test_the_plan_file_round_trips(sincos_plan, tmp_path):
+    save_plan(sincos_plan, tmp_path / "plan.json")
+    assert load_plan(tmp_path / "plan.json") == sincos_plan
+
+
+def test_the_cli_writes_the_plan_and_every_output_format(main, tmp_path):
+    code, out, err = main("warmup", "sincos", "--stream", "16,32,64,<b>", "--backend", "eager", "--no-measure")
+    assert code == 2 and err.count("\n") == 1, err  # a bad stream: one line
+    code, out, err = main("warmup", "sincos", "--stream", "16,16,32,64", "--strategies", "default,static",
+                          "--backend", "eager", "--no-measure", "--plan-out", "plan.json", "--out", "w.json",
+                          "--out", "w.txt", "--out", "w.html")
+    assert code == 0, err
+    plan = load_plan(tmp_path / "plan.json")
+    assert [[s["n"] for s in p.shapes] for p in plan.plans] == [[16, 32], [16, 32, 64]] and plan.recommended is None
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["kind"] == "warmup" and data["schema_version"] >= 1 and data["plan"]["kind"] == "warmup-plan"
+    text = (tmp_path / "w.txt").read_text()
+    assert "plan (forecast, dry run)" in text and "not measured" in text
+    assert "<table" in (tmp_path / "w.html").read_text()
+    for line in ("results JSON: w.json", "text report: w.txt", "html report: w.html", "plan: plan.json"):
+        assert line in out
+
+
+def test_the_cli_measures_a_plan_with_trials(main, tmp_path):
+    code, out, err = main("warmup", "sincos", "--stream", "16,16,32,64", "--strategies", "dynamic", "--backend",
+                          "eager", "--cache", "cold", "--samples", "3", "--lifetime", "1000", "--out", "w.json")
+    assert code == 0, err
+    data = json.loads((tmp_path / "w.json").read_text())
+    (measured,) = data["measured"]
+    (cold,) = measured["starts"]
+    assert cold["cache"] == "cold" and cold["status"] == "ok" and cold["after"] == [] and cold["startup_compiles"] == 1
+    assert cold["startup_s"] > 0 and measured["steady_s"] > 0  # measured, whatever the figures
+    assert data["verdict"]["recommended"] == "dynamic" and data["plan"]["recommended"] == "dynamic"
+    assert "verdict (measured)" in out and "--lifetime 1,000" in out
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--backend", "nope"), "warmup backend 'nope'"),
+    (("--strategies", "nope"), "nope"),
+    (("--artifacts", "art"), "--artifacts needs --plan-out"),
+    (("--artifacts", "art", "--plan-out", "p.json", "--backend", "eager"), "--artifacts needs --backend inductor"),
+    (("--out", "w.csv"), "csv output is not made for a warm-up report"),
+    (("--cache", "tepid"), "unknown cache mode"),
+    (("--lifetime", "-3"), "--lifetime"),
+])
+def test_bad_input_is_one_line_and_exit_2(main, tmp_path, args, says):
+    code, out, err = main("warmup", "sincos", "--stream", "16,32", "--no-measure", *args)
+    assert code == 2 and out == "" and err.count("\n") == 1 and says in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_verify_is_in_the_out_files_beside_the_plan(main, tmp_path):
+    """``--verify`` writes the warm-up report first, then again with the replay in it."""
+    code, out, err = main("warmup", "sincos", "--stream", "16,32,16", "--backend", "eager", "--strategies",
+                          "static", "--no-measure", "--verify", "16,32,64", "--out", "w.json", "--out", "w.txt")
+    assert code == 0, err
+    data = json.loads((tmp_path / "w.json").read_text())
+    assert data["kind"] == "warmup" and data["verified"]["kind"] == "verify"
+    static = data["verified"]["strategies"][0]
+    assert static["strategy"] == "static"
+    # 64 was never recorded: its compile after start-up is named, and the forecast saw it coming
+    assert [(r["shape"], r["outcome"], r["forecast"]) for r in static["failures"]] == [([["n", 64]], "compile", "compile")]
+    assert static["stall_free"] == 2 / 3
+    text = (tmp_path / "w.txt").read_text()
+    assert "compilescope warmup --verify: sincos" in text and "(with the verification)" in out + err
+
+
+def test_verify_with_json_to_stdout_writes_one_document(main, tmp_path):
+    code, out, err = main("warmup", "sincos", "--stream", "16,32", "--backend", "eager", "--strategies", "static",
+                          "--no-measure", "--verify", "16,32", "--json", "-")
+    assert code == 0, err
+    data = json.loads(out)  # one document: the report with its verification, written once
+    assert data["kind"] == "warmup" and data["verified"]["strategies"][0]["stall_free"] == 1.0
+    assert "nothing was measured to recommend a strategy, so the first one's plan is verified: static" in err
+
+
+@pytest.mark.parametrize("args, says", [
+    (("--verify", "16,x"), "--verify: bad stream token 'x'"),
+    (("--plan-out", "-"), "--plan-out cannot be `-`"),
+])
+def test_a_bad_held_out_stream_or_plan_path_is_refused_before_planning(main, tmp_path, args, says):
+    code, out, err = main("warmup", "sincos", "--stream", "16,32", "--backend", "eager", "--no-measure", *args)
+    assert code == 2 and err.count("\n") == 1 and says in err, err
+    assert "plan (forecast" not in out + err  # nothing was planned
+
+
+def test_renderers_print_strings_as_data():
+    from compilescope.model import StrategyOptions
+    from compilescope.render import get
+    from compilescope.report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, WarmupReport
+    from compilescope.warmup import StrategyPlan, Uncovered, WarmupPlan
+
+    hostile = "<script>alert(1)</script> [red]x[/red]"
+    p = StrategyPlan("static", StrategyOptions(backend="eager"), ({"n": 16},), covers=({"n": 16},),
+                     uncovered=(Uncovered({"n": 32}, "compile", hostile),), compiles=1, frame_entries=1,
+                     minimal=hostile)
+    plan = WarmupPlan("w", hostile, 2, "eager", (p,), notes=(hostile,))
+    start = MeasuredStart("cold", "ok", 0.5, None, 1, (AfterStartup(1, "32", "compile 0/1", (hostile,)),))
+    report = WarmupReport(plan, (StrategyMeasured("static", (start,), 1e-5, 1e-5, 1e-5, 1),), trial_stream=hostile)
+    page = get("html").render(report)
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    text = get("text").render(report)
+    assert "[red]x[/red]" in text and "uncovered 32 (compile)" in text and "measured (trials" in text
+    assert json.loads(get("json").render(report))["measured"][0]["starts"][0]["after"][0]["guards"] == [hostile]
+
+
+def test_the_cold_trials_artifacts_are_kept_and_saved_beside_the_plan(sincos_plan, tmp_path):
+    from compilescope.execute.executor import Capabilities, done_future
+    from compilescope.execute.task import TrialOutcome, TrialTask
+    from compilescope.model import TrialResult
+    from compilescope.warmup.measure import KeepArtifacts, save_artifacts
+
+    class Fake:
+        capabilities = Capabilities()
+
+        def expect(self, specs):
+            pass
+
+        def submit(self, task, timeout_s, on_call=None):
+            artifacts = b"\x00mega" if task.save_artifacts else None
+            return done_future(TrialOutcome(TrialResult(task.spec, "ok"), artifacts=artifacts))
+
+        def shutdown(self):
+            pass
+
+    keep = KeepArtifacts(Fake())
+    for cache, save in (("cold", True), ("warm", False)):
+        spec = TrialSpec("sincos", "default", cache, ({"n": 16},))
+        keep.submit(TrialTask(spec, str(tmp_path), save_artifacts=save), 10.0)
+    assert keep.artifacts == {"default": b"\x00mega"}
+    saved, written = save_artifacts(sincos_plan, keep.artifacts, tmp_path / "plan" / "art", tmp_path / "plan")
+    assert written == ["default"] and saved.artifacts == "art"
+    assert (tmp_path / "plan" / "art" / "default.bin").read_bytes() == b"\x00mega"
+    assert "art: <strategy>.bin for default" in saved.notes[-1]
+
+
+def test_the_verdict_adds_start_up_and_lifetime_steady_and_trusts_no_steady_difference_within_noise():
+    from compilescope.report.warmup import AfterStartup, MeasuredStart, StrategyMeasured
+    from compilescope.warmup.measure import verdict
+
+    def measured(name, startup, steady, spread, after=()):
+        return StrategyMeasured(name, (MeasuredStart("cold", "ok", startup, None, 1, after),), steady,
+                                steady - spread, steady + spread, 1)
+
+    # static: more start-up, a faster steady state beyond the noise; pays over a long lifetime only
+    rows = [measured("dynamic", 1.0, 30e-6, 1e-6), measured("static", 5.0, 20e-6, 1e-6)]
+    short, long = verdict(rows, 1000, 10), verdict(rows, 10_000_000, 10)
+    assert short.recommended == "dynamic" and long.recommended == "static"
+    assert "static overtakes dynamic after 400,000 requests" in short.why and short.steady_noise == ()
+    assert "the recorded stream" in verdict(rows, None, 10).lifetime_basis
+    # within noise: no break-even is claimed
+    noisy = verdict([measured("dynamic", 1.0, 30e-6, 8e-6), measured("static", 5.0, 20e-6, 8e-6)], 1000, 10)
+    assert "overtakes" not in noisy.why and "within noise" in noisy.steady_noise[0]
+    # a plan that compiled after start-up comes after one that held, whatever its total
+    broken = measured("dynamic", 0.1, 30e-6, 1e-6, (AfterStartup(3, "16", "compile 0/1"),))
+    assert verdict([broken, measured("static", 5.0, 20e-6, 1e-6)], 1000, 10).recommended == "static"
