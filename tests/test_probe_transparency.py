@@ -307,8 +307,9 @@ def test_the_program_dies_with_probe(tmp_path):
     """SIGKILL cannot be caught or passed on: the program is killed with probe, not left running."""
     script = tmp_path / "sleeps.py"
     script.write_text("import os, time\nprint(os.getpid(), flush=True)\ntime.sleep(120)\n")
+    # a probe killed so leaves its temporary journal behind: in this test's own folder
     proc = subprocess.Popen(_probe(str(script)), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            cwd=tmp_path, start_new_session=True)
+                            cwd=tmp_path, start_new_session=True, env=dict(os.environ, TMPDIR=str(tmp_path)))
     assert proc.stdout is not None
     program = int(proc.stdout.readline())
     assert program != proc.pid

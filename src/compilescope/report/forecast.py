@@ -30,6 +30,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..model import shape_label
+
 Outcome = Literal["hit", "compile", "eager", "error"]
 OUTCOMES: tuple[Outcome, ...] = ("hit", "compile", "eager", "error")
 
@@ -62,9 +64,7 @@ class ForecastRequest:
 
     @property
     def shape_label(self) -> str:
-        if len(self.shape) == 1:
-            return str(self.shape[0][1])
-        return ",".join(f"{k}={v}" for k, v in self.shape)
+        return shape_label(dict(self.shape))
 
 
 @dataclass(frozen=True)

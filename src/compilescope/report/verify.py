@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..model import shape_label
 from .forecast import ForecastGuard, Outcome
 
 
@@ -35,9 +36,7 @@ class VerifyRequest:
 
     @property
     def shape_label(self) -> str:
-        if len(self.shape) == 1:
-            return str(self.shape[0][1])
-        return ",".join(f"{k}={v}" for k, v in self.shape)
+        return shape_label(dict(self.shape))
 
 
 @dataclass(frozen=True)
