@@ -71,40 +71,37 @@ def split_inputs(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
     return (inputs,), {}
 
 
-def _resolve(plan: WarmupPlan | StrategyPlan | str | Path, strategy: str | None) -> StrategyPlan:
+def _resolve(plan: WarmupPlan | StrategyPlan, strategy: str | None) -> StrategyPlan:
     if isinstance(plan, StrategyPlan):
         if strategy is not None and strategy != plan.strategy:
             raise OptionError(f"warm_up: the plan is {plan.strategy!r}'s, not {strategy!r}'s")
         return plan
-    if isinstance(plan, (str, Path)):
-        plan = load_plan(plan)
     if not isinstance(plan, WarmupPlan):
         raise OptionError(f"warm_up: plan is a {type(plan).__name__}; pass a WarmupPlan, a StrategyPlan or a plan file")
     return plan.plan(strategy)
 
 
-def _workload_of(plan: Any) -> str:
-    """The workload a plan was made for, when it says (for error messages)."""
+def _read(plan: Any) -> tuple[Any, Path | None]:
+    """The plan, read once when it is a plan file's path, with that file's folder (else None)."""
     if isinstance(plan, (str, Path)):
-        plan = load_plan(plan)
-    return plan.workload if isinstance(plan, WarmupPlan) else ""
+        return load_plan(plan), Path(plan).parent
+    return plan, None
 
 
-def _artifacts_file(plan: Any, sp: StrategyPlan, artifacts: bytes | str | Path | None) -> bytes | Path | None:
+def _artifacts_file(plan: Any, folder: Path | None, sp: StrategyPlan,
+                    artifacts: bytes | str | Path | None) -> bytes | Path | None:
     """The artifacts to load: the bytes or file given, ``<strategy>.bin`` in a folder given,
-    or — none given and a plan file naming its artifacts folder — that folder's file for the
-    strategy when it has one (``compilescope warmup --artifacts`` writes them so)."""
+    or — none given and a plan file (read from ``folder``) naming its artifacts folder — that
+    folder's file for the strategy when it has one (``compilescope warmup --artifacts`` writes
+    them so)."""
     from ..execute.scheduler import cache_key
 
     if isinstance(artifacts, bytes):
         return artifacts
     if artifacts is None:
-        if not isinstance(plan, (str, Path)):
+        if folder is None or not isinstance(plan, WarmupPlan) or not plan.artifacts:
             return None
-        named = load_plan(plan).artifacts
-        if not named:
-            return None
-        found = Path(plan).parent / named / f"{cache_key(sp.strategy)}.bin"
+        found = folder / plan.artifacts / f"{cache_key(sp.strategy)}.bin"
         return found if found.is_file() else None
     folder = Path(artifacts)
     return folder / f"{cache_key(sp.strategy)}.bin" if folder.is_dir() else folder
@@ -322,13 +319,14 @@ def warm_up(fn: Callable[..., Any], plan: WarmupPlan | StrategyPlan | str | Path
     ``torch._dynamo.config.recompile_limit``); below the plan's, a one-line
     :class:`~compilescope.errors.OptionError`, unless ``set_limit`` sets the config (said in
     ``result.limit_note``). ``strict``/``action``: see the module docstring."""
+    plan, folder = _read(plan)
     sp = _resolve(plan, strategy)
     if action not in ("raise", "warn"):
         raise OptionError(f"warm_up(action={action!r}): use 'raise' or 'warn'")
     in_force = recompile_limit if recompile_limit is not None else compat.recompile_limit_value()
     note = check_limit(sp, in_force, set_limit and recompile_limit is None)
-    load_s = _load_artifacts(_artifacts_file(plan, sp, artifacts))
-    workload = _workload_of(plan)
+    load_s = _load_artifacts(_artifacts_file(plan, folder, sp, artifacts))
+    workload = plan.workload if isinstance(plan, WarmupPlan) else ""  # named when make_inputs fails
     covered = _covered(fn, sp, make_inputs, workload) if strict else {}
     counting = Watch()
     with counting:
