@@ -149,19 +149,27 @@ def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequenc
         if runs >= budget:
             return current, (f"partly checked: {runs} drop(s) tried within the bound of {budget} dry runs, "
                              f"{dropped} kept; shapes 1..{i + 1} not tried")
-        # latest first: dropping position i leaves positions before it where they were
-        trial = [s for j, s in enumerate(current.startup) if j != i]
-        # the dropped shape replays first: the likeliest miss, where the dry run stops (hits change no cache)
-        dropped_shape = current.startup[i]
-        order = [dropped_shape, *(s for s in distinct if shape_key(s) != shape_key(dropped_shape))]
-        candidate = replay(workload_ref, strategy, trial, order, options, stop_at_miss=True)
-        if candidate.holds:  # read again in stream order: the plan's covers are listed as recorded
-            candidate = dataclasses.replace(candidate, after=tuple(sorted(
-                candidate.after, key=lambda a: [shape_key(s) for s in distinct].index(shape_key(a[0])))))
+        candidate = _without(workload_ref, strategy, current.startup, i, distinct, options)
         runs += 1
         if candidate.holds:
             current, dropped = candidate, dropped + 1
     return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({runs} dry runs), {dropped} dropped"
+
+
+def _without(workload_ref: str, strategy: str, startup: Sequence[Shape], i: int, distinct: Sequence[Shape],
+             options: StrategyOptions) -> Replay:
+    """The replay of ``startup`` without its shape ``i`` (latest first: the positions before
+    it stay where they were). The dropped shape replays first — the likeliest miss, where the
+    dry run stops, since hits change no cache — and a replay that holds is read back in stream
+    order, so the plan's covers are listed as recorded."""
+    position = {shape_key(s): k for k, s in enumerate(distinct)}
+    dropped = startup[i]
+    order = [dropped, *(s for s in distinct if shape_key(s) != shape_key(dropped))]
+    got = replay(workload_ref, strategy, [s for j, s in enumerate(startup) if j != i], order, options,
+                 stop_at_miss=True)
+    if not got.holds:
+        return got
+    return dataclasses.replace(got, after=tuple(sorted(got.after, key=lambda a: position.get(shape_key(a[0]), -1))))
 
 
 def _limit_needed(frame_entries: int, default: int) -> int | None:
