@@ -610,22 +610,22 @@ def _verify_parts(report: VerifyReport) -> list[str]:
     """The verification's headings, tables and notes (its own page, or after a warm-up report's)."""
     from .verify import plan_note, rows, verdict
 
-    page = _Page("")
-    page.add(f"<h1>warm-up verified by replay — {e(report.workload)}</h1><p class=\"dim\">plan from "
-             f"<code>{e(report.plan_stream)}</code>, {report.heldout} held-out request(s), backend {e(report.backend)}, "
-             f"torch {e(report.torch_version)}</p>")
+    parts: list[str] = []
+    parts.append(f"<h1>warm-up verified by replay — {e(report.workload)}</h1><p class=\"dim\">plan from "
+                 f"<code>{e(report.plan_stream)}</code>, {report.heldout} held-out request(s), "
+                 f"backend {e(report.backend)}, torch {e(report.torch_version)}</p>")
     for s in report.strategies:
-        page.add(f"<h2>{e(s.strategy)}</h2><p>{e(verdict(s).plain.strip())}</p>")
-        page.add(_table(["figure", "measured", "forecast"],
-                        [[(f, ""), (m, "num"), (fc, "num")] for f, m, fc in rows(s)], ' class="verify"'))
+        parts.append(f"<h2>{e(s.strategy)}</h2><p>{e(verdict(s).plain.strip())}</p>")
+        parts.append(_table(["figure", "measured", "forecast"],
+                            [[(f, ""), (m, "num"), (fc, "num")] for f, m, fc in rows(s)], ' class="verify"'))
         if s.failures:
-            page.add(_table(["held-out request", "shape", "measured", "forecast", "guards that failed", "plan"], [
-                [(str(r.index), "num"), (r.shape_label, ""), (r.outcome, ""), (r.forecast or "—", ""),
-                 ("\n".join(f"{g.entry}: {g.text} [{g.kind}]" for g in r.guards) or (r.error or ""), "text"),
-                 (plan_note(r), "dim")] for r in s.failures], ' class="failures"'))
-        page.add("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in s.notes))
-    page.add("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in report.notes))
-    return page.parts
+            parts.append(_table(["held-out request", "shape", "measured", "forecast", "guards that failed", "plan"], [
+                    [(str(r.index), "num"), (r.shape_label, ""), (r.outcome, ""), (r.forecast or "—", ""),
+                     ("\n".join(f"{g.entry}: {g.text} [{g.kind}]" for g in r.guards) or (r.error or ""), "text"),
+                     (plan_note(r), "dim")] for r in s.failures], ' class="failures"'))
+        parts.append("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in s.notes))
+    parts.append("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in report.notes))
+    return parts
 
 
 class HtmlRenderer:
