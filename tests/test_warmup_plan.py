@@ -152,7 +152,7 @@ def test_verify_is_in_the_out_files_beside_the_plan(main, tmp_path):
     """``--verify`` writes the warm-up report first, then again with the replay in it."""
     code, out, err = main("warmup", "sincos", "--stream", "16,32,16", "--backend", "eager", "--strategies",
                           "static", "--no-measure", "--verify", "16,32,64", "--out", "w.json", "--out", "w.txt")
-    assert code == 0, err
+    assert code == 1, err  # 64 compiled after start-up and the plan does not list it: the proof failed
     data = json.loads((tmp_path / "w.json").read_text())
     assert data["kind"] == "warmup" and data["verified"]["kind"] == "verify"
     static = data["verified"]["strategies"][0]

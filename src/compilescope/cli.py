@@ -1054,7 +1054,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
               help="save each strategy's mega-cache artifacts (its cold trial's) in this folder; needs --plan-out.")
 @click.option("--no-measure", is_flag=True, help="print the dry-run plan only (a forecast; no trial runs).")
 @click.option("--verify", "heldout", default=None, metavar="HELDOUT",
-              help="then replay a held-out stream after the recommended plan's start-up, and report it.")
+              help="then replay a held-out stream after the recommended plan's start-up, and report it; "
+                   "exit 1 when a request raised, or compiled or ran eagerly after start-up unlisted by the plan.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the warm-up report as JSON (`-`: stdout).")
 @out_option
@@ -1119,6 +1120,7 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
         _show(verified, console, [])
         for what, path in _write_outputs(dataclasses.replace(report, verified=verified), outputs):
             _say(console, f"{what} (with the verification): {_shown(path)}")
+        return 0 if verified.passed else 1  # a replay the plan did not keep off the request path is a failure
     return 0
 
 

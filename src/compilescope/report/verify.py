@@ -95,6 +95,12 @@ class VerifyReport:
     kind: Literal["verify"] = "verify"
     notes: tuple[str, ...] = field(default=())
 
+    @property
+    def passed(self) -> bool:
+        """Every verified strategy held (:attr:`StrategyVerify.passed`): what ``warmup --verify``'s
+        exit status says."""
+        return bool(self.strategies) and all(s.passed for s in self.strategies)
+
     def strategy(self, name: str) -> StrategyVerify:
         for s in self.strategies:
             if s.strategy == name:
