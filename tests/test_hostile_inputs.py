@@ -415,6 +415,71 @@ def test_a_worker_whose_parent_dies_removes_the_runs_cache_dir_and_exits(tmp_pat
             os.kill(pid, signal.SIGKILL)
 
 
+THREADED_PARENT = """
+import os, subprocess, sys, tempfile, threading, time
+from compilescope.execute.worker import run_dir_prefix
+root = tempfile.mkdtemp(prefix=run_dir_prefix("cache"), dir=sys.argv[1])
+os.mkdir(os.path.join(root, "key"))
+children = []
+def start():
+    children.append(subprocess.Popen([sys.executable, "-c", sys.argv[2], str(os.getpid()), os.path.join(root, "key"),
+                                      "pdeathsig"], stdout=subprocess.PIPE, text=True, start_new_session=True))
+    children[0].stdout.readline()
+starter = threading.Thread(target=start)
+starter.start()
+starter.join()  # the thread that started the worker has ended: the kernel signalled the worker
+for _ in range(4):  # threads that end one by one when this process is killed: a signal each
+    threading.Thread(target=time.sleep, args=(600,), daemon=True).start()
+print(children[0].pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_worker_outlives_the_end_of_the_driver_thread_that_started_it_and_not_the_driver(tmp_path):
+    """The kernel's signal alone (the watch thread asleep): it comes when the starting thread
+    ends, the driver still alive, and again per thread when the driver is killed."""
+    env, scope = scoped_env()
+    parent = subprocess.Popen([sys.executable, "-c", THREADED_PARENT, str(tmp_path), ORPHAN], stdout=subprocess.PIPE,
+                              text=True, env=env, start_new_session=True)
+    try:
+        assert parent.stdout is not None
+        child = int(parent.stdout.readline())
+        time.sleep(1.0)
+        assert any(pid == child for pid, _ in processes_of(scope)), "the worker ended while its driver lives"
+        assert len(list(tmp_path.iterdir())) == 1
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait(30)
+        assert wait_until(lambda: not any(pid == child for pid, _ in processes_of(scope)), 10)
+        assert list(tmp_path.iterdir()) == []
+    finally:
+        for pid, _ in processes_of(scope):
+            os.kill(pid, signal.SIGKILL)
+
+
+SIGNALLED_AGAIN = """
+import os, sys, tempfile
+import compilescope.execute.worker as worker
+root = tempfile.mkdtemp(prefix=worker.run_dir_prefix("cache", 1), dir=sys.argv[1])  # a run of pid 1's: not our parent
+os.mkdir(os.path.join(root, "key"))
+watch = worker.ParentWatch(1, os.path.join(root, "key"))
+worker.signal.signal(worker.PARENT_DIED, watch._on_parent_died)
+remove = worker.shutil.rmtree
+def rmtree(path, **kw):  # the signal comes again while the first one is being handled
+    os.kill(os.getpid(), worker.PARENT_DIED)
+    os.kill(os.getpid(), worker.PARENT_DIED)
+    remove(path, **kw)
+worker.shutil.rmtree = rmtree
+os.kill(os.getpid(), worker.PARENT_DIED)
+"""
+
+
+def test_a_worker_signalled_again_on_its_way_out_still_cleans_up_and_exits(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", SIGNALLED_AGAIN, str(tmp_path)], capture_output=True, text=True,
+                          timeout=20, start_new_session=True)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr  # its own process group, killed by itself
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cache_dirs_of_dead_runs_are_removed_on_the_next_start(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()

@@ -14,6 +14,12 @@ dies (``PR_SET_PDEATHSIG``, with a real-time signal nothing else sends, so the w
 SIGTERM handling is untouched; a thread watching the parent's pid covers other systems and a
 main thread busy in native code). It then removes the run's temporary cache directory,
 which its dead parent can no longer remove, and ends its process group.
+
+The kernel sends that signal when the parent *thread* that started the worker ends, and again
+each time the worker is handed to another thread of the same process as those end (a killed
+driver's threads end one by one). So the signal alone proves nothing: the worker acts only
+once its parent pid is no longer the driver's, and only once, however many signals come while
+it is on its way out.
 """
 
 from __future__ import annotations
@@ -83,7 +89,9 @@ class ParentWatch:
             self.parent_gone()
 
     def _on_parent_died(self, signum: int, _frame: object) -> None:
-        if os.getpid() == self.pid:  # a process forked from the worker inherits the handler, not the role
+        # a process forked from the worker inherits the handler, not the role; a thread of the
+        # driver that ended while the driver lives hands the worker to another of its threads
+        if os.getpid() == self.pid and os.getppid() != self.parent:
             self.parent_gone()
 
     def _poll(self) -> None:
@@ -92,14 +100,18 @@ class ParentWatch:
         self.parent_gone()
 
     def parent_gone(self) -> None:
-        with self.lock:
-            root = _orphaned_root(self.cache_dir, self.parent, self.host)
-            if root is not None:
-                shutil.rmtree(root, ignore_errors=True)
-            try:
-                os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
-            finally:
-                os._exit(1)
+        """Remove the run's directory and end the process group; a second caller (the signal
+        handler run again inside the first, or the watch thread) returns at once, as waiting
+        for the first would wait forever when the first is the thread it interrupted."""
+        if not self.lock.acquire(blocking=False):
+            return
+        root = _orphaned_root(self.cache_dir, self.parent, self.host)
+        if root is not None:
+            shutil.rmtree(root, ignore_errors=True)
+        try:
+            os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
+        finally:
+            os._exit(1)
 
 
 def main(argv: list[str]) -> int:
