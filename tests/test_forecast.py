@@ -8,6 +8,7 @@ trial has; one case goes through ``compilescope.run`` itself (a fresh process pe
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -74,6 +75,26 @@ def test_dry_run_agrees_with_real_trials(case, tmp_path, monkeypatch):
         assert static.eager > 0 and static.compiles == static.recompile_limit
 
 
+@pytest.mark.inductor
+def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_path, monkeypatch):
+    """ceil-mode pooling: inductor guards a dynamic size's parity while it lowers, so an even
+    size after an odd one compiles again; the inductor dry run predicts it, a trace with
+    aot_eager does not (and says it cannot)."""
+    workload = f"{Path(__file__).with_name('workloads_forecast.py')}:ceil_pool"
+    stream = load_workload(workload).default_stream
+    exact = forecast(workload, stream, "default", backend="inductor")
+    fast = forecast(workload, stream, "default", backend="inductor", dry_backend="aot_eager")
+    real = _real(workload, "default", stream, "inductor", tmp_path, monkeypatch)
+    seen = [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert seen == ["compile", "compile", "compile", "hit", "hit", "hit", "hit"]
+    assert [r.outcome for r in exact.strategies[0].requests] == seen
+    assert exact.dry_backend == "inductor-lowering" and "its guards modelled" in " ".join(exact.notes)
+    parity = [g.text for g in exact.strategies[0].requests[2].guards]
+    assert any("//" in text for text in parity), parity  # the parity relation the even size fails
+    assert [r.outcome for r in fast.strategies[0].requests][2] == "hit"
+    assert "not modelled" in " ".join(fast.notes)
+
+
 def test_repeats_are_predicted_without_tracing_again():
     stream = [{"n": n} for n in (8, 16, 8, 16, 32) * 200]
     report = forecast("sincos", stream, "static", backend="eager")
@@ -114,6 +135,7 @@ def test_cli_forecast_writes_json_and_reports(main, tmp_path):
 
 @pytest.mark.parametrize("args, message", [
     (("sincos", "--backend", "tvm"), "forecast backend 'tvm'"),
+    (("sincos", "--dry-backend", "eager"), "--dry-backend 'eager' for backend inductor: use inductor-lowering or aot_eager"),
     (("sincos", "--stream", "m=3"), "unknown dimension 'm'"),
     (("sincos", "--strategies", "eager"), "no compiling strategy"),
     (("sincos", "--results", "missing.json"), "is not a file"),
@@ -132,8 +154,6 @@ def test_a_strategy_that_does_not_apply_is_a_note():
 
 
 def test_past_the_limit_an_eager_fallback_the_meta_device_cannot_run_is_still_eager(tmp_path, monkeypatch):
-    from pathlib import Path
-
     ref = f"{Path(__file__).with_name('workloads_forecast.py')}:eager_reads_values"
     report = forecast(ref, None, "static", backend="eager")
     s = report.strategy("static")

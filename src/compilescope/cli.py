@@ -976,7 +976,10 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
 @click.option("--strategies", default="default,static,dynamic", show_default=True,
               help="comma-separated compiling strategies to forecast.")
 @click.option("--backend", default="inductor", show_default=True,
-              help="the backend the forecast is for: eager, aot_eager or inductor (traced as aot_eager).")
+              help="the backend the forecast is for: eager, aot_eager or inductor.")
+@click.option("--dry-backend", default=None, metavar="NAME",
+              help="for --backend inductor: aot_eager traces faster, blind to the guards inductor adds while "
+                   "it lowers (default: inductor-lowering, inductor's own lowering with no kernel built).")
 @click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
               help="for mark-dynamic / shapes-spec (repeatable), as for run.")
 @click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
@@ -992,13 +995,14 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
 @out_option
-def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, marks: tuple[str, ...],
-                     recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
+def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
+                     marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
                      method: str | None, function: str | None, json_path: Path | None, outs: tuple[Path, ...]) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
     compiled graph, compile (with the guards that fail) or run eagerly at the recompile limit —
     by running Dynamo on the real code with parameters and inputs on the meta device and a
-    backend that compiles nothing. No kernel runs; a forecast of 10,000 requests takes seconds.
+    backend that builds nothing (for inductor: its lowering and kernel source, no kernel built).
+    No kernel runs; a forecast costs the stream's distinct shapes' tracing, not its requests.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
@@ -1012,6 +1016,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         raise OptionError("--from-results is read by --method recorded or both, not dry-run")
     if function is not None and recorded_path is None:
         raise OptionError("--function picks a compiled function of a probe's --from-results file")
+    if dry_backend is not None and method == "recorded":
+        raise OptionError("--dry-backend is for the dry run; --method recorded runs none")
     console = _console(stderr=_stdout_output(json=json_path))
     outputs = _outputs(outs, json=json_path)
     _check_kinds(outputs, ForecastReport, "a forecast")
@@ -1023,7 +1029,7 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
                                      recompile_limit=recompile_limit, function=function)
     if method != "recorded":
         dry = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
-                       marks=tuple(parse_mark(m) for m in marks), results=results_path)
+                       marks=tuple(parse_mark(m) for m in marks), results=results_path, dry_backend=dry_backend)
     report = compare_forecasts(dry, recorded) if dry is not None and recorded is not None else (dry or recorded)
     _show(report, console, outputs)
     return 0

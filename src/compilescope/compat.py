@@ -69,7 +69,88 @@ def backend_callable(name: str, mode: str | None, dynamic: bool | None = None) -
 
     if name == "inductor":
         return torch._TorchCompileInductorWrapper(mode, None, dynamic)  # type: ignore[attr-defined,no-any-return]
+    if name == DRY_INDUCTOR:
+        return dry_inductor_backend(mode, dynamic)
     return torch._dynamo.lookup_backend(name)  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------------------- the dry inductor
+
+# The dry run's backend for an inductor forecast: inductor's own pipeline on the graph's fake
+# tensors, up to the machine code. Its guards (a ceil-mode pooled size's parity, decided while
+# lowering; a reduction's size, while generating a kernel) are what make inductor recompile
+# where aot_eager does not.
+DRY_INDUCTOR = "inductor-lowering"
+_dry_lowering_failures: list[str] = []
+
+
+def _cpu_device(value: Any) -> Any:
+    return torch.device("cpu") if isinstance(value, torch.device) and value.type == "meta" else value
+
+
+def _no_machine_code(*_args: Any, **_kwargs: Any) -> None:
+    return None
+
+
+def dry_inductor_backend(mode: str | None, dynamic: bool | None) -> Callable[..., Any]:
+    """A backend that runs inductor (``mode``'s config applied) on a copy of each Dynamo graph
+    — AOT autograd with inductor's decompositions, lowering, scheduling and C++ kernel source —
+    without building a kernel, then returns the graph itself, which runs on the dry run's meta
+    tensors. Every guard inductor adds lands in the frame's ShapeEnv before Dynamo builds the
+    entry's guards, as in a real compile. Inductor has no meta-device code generation, so the
+    copy's fake tensors and device arguments say ``cpu``; the kernels' source is made, never
+    compiled. A graph inductor cannot lower that way is traced as ``aot_eager`` instead, and
+    said (:func:`dry_lowering_failures`).
+
+    Checked on 2.13.0: Dynamo hands a backend the real (meta) inputs; the fake tensors, with
+    the frame's symbolic sizes, are the placeholders' ``meta["example_value"]``;
+    ``AsyncCompile.cpp``/``cpp_pybinding`` are where generated C++ goes to the compiler; the
+    FX-graph and AOT-autograd caches are turned off so no unbuilt kernel is cached."""
+    import torch._dynamo
+    import torch._functorch.config as functorch_config
+    import torch._inductor.config as inductor_config
+    from torch._guards import detect_fake_mode
+    from torch._inductor.async_compile import AsyncCompile
+
+    inductor = torch._TorchCompileInductorWrapper(mode, None, dynamic)  # type: ignore[attr-defined]
+    aot_eager = torch._dynamo.lookup_backend("aot_eager")
+
+    def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
+        try:
+            fake = detect_fake_mode(example_inputs)
+            values = [n.meta["example_value"] for n in gm.graph.nodes if n.op == "placeholder"]
+            with fake:
+                inputs = [torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="cpu",
+                                              requires_grad=v.requires_grad)
+                          if isinstance(v, torch.Tensor) and v.device.type == "meta" else v for v in values]
+            graph = torch.fx.Graph()
+            graph.output(graph.graph_copy(gm.graph, {}))
+            for node in graph.nodes:
+                node.args = torch.fx.node.map_aggregate(node.args, _cpu_device)
+                node.kwargs = torch.fx.node.map_aggregate(node.kwargs, _cpu_device)
+            lowered = torch.fx.GraphModule(gm, graph)
+            built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
+            AsyncCompile.cpp = lambda self, source: _no_machine_code  # type: ignore[method-assign,assignment]
+            AsyncCompile.cpp_pybinding = lambda self, argtypes, source: _no_machine_code  # type: ignore[method-assign,assignment]
+            try:
+                with inductor_config.patch(fx_graph_cache=False, compile_threads=1), \
+                        functorch_config.patch(enable_autograd_cache=False):
+                    inductor(lowered, inputs)
+            finally:
+                AsyncCompile.cpp, AsyncCompile.cpp_pybinding = built  # type: ignore[method-assign]
+        except Exception as e:  # noqa: BLE001 - said in the forecast; the graph is traced as aot_eager
+            _dry_lowering_failures.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
+            return aot_eager(gm, example_inputs)
+        return gm.forward
+
+    return backend
+
+
+def dry_lowering_failures() -> list[str]:
+    """What the dry inductor could not lower since the last call (and forget them)."""
+    out = list(_dry_lowering_failures)
+    _dry_lowering_failures.clear()
+    return out
 
 
 def is_torch_internal(filename: str) -> bool:

@@ -2,10 +2,11 @@
 
 Each strategy runs as a trial does (:func:`compilescope.execute.trial.run_trial`, the same
 strategy set-up, capture and records) with three differences: parameters and inputs live on
-the ``meta`` device, so no kernel computes anything; the backend compiles nothing (``eager``,
-or ``aot_eager`` for an ``aot_eager``/``inductor`` forecast: Dynamo's guards and recompile
-decisions are made before the backend sees a graph); and each distinct shape is traced
-once, in stream order. A request repeating an earlier shape repeats its outcome: Dynamo's
+the ``meta`` device, so no kernel computes anything; the backend builds nothing (``eager``
+and ``aot_eager`` as they are; for ``inductor``, :func:`compilescope.compat.dry_inductor_backend`:
+inductor's lowering and kernel source on fake tensors, whose guards are inductor's own, with
+no kernel compiled — or, asked for, ``aot_eager``, faster and blind to those guards); and
+each distinct shape is traced once, in stream order. A request repeating an earlier shape repeats its outcome: Dynamo's
 caches only grow within a process, so inputs one entry accepted are accepted again (a hit),
 and a frame refused at the recompile limit stays refused (eager). Steady state and numerics
 are not run.
@@ -38,7 +39,31 @@ from ..report.forecast import (
     CompileTimes, ForecastReport, ForecastRequest, ForecastGuard, Outcome, StrategyForecast,
 )
 
-DRY_BACKENDS = {"eager": "eager", "aot_eager": "aot_eager", "inductor": "aot_eager"}
+DRY_BACKENDS = {"eager": "eager", "aot_eager": "aot_eager", "inductor": compat.DRY_INDUCTOR}
+# what else a backend's forecast may be traced with: faster, and blind to the backend's own guards
+FAST_DRY_BACKENDS = {"inductor": ("aot_eager",)}
+
+
+def dry_backend_for(backend: str, dry_backend: str | None = None) -> str:
+    """The backend a forecast for ``backend`` traces with, or a one-line error."""
+    if backend not in DRY_BACKENDS:
+        raise OptionError(f"forecast backend {backend!r}: use one of {', '.join(DRY_BACKENDS)}")
+    allowed = (DRY_BACKENDS[backend], *FAST_DRY_BACKENDS.get(backend, ()))
+    if dry_backend is None:
+        return DRY_BACKENDS[backend]
+    if dry_backend not in allowed:
+        raise OptionError(f"--dry-backend {dry_backend!r} for backend {backend}: use {' or '.join(allowed)}")
+    return dry_backend
+
+
+def dry_note(backend: str, dry_backend: str) -> str | None:
+    """What a forecast traced with ``dry_backend`` models of ``backend``'s decisions, when it is not all."""
+    if dry_backend == compat.DRY_INDUCTOR:
+        return ("inductor traced by its own lowering and kernel code generation on fake tensors (its guards "
+                "modelled; no kernel built)")
+    if dry_backend != backend:
+        return f"traced with {dry_backend} on meta: guards {backend} adds in its own lowering are not modelled"
+    return None
 DEFAULT_FORECAST_STRATEGIES = ("default", "static", "dynamic")
 
 
@@ -214,36 +239,44 @@ class _CacheDir:
 
 
 def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
-              threads: int | None = 1, sink: Any = None) -> TrialResult:
-    """One strategy's trial on the meta device with a backend that compiles nothing. Like a
-    trial it starts from ``torch.compiler.reset()``; the thread count is put back after.
-    ``sink`` sees each call's records as it finishes (an exception it raises ends the dry run
-    and is raised here)."""
+              threads: int | None = 1, sink: Any = None, dry_backend: str | None = None) -> TrialResult:
+    """One strategy's trial on the meta device with a backend that builds nothing
+    (:func:`dry_backend_for`). Like a trial it starts from ``torch.compiler.reset()``; the
+    thread count is put back after. ``sink`` sees each call's records as it finishes (an
+    exception it raises ends the dry run and is raised here). A graph the dry inductor could
+    not lower is a note of the result."""
     import torch
 
     from ..execute.trial import run_trial
 
-    dry = dataclasses.replace(options, backend=DRY_BACKENDS[options.backend])
+    dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="meta", steady=False, numerics=False, threads=threads))
     before = torch.get_num_threads()
     loud = compat.quiet_recompile_limit_warnings()  # the forecast says where the limit refuses
+    compat.dry_lowering_failures()
     with _CacheDir():
         try:
             result, _ = run_trial(spec, sink=sink)
         finally:
             loud()
+            failed = compat.dry_lowering_failures()
             compat.reset()  # leave no meta graphs behind
             torch.set_num_threads(before)
+    if failed:
+        note = (f"inductor could not lower {len(failed)} graph(s) in the dry run (the first: {failed[0]}): they were "
+                "traced as aot_eager, without inductor's own guards")
+        result = dataclasses.replace(result, notes=(*result.notes, note))
     return result
 
 
 def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
-                      results: tuple[RunResult, str | Path] | None = None) -> StrategyForecast | str:
+                      results: tuple[RunResult, str | Path] | None = None,
+                      dry_backend: str | None = None) -> StrategyForecast | str:
     """One strategy's forecast, or why the strategy does not apply to the workload."""
     started = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
-    trial = dry_trial(workload_ref, strategy, distinct, options)
+    trial = dry_trial(workload_ref, strategy, distinct, options, dry_backend=dry_backend)
     notes = list(trial.notes)
     if trial.status == "unavailable":
         return f"{strategy} is unavailable: {trial.error}"
@@ -281,6 +314,7 @@ def forecast(
     recompile_limit: int | None = None,
     marks: Sequence[Any] = (),
     results: str | Path | None = None,
+    dry_backend: str | None = None,
 ) -> ForecastReport:
     """Predict, per request of ``stream``, what each strategy's ``torch.compile`` does: hit,
     compile (with the guards that fail) or eager at the recompile limit. Raises a
@@ -288,11 +322,10 @@ def forecast(
 
     Each strategy's dry run starts, as a trial does, from ``torch.compiler.reset()``: called
     in a process that has compiled code of its own, that code is compiled again on its next
-    call."""
+    call. ``dry_backend``: what to trace with instead of the default (:data:`FAST_DRY_BACKENDS`)."""
     from ..api import prepare_run
 
-    if backend not in DRY_BACKENDS:
-        raise OptionError(f"forecast backend {backend!r}: use one of {', '.join(DRY_BACKENDS)}")
+    traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():
         raise OptionError(f"--results {str(results)!r} is not a file")
     options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
@@ -306,19 +339,18 @@ def forecast(
     if not compiled:
         raise OptionError("no compiling strategy to forecast (eager compiles nothing)")
     measured = (load_run(results, base.workload), results) if results is not None else None
-    done = [forecast_strategy(base.workload, n, base.stream, options, measured) for n in compiled]
+    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced) for n in compiled]
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:
         raise OptionError("; ".join(notes))
-    if DRY_BACKENDS[backend] != backend:
-        notes.append(f"traced with {DRY_BACKENDS[backend]} on meta: guards {backend} adds in its own lowering "
-                     "are not modelled")
+    if (note := dry_note(backend, traced)) is not None:
+        notes.append(note)
     if [s for s in skipped if s != "eager" or "eager" in _asked(strategies)]:
         notes.append(f"not forecast (they compile nothing): {', '.join(skipped)}")
     return ForecastReport(
         workload=base.workload, stream_length=len(base.stream), distinct_shapes=len(distinct_shapes(base.stream)),
-        backend=backend, dry_backend=DRY_BACKENDS[backend], torch_version=compat.torch_version(),
+        backend=backend, dry_backend=traced, torch_version=compat.torch_version(),
         wall_s=time.perf_counter() - started, strategies=rows, notes=tuple(notes),
     )
 

@@ -230,7 +230,7 @@ def plan_warmup(
     ``recommended`` is None until :func:`compilescope.warmup.measure.measure_plan`). Raises a
     :class:`~compilescope.errors.CompilescopeError` on bad input."""
     from ..api import prepare_run
-    from ..forecast.engine import DRY_BACKENDS
+    from ..forecast.engine import DRY_BACKENDS, dry_note
     from ..strategies import get_strategy
 
     if backend not in DRY_BACKENDS:
@@ -246,9 +246,8 @@ def plan_warmup(
     if not plans:
         raise OptionError("; ".join(notes))
     notes += [note for note in (limit_note(p) for p in plans) if note]
-    if DRY_BACKENDS[backend] != backend:
-        notes.append(f"planned by dry run with {DRY_BACKENDS[backend]} on meta: guards {backend} adds in its own "
-                     "lowering are not modelled (measure or verify the plan to see them)")
+    if (note := dry_note(backend, DRY_BACKENDS[backend])) is not None:
+        notes.append(f"planned by dry run: {note}")
     return WarmupPlan(
         workload=base.workload, stream=_stream_text(stream), requests=len(base.stream), backend=backend,
         plans=plans, torch_version=compat.torch_version(),
