@@ -1,6 +1,6 @@
 """Where a run's time goes that is not its trials' work, and what a pre-started process changes.
 
-    python benchmarks/trial_startup.py [--workload mlp] [--backend inductor] [--rounds 2]
+    python benchmarks/trial_startup.py [--workload mlp] [--backend inductor] [--rounds 3]
 
 1. **A trial process's start**, each step timed in fresh processes (median of 3): the
    interpreter, ``import torch``, compilescope's trial machinery, decoding a task.
@@ -8,9 +8,10 @@
    (the CLI, in a fresh process, its phases timed by wrapping the functions it calls): start-up
    and imports, validation (``prepare_run``: builds the workload), planning, the trials, writing
    and reporting; and per trial its process's imports, its idle wait and its own work.
-3. **First call, pre-started against spawned**: the same cold trial, alternately in a process
-   started ahead of its task and in one spawned for it, side by side (its first call holds its
-   compile: a pre-started process must not make it cheaper).
+3. **First call and compile, forked and pre-started against spawned**: the same cold trial in
+   a process spawned for it, one started ahead of its task, and one forked by a fork server,
+   in a rotating order (its first call holds its compile: a process that imported torch
+   before its task, or a fork of one, must not make it cheaper).
 """
 
 from __future__ import annotations
@@ -118,28 +119,36 @@ def driver_timeline(args: argparse.Namespace, env: dict[str, str]) -> dict[str, 
     return {"wall_s": wall, "phases": phases, "trials": per_trial}
 
 
-def first_calls(args: argparse.Namespace) -> dict[str, list[float]]:
-    from compilescope.execute.local import LocalExecutor
+MODES = ("spawned", "pre-started", "forked")
+
+
+def first_calls(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
+    """Per way of starting a trial process, the cold trial's first-call latency and first
+    compile's seconds, the ways taken in a rotating order each round."""
+    from compilescope.execute.local import FORK_SERVER_VAR, LocalExecutor
     from compilescope.execute.task import TrialTask
     from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 
     spec = TrialSpec(args.first_call_workload, "default", "cold", ({"n": 256}, {"n": 256}),
                      StrategyOptions(backend=args.backend), MeasureOptions(warmup=1, samples=3, min_samples=3,
                                                                           budget_s=0.01, numerics=False))
-    got: dict[str, list[float]] = {"spawned": [], "pre-started": []}
+    got: dict[str, dict[str, list[float]]] = {m: {"first_call_s": [], "compile_s": []} for m in MODES}
     executor = LocalExecutor()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
-            for how in ("spawned", "pre-started") if i % 2 == 0 else ("pre-started", "spawned"):
+            for how in MODES[i % 3:] + MODES[:i % 3]:
                 task = TrialTask(spec, f"{tmp}/{how}-{i}")
-                if how == "pre-started":
+                os.environ[FORK_SERVER_VAR] = "1" if how == "forked" else "0"
+                if how != "spawned":
                     with executor.ahead([1]):
                         time.sleep(1.0)  # it imports, then waits
                         result = executor.run(task, timeout_s=600).result
                 else:
                     result = executor.run(task, timeout_s=600).result
                 assert result.ok and result.env.start == how, (result.error, result.env.start)
-                got[how].append(result.calls[0].latency_s or float("nan"))
+                got[how]["first_call_s"].append(result.calls[0].latency_s or float("nan"))
+                got[how]["compile_s"].append(result.compiles[0].compile_time_s or float("nan"))
+    os.environ.pop(FORK_SERVER_VAR, None)
     return got
 
 
@@ -147,7 +156,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workload", default="mlp")
     parser.add_argument("--backend", default="inductor")
-    parser.add_argument("--rounds", type=int, default=2, help="first-call rounds (each: one spawned, one pre-started)")
+    parser.add_argument("--rounds", type=int, default=3, help="first-call rounds (each: spawned, pre-started, forked)")
     parser.add_argument("--first-call-workload", default="sincos")
     args = parser.parse_args()
     env = dict(os.environ, OMP_NUM_THREADS="1")
@@ -168,14 +177,17 @@ def main() -> None:
     work = sum(t["work_s"] for t in timeline["trials"])  # type: ignore[union-attr]
     print(f"   wall / trials' work {timeline['wall_s'] / work:.3f}x")  # type: ignore[operator]
     calls = first_calls(args)
-    print(f"\n3. first call of a cold {args.first_call_workload} trial ({args.backend}), {args.rounds} rounds")
-    print(f"   {'round':<6} {'spawned':>10} {'pre-started':>12}")
-    for i, (a, b) in enumerate(zip(calls["spawned"], calls["pre-started"])):
-        print(f"   {i:<6} {a:9.3f}s {b:11.3f}s")
-    ratio = statistics.median(calls["pre-started"]) / statistics.median(calls["spawned"])
-    print(f"   median pre-started / spawned {ratio:.3f}")
+    print(f"\n3. a cold {args.first_call_workload} trial ({args.backend}), {args.rounds} rounds: first call, first compile")
+    print(f"   {'round':<6}" + "".join(f" {m:>22}" for m in MODES))
+    for i in range(args.rounds):
+        print(f"   {i:<6}" + "".join(f" {calls[m]['first_call_s'][i]:9.3f}s {calls[m]['compile_s'][i]:9.3f}s" for m in MODES))
+    ratios = {}
+    for m in MODES[1:]:
+        for key in ("first_call_s", "compile_s"):
+            ratios[f"{m}/spawned {key}"] = statistics.median(calls[m][key]) / statistics.median(calls["spawned"][key])
+    print("   medians, against spawned: " + ", ".join(f"{k} {v:.3f}" for k, v in ratios.items()))
     write("trial_startup", {"load": load, "process_steps": dict(steps), "driver": timeline, "first_calls": calls,
-                            "first_call_ratio": ratio})
+                            "ratios": ratios})
 
 
 if __name__ == "__main__":

@@ -40,7 +40,9 @@ def processes_of(token: str) -> list[tuple[int, str]]:
 
 
 def workers_of(token: str) -> list[tuple[int, str]]:
-    return [p for p in processes_of(token) if "compilescope.execute.worker" in p[1]]
+    """Trial processes: spawned workers, fork servers and the trials they forked (which carry
+    their server's command line)."""
+    return [p for p in processes_of(token) if "compilescope.execute.worker" in p[1] or "compilescope.execute.zygote" in p[1]]
 
 
 def wait_until(predicate, timeout_s: float, poll_s: float = 0.1) -> bool:  # type: ignore[no-untyped-def]

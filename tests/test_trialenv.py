@@ -14,7 +14,7 @@ import pytest
 
 from compilescope.analysis.compare import compare_runs
 from compilescope.execute.environment import recorded_variables, worker_environment
-from compilescope.execute.local import LocalExecutor
+from compilescope.execute.local import AHEAD, FORK_SERVER_VAR, LocalExecutor
 from compilescope.execute.task import TrialTask
 from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialEnv, TrialResult, TrialSpec
 from compilescope.schema import dumps, load, loads
@@ -60,7 +60,7 @@ def test_a_torch_variable_is_recorded_and_compare_warns_about_it(tmp_path):
     assert all(t.env.variables.get("TORCHINDUCTOR_MAX_AUTOTUNE") == "1" for t in b.trials)
     assert all("TORCHINDUCTOR_MAX_AUTOTUNE" not in t.env.variables for t in a.trials)
     assert all(t.env.threads == 1 and t.env.recompile_limit_default == 8 and t.env.torch for t in b.trials)
-    assert {t.env.start for t in b.trials} <= {"pre-started", "spawned"}
+    assert {t.env.start for t in b.trials} <= {"forked", "spawned"}
     report = compare_runs(a, b)
     assert "default (cold): TORCHINDUCTOR_MAX_AUTOTUNE differs (A unset, B 1)" in report.warnings
     assert "eager: TORCHINDUCTOR_MAX_AUTOTUNE differs (A unset, B 1)" in report.warnings
@@ -97,9 +97,12 @@ def _cold_calls(result: TrialResult) -> tuple[int, int, int]:
 
 
 @pytest.mark.inductor
-def test_a_pre_started_trial_records_what_a_spawned_one_does(tmp_path):
-    """A process started ahead imports torch before its task says which cache directory it
-    starts on: it must still start cold on its own directory, and warm on a populated one."""
+@pytest.mark.parametrize("ahead_as", ["forked", "pre-started"])
+def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, monkeypatch, ahead_as):
+    """A fork server, or a process started ahead, imports torch before a task says which cache
+    directory it starts on: the trial must still start cold on its own directory (its first
+    call compiling, nothing read from a cache), and warm on a populated one."""
+    monkeypatch.setenv(FORK_SERVER_VAR, "1" if ahead_as == "forked" else "0")
     stream = ({"n": 64}, {"n": 64}, {"n": 128})
     cold = TrialSpec("sincos", "default", "cold", stream, StrategyOptions(backend="inductor"), FAST)
     warm = TrialSpec("sincos", "default", "warm", stream, StrategyOptions(backend="inductor"), FAST)
@@ -109,17 +112,20 @@ def test_a_pre_started_trial_records_what_a_spawned_one_does(tmp_path):
     with executor.ahead([1, 1, 1]):
         ahead = executor.run(TrialTask(cold, str(tmp_path / "b")), timeout_s=600).result
         warm_ahead = executor.run(TrialTask(warm, str(tmp_path / "a")), timeout_s=600).result
-        left = [w.proc for w in executor.idle]
-    assert left and all(p.poll() is not None for p in left)  # the one no task came for is ended
-    assert (spawned.env.start, ahead.env.start, warm_ahead.env.start) == ("spawned", "pre-started", "pre-started")
+        left = [w.proc for w in executor.idle] + [s.proc for s in AHEAD.servers]
+    assert left and all(p.poll() is not None for p in left)  # what no task came for is ended
+    assert (spawned.env.start, ahead.env.start, warm_ahead.env.start) == ("spawned", ahead_as, ahead_as)
     assert spawned.ok and ahead.ok and warm_ahead.ok, (ahead.error, ahead.stderr_tail)
     assert _cold_calls(spawned) == _cold_calls(ahead) == (2, 0, 1)  # cold: a miss, no hit
     assert [c.compiled for c in ahead.calls] == [c.compiled for c in spawned.calls] == [True, False, True]
     assert ahead.calls[0].compile_ids == spawned.calls[0].compile_ids == ("0/0",)  # the first call compiled
+    assert [r.compile_id for r in ahead.compiles] == [r.compile_id for r in spawned.compiles]
+    assert [r.reasons for r in ahead.compiles] == [r.reasons for r in spawned.compiles]
     assert any((tmp_path / "b").iterdir())  # it wrote to its own directory
     assert warm_ahead.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # and read the one it was given
     assert ahead.wait_s is not None and ahead.import_s is not None and ahead.process_s is not None
-    assert warm_ahead.wait_s > 0 and spawned.wait_s is not None
+    assert warm_ahead.wait_s >= 0 and spawned.wait_s is not None
+    assert ahead.env.pid not in (spawned.env.pid, warm_ahead.env.pid, os.getpid())  # a process per trial
 
 
 def test_older_files_env_is_migrated_on_load(tmp_path):

@@ -400,7 +400,7 @@ class TrialSpec:
         return self.name if self.cache == "none" else f"{self.name} ({self.cache})"
 
 
-ProcessStart = Literal["spawned", "pre-started", "in-process", ""]
+ProcessStart = Literal["spawned", "pre-started", "forked", "in-process", ""]
 
 
 @dataclass(frozen=True)
@@ -411,7 +411,8 @@ class TrialEnv:
     ``OMP_*``… — :data:`compilescope.execute.environment.RECORDED`) that it inherited. Two
     trials that differ here are not measurements of the same thing; ``compare`` and the store
     say so. ``start``: ``spawned`` (a process started for this trial), ``pre-started`` (a
-    fresh process started before its task, idle until it came), ``in-process``."""
+    fresh process started before its task, idle until it came), ``forked`` (forked for this
+    trial by a fork server that had imported torch and nothing else), ``in-process``."""
 
     torch: str = ""
     python: str = ""

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import platform
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -60,7 +62,7 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def kill_group(proc: subprocess.Popen[bytes]) -> None:
+def kill_group(proc: subprocess.Popen[bytes] | _Forked) -> None:
     """End a trial process and everything it started (it leads its own process group)."""
     if proc.poll() is not None:
         return
@@ -84,11 +86,162 @@ READY_TIMEOUT_S = 120.0
 EXIT_POLL_S = 0.05
 
 
-class _Worker:
-    """One trial process: started with its environment, it imports, says it is ready and
-    waits for its task on stdin; its events stream into :attr:`progress` and :attr:`final`."""
+# Trial processes forked by a fork server (:mod:`compilescope.execute.zygote`) that imported
+# torch once, where the platform can pass file descriptors; COMPILESCOPE_FORK_SERVER=0: a
+# fresh interpreter per trial (started ahead of its task, as before).
+FORK_SERVER_VAR = "COMPILESCOPE_FORK_SERVER"
 
-    def __init__(self, env: dict[str, str], start: str) -> None:
+
+def fork_server_enabled() -> bool:
+    return (sys.platform.startswith("linux") and hasattr(socket, "send_fds")
+            and os.environ.get(FORK_SERVER_VAR, "1") != "0")
+
+
+class _ForkServer:
+    """A fork server of one worker environment, this driver's: started ahead, it imports
+    while the driver starts up; :meth:`fork` then gives a trial process in milliseconds."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.ready = threading.Event()  # imported (or died)
+        self.lock = threading.Lock()  # one fork request at a time: the replies come in order
+        self.changed = threading.Condition()
+        self.exits: dict[int, int] = {}
+        self.forked: list[int] = []
+        self.replies: list[int | None] = []
+        self.gone = False
+        self.errfile = tempfile.TemporaryFile()
+        self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "compilescope.execute.zygote", str(theirs.fileno()), str(os.getpid()),
+                 repr(time.time())],
+                stdin=subprocess.DEVNULL, stdout=self.errfile, stderr=self.errfile, pass_fds=(theirs.fileno(),),
+                start_new_session=True, env=env,
+            )
+        except BaseException:
+            self.sock.close()
+            self.errfile.close()
+            raise
+        finally:
+            theirs.close()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                try:
+                    data = self.sock.recv(65536)
+                except OSError:
+                    break
+                if not data:
+                    break
+                try:
+                    message = json.loads(data)
+                except ValueError:
+                    continue
+                with self.changed:
+                    if "ready" in message:
+                        self.ready.set()
+                    elif "forked" in message:
+                        self.replies.append(int(message["forked"]))
+                    elif "exit" in message:
+                        self.exits[int(message["exit"])] = int(message["rc"])
+                    self.changed.notify_all()
+        finally:
+            with self.changed:
+                self.gone = True
+                self.replies.append(None)
+                self.changed.notify_all()
+            self.ready.set()
+            # its children end with it (each watches it): their status is that SIGKILL
+            for pid in [p for p in self.forked if p not in self.exits]:
+                threading.Thread(target=self._await_end, args=(pid,), daemon=True).start()
+
+    def _await_end(self, pid: int) -> None:
+        while _running(pid):
+            time.sleep(EXIT_POLL_S)
+        with self.changed:
+            self.exits.setdefault(pid, -signal.SIGKILL)
+            self.changed.notify_all()
+
+    def usable(self) -> bool:
+        self.ready.wait(READY_TIMEOUT_S)
+        return not self.gone and self.proc.poll() is None
+
+    def fork(self, fds: tuple[int, int, int]) -> int | None:
+        """A trial process with these stdin, output and event descriptors; None when the server is gone."""
+        with self.lock:
+            request = json.dumps({"launched": time.time(), "driver": os.getpid()}).encode()
+            try:
+                socket.send_fds(self.sock, [request], list(fds))
+            except OSError:
+                return None
+            with self.changed:
+                self.changed.wait_for(lambda: bool(self.replies), READY_TIMEOUT_S)
+                pid = self.replies.pop(0) if self.replies else None
+                if pid is not None:
+                    self.forked.append(pid)
+                return pid
+
+    def returncode(self, pid: int) -> int | None:
+        with self.changed:
+            return self.exits.get(pid)
+
+    def wait(self, pid: int, timeout: float | None) -> bool:
+        with self.changed:
+            return self.changed.wait_for(lambda: pid in self.exits, timeout)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()  # the server's next read is the end
+        except OSError:
+            pass
+        try:
+            self.proc.wait(KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            kill_group(self.proc)
+        self.reader.join(1.0)
+        self.errfile.close()
+
+
+class _Forked:
+    """A forked trial process, as the driver sees it (what it uses of ``Popen``): its exit
+    status comes from its fork server, which is its parent."""
+
+    def __init__(self, server: _ForkServer, pid: int, stdin: int) -> None:
+        self.server, self.pid = server, pid
+        self.stdin = os.fdopen(stdin, "wb")
+
+    @property
+    def returncode(self) -> int | None:
+        return self.server.returncode(self.pid)
+
+    def poll(self) -> int | None:
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int | None:
+        if not self.server.wait(self.pid, timeout):
+            raise subprocess.TimeoutExpired(f"trial process {self.pid}", timeout or 0.0)
+        return self.returncode
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's zombie waits on a reaper that may never come)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] != b"Z"
+    except (OSError, IndexError):
+        return False
+
+
+class _Worker:
+    """One trial process: started with its environment (or forked by ``server``), it imports,
+    says it is ready and waits for its task on stdin; its events stream into :attr:`progress`
+    and :attr:`final`."""
+
+    def __init__(self, env: dict[str, str], start: str, server: _ForkServer | None = None) -> None:
         self.env, self.start = env, start
         self.progress = Progress()
         self.final: dict[str, object] = {}
@@ -99,13 +252,17 @@ class _Worker:
         self.errfile = tempfile.TemporaryFile()
         read_fd, write_fd = os.pipe()
         self.started = time.perf_counter()
+        self.proc: subprocess.Popen[bytes] | _Forked
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid()),
-                 repr(time.time()), start],
-                stdin=subprocess.PIPE, stdout=self.errfile, stderr=self.errfile, pass_fds=(write_fd,),
-                start_new_session=True, env=env,
-            )
+            if server is not None:
+                self.proc = self._fork(server, write_fd)
+            else:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid()),
+                     repr(time.time()), start],
+                    stdin=subprocess.PIPE, stdout=self.errfile, stderr=self.errfile, pass_fds=(write_fd,),
+                    start_new_session=True, env=env,
+                )
         except BaseException:
             os.close(read_fd)
             self.errfile.close()
@@ -114,6 +271,20 @@ class _Worker:
             os.close(write_fd)
         self.reader = threading.Thread(target=_read_events, args=(read_fd, self), daemon=True)
         self.reader.start()
+
+    def _fork(self, server: _ForkServer, events: int) -> _Forked:
+        stdin_read, stdin_write = os.pipe()
+        try:
+            pid = server.fork((stdin_read, self.errfile.fileno(), events))
+        except BaseException:
+            os.close(stdin_write)
+            raise
+        finally:
+            os.close(stdin_read)
+        if pid is None:
+            os.close(stdin_write)
+            raise OSError("the fork server ended")
+        return _Forked(server, pid, stdin_write)
 
     def send(self, task: TrialTask) -> None:
         assert self.proc.stdin is not None
@@ -142,6 +313,7 @@ class _Ahead:
 
     def __init__(self) -> None:
         self.idle: list[_Worker] = []
+        self.servers: list[_ForkServer] = []
         self.coming: list[dict[str, str]] = []
         self.hooked = False
 
@@ -150,25 +322,44 @@ class _Ahead:
         if not self.hooked:  # a driver that stops early (bad input, an error) ends them too
             atexit.register(self.close)
             self.hooked = True
+        if fork_server_enabled():
+            for env in self.coming:  # one server per environment the coming trials need
+                if len(self.servers) < MAX_PRESTART and all(s.env != env for s in self.servers):
+                    self.servers.append(_ForkServer(env))
         self.fill()
 
     def fill(self) -> None:
-        if not self.idle:
+        if not self.idle and not self.servers:
             self.idle = [_Worker(env, "pre-started") for env in self.coming[:MAX_PRESTART]]
 
     def take(self, env: dict[str, str]) -> _Worker:
         if self.coming and self.coming[0] == env:
             self.coming.pop(0)
+        for server in self.servers:
+            if server.env == env and server.usable():
+                try:
+                    return _Worker(env, "forked", server)
+                except OSError:
+                    break  # the server is gone: a fresh process
         for worker in self.idle:
             if worker.env == env and worker.proc.poll() is None:
                 self.idle.remove(worker)
                 return worker
         return _Worker(env, "spawned")
 
+    def settle(self) -> None:
+        """Wait until every process started ahead has done its imports (none runs during a trial)."""
+        for other in self.idle:
+            other.ready.wait(READY_TIMEOUT_S)
+        for server in self.servers:
+            server.ready.wait(READY_TIMEOUT_S)
+
     def close(self) -> None:
         for worker in self.idle:
             worker.discard()
-        self.idle, self.coming = [], []
+        for server in self.servers:
+            server.close()
+        self.idle, self.servers, self.coming = [], [], []
 
 
 AHEAD = _Ahead()
@@ -234,8 +425,7 @@ class LocalExecutor:
         worker.on_call = on_call
         timed_out = False
         try:
-            for other in AHEAD.idle:  # every process started ahead is idle before this trial starts
-                other.ready.wait(READY_TIMEOUT_S)
+            AHEAD.settle()  # every process started ahead is idle before this trial starts
             sent = time.perf_counter()
             worker.send(task)
             timed_out = not _delivered_or_exited(worker, timeout_s)

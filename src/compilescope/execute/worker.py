@@ -32,6 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 PR_SET_PDEATHSIG = 1
 PARENT_POLL_S = 0.5
@@ -64,10 +65,13 @@ def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path
 
 
 class ParentWatch:
-    """End this worker (and its process group) when ``parent`` is no longer its parent."""
+    """End this worker (and its process group) when ``parent`` is no longer its parent, and
+    remove the run directory of ``owner`` (the driver; ``parent`` unless a fork server stands
+    between them) that holds ``cache_dir``."""
 
-    def __init__(self, parent: int, cache_dir: str) -> None:
+    def __init__(self, parent: int, cache_dir: str, owner: int | None = None) -> None:
         self.parent, self.cache_dir = parent, cache_dir
+        self.owner = parent if owner is None else owner
         self.pid = os.getpid()
         self.lock = threading.Lock()
         # computed now: a parent's death may come while the main thread holds an import lock
@@ -105,13 +109,21 @@ class ParentWatch:
         for the first would wait forever when the first is the thread it interrupted."""
         if not self.lock.acquire(blocking=False):
             return
-        root = _orphaned_root(self.cache_dir, self.parent, self.host)
+        root = _orphaned_root(self.cache_dir, self.owner, self.host)
         if root is not None:
             shutil.rmtree(root, ignore_errors=True)
         try:
             os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
         finally:
             os._exit(1)
+
+
+def preload() -> None:
+    """What a trial process imports before its task: torch and the trial machinery. Nothing
+    here compiles, runs a kernel or starts a thread; a fork server imports the same."""
+    import torch  # noqa: F401  (timed: import cost is reported apart from the first call)
+
+    from . import trial, wire  # noqa: F401
 
 
 def main(argv: list[str]) -> int:
@@ -127,14 +139,17 @@ def main(argv: list[str]) -> int:
     # Imports first, then the task: the environment (threads, the torch variables) is the
     # driver's doing, so this process can be started before its task is known. Nothing here
     # compiles or reads the cache directory; the task's is set before the first compile.
-    import dataclasses
+    preload()
+    return serve(out, watch, launched, time.time(), "pre-started" if start == "pre-started" else "spawned")
 
-    import torch  # noqa: F401  (timed: import cost is reported apart from the first call)
+
+def serve(out: Any, watch: ParentWatch, launched: float, imported: float, start: str) -> int:
+    """Say ready, read the task from stdin, run it, streaming its events to ``out``."""
+    import dataclasses
 
     from . import wire
     from .trial import run_trial
 
-    imported = time.time()
     out.write(wire.ready_event(imported - launched))
     text = sys.stdin.read()
     received = time.time()
@@ -148,7 +163,7 @@ def main(argv: list[str]) -> int:
 
     result, artifacts = run_trial(
         task.spec, save_artifacts=task.save_artifacts, load_artifacts=task.load_artifacts, sink=sink,
-        cache_dir=task.cache_dir, start="pre-started" if start == "pre-started" else "spawned",
+        cache_dir=task.cache_dir, start=start,
     )
     wait = received - imported
     result = dataclasses.replace(result, import_s=imported - launched, wait_s=wait,

@@ -1,0 +1,135 @@
+"""Fork server: ``python -m compilescope.execute.zygote SOCKFD PARENT LAUNCHED``.
+
+A trial process spends most of its start importing torch (~1.5 s of CPU, more than many
+trials' own work). A fork server imports what a trial process imports before its task
+(:func:`compilescope.execute.worker.preload`: torch and the trial machinery; nothing that
+compiles, runs a kernel or starts a thread of torch's) once, then forks one child per trial.
+Each child is what a spawned worker is once its imports are done: a process of its own
+session that has compiled nothing, reads its task from its own stdin, writes its events to
+its own pipe and its output to its own file; Dynamo, inductor and their caches start in it as
+they would in a fresh process, so its first call and compiles are a cold process's
+(``tests/test_trialenv.py``; ``benchmarks/trial_startup.py`` times them side by side).
+
+The driver talks to the server over a ``SOCK_SEQPACKET`` socket, one JSON object a message:
+
+* driver → server: ``{"launched": t, "driver": pid}`` with three file descriptors (the child's
+  stdin, its output file, its event pipe); an empty message ends the server;
+* server → driver: ``{"ready": seconds}`` once imported; ``{"forked": pid}`` per request, sent
+  once the child leads its own session (so the driver can signal its group at once);
+  ``{"exit": pid, "rc": returncode}`` as each child ends (``-N``: killed by signal N).
+
+The server watches the driver as a worker does (:class:`~compilescope.execute.worker.ParentWatch`)
+and each child watches the server, so a killed driver leaves neither behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import threading
+import time
+import traceback
+import warnings
+
+MAX_MESSAGE = 65536
+
+
+def _send(sock: socket.socket, lock: threading.Lock, message: dict[str, object]) -> None:
+    with lock:
+        try:
+            sock.send(json.dumps(message).encode())
+        except OSError:
+            pass  # the driver is gone: its watch ends this process
+
+
+def _reap(sock: socket.socket, lock: threading.Lock, forked: threading.Event) -> None:
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:  # none running: wait for the next fork
+            forked.wait(0.05)
+            forked.clear()
+            continue
+        _send(sock, lock, {"exit": pid, "rc": os.waitstatus_to_exitcode(status)})
+
+
+def _child(sock: socket.socket, fds: list[int], request: dict[str, object]) -> None:
+    """The forked trial process: its own session and standard streams, then a worker's task."""
+    code = 1
+    try:
+        os.setsid()
+        stdin, output, events = fds
+        os.dup2(stdin, 0)
+        os.dup2(output, 1)
+        os.dup2(output, 2)
+        os.close(stdin)
+        os.close(output)
+        sock.close()
+        from .worker import ParentWatch, serve
+
+        watch = ParentWatch(os.getppid(), "", owner=int(request["driver"]))  # type: ignore[call-overload]
+        watch.install()
+        out = os.fdopen(events, "w", buffering=1)
+        code = serve(out, watch, float(request["launched"]), time.time(), "forked")  # type: ignore[arg-type]
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else 1
+    except BaseException:  # noqa: BLE001 - a trial process's uncaught error: its traceback, status 1
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001
+                pass
+        os._exit(code)
+
+
+def main(argv: list[str]) -> int:
+    sock = socket.socket(fileno=int(argv[0]))
+    parent, launched = int(argv[1]), float(argv[2])
+    from .worker import ParentWatch, preload
+
+    ParentWatch(parent, "").install()
+    # Python 3.12+ warns on fork() in a process with threads (this one's watch and reaper);
+    # the children start single-threaded and take nothing of theirs
+    warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
+    preload()
+    lock, forked = threading.Lock(), threading.Event()
+    _send(sock, lock, {"ready": time.time() - launched})
+    threading.Thread(target=_reap, args=(sock, lock, forked), name="compilescope-reaper", daemon=True).start()
+    while True:
+        try:
+            message, fds, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, 3)
+        except OSError:
+            return 0
+        if not message:
+            return 0  # the driver is done with this server
+        request = json.loads(message)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        sys.stdout.flush()
+        sys.stderr.flush()
+        with lock:  # no reaper message half-sent in the child
+            pid = os.fork()
+        if pid == 0:
+            _child(sock, fds, request)
+        for fd in fds:
+            os.close(fd)
+        deadline = time.monotonic() + 5.0
+        while time.monotonic() < deadline:  # the child leads its session before the driver hears of it
+            try:
+                if os.getsid(pid) == pid:
+                    break
+            except ProcessLookupError:
+                break  # it ended already: its exit comes from the reaper
+            time.sleep(0.0005)
+        _send(sock, lock, {"forked": pid})
+        forked.set()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
