@@ -17,10 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import torch
-
 from _common import write
-import compilescope
 from compilescope import zoo
 from compilescope.model import MeasureOptions
 from compilescope.render import for_path
@@ -28,21 +25,6 @@ from compilescope.render.verify import render
 from compilescope.stream import parse_stream, write_jsonl
 from compilescope.warmup.plan import plan_warmup
 from compilescope.warmup.verify import verify_plan
-from compilescope.watch import deliver_pending
-from compilescope.workload import load_workload
-
-
-def record(path: Path, requests: int) -> list[tuple[str, ...]]:
-    workload = load_workload("minilm")
-    compiled = torch.compile(workload.build().to("meta"), backend="eager")
-    compiles = []
-    with torch.no_grad(), compilescope.watch(record_shapes=path) as w:
-        for shape in zoo.text_stream(requests):
-            seen = len(w.records)
-            compiled(**{k: v.to("meta") for k, v in workload.make_inputs(shape).items()})
-            deliver_pending()
-            compiles.append(tuple(str(r.compile_id) for r in w.records[seen:] if r.is_compile))
-    return compiles
 
 
 def main() -> None:
@@ -53,7 +35,7 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="verify-minilm-"))
     t0 = time.perf_counter()
-    compiles = record(folder / "shapes.jsonl", args.requests)
+    compiles, _ = zoo.record_minilm_stream(folder / "shapes.jsonl", args.requests)
     record_s = time.perf_counter() - t0
     recorded = parse_stream(f"@{folder / 'shapes.jsonl'}", ("batch", "seq"))
     half = len(recorded) // 2

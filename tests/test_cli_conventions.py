@@ -444,3 +444,17 @@ def test_a_grid_is_a_table_when_it_fits_and_records_when_not():
     narrow = to_text([grid], 16)
     assert "┃" not in narrow and "alpha" in narrow and "value: 1.5 ms" in narrow
     assert "why: a reason" in _flat(narrow)
+
+
+@pytest.mark.parametrize("command, kinds", [
+    ("run", ("RunFile",)), ("advise", ("RunFile",)), ("report", ("RunFile", "ProbeFile")), ("probe", ("ProbeFile",)),
+    ("compare", ("CompareReport",)), ("forecast", ("ForecastReport",)), ("warmup", ("WarmupReport",)),
+])
+def test_out_help_names_exactly_the_formats_the_command_writes(command, kinds):
+    from compilescope.cli import FORMAT_HELP, cli
+    from compilescope.render import renderers
+
+    option = next(p for p in cli.commands[command].params if p.name == "outs")
+    listed = {name for name, text in FORMAT_HELP.items() if text in option.help}
+    writes = {r.name for r in renderers() if any(k.__name__ in kinds for k in r.kinds)}
+    assert listed == writes, option.help

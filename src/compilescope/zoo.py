@@ -15,6 +15,7 @@ import functools
 import os
 import random
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -354,6 +355,29 @@ def minilm() -> Workload:
         dims=("batch", "seq"),
         default_stream=text_stream(12),
     )
+
+
+def record_minilm_stream(path: str | Path, requests: int) -> tuple[list[tuple[str, ...]], Any]:
+    """The real text stream (:func:`text_stream`) through the compiled ``minilm`` (default
+    strategy, backend eager) under ``watch(record_shapes=path)``: a recording as a service
+    would make. Returns each call's frame compiles and the ended watch (``w.recorded``: what
+    the recording holds). The model and
+    inputs live on the meta device: what is recorded is the calls' shapes, which do not depend
+    on values; no kernel runs, and the pass is what a dry-run forecast is — the real Dynamo on
+    the real code."""
+    from .watch import deliver_pending, watch
+    from .workload import load_workload
+
+    workload = load_workload("minilm")
+    compiled = torch.compile(workload.build().to("meta"), backend="eager")
+    compiles = []
+    with torch.no_grad(), watch(record_shapes=path) as w:
+        for shape in text_stream(requests):
+            seen = len(w.records)
+            compiled(**{k: v.to("meta") for k, v in workload.make_inputs(shape).items()})
+            deliver_pending()
+            compiles.append(tuple(str(r.compile_id) for r in w.records[seen:] if r.is_compile))
+    return compiles, w
 
 
 BUILTINS: dict[str, Callable[[], Workload]] = {
