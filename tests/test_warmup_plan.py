@@ -253,3 +253,13 @@ def test_the_verdict_adds_start_up_and_lifetime_steady_and_trusts_no_steady_diff
     # a plan that compiled after start-up comes after one that held, whatever its total
     broken = measured("dynamic", 0.1, 30e-6, 1e-6, (AfterStartup(3, "16", "compile 0/1"),))
     assert verdict([broken, measured("static", 5.0, 20e-6, 1e-6)], 1000, 10).recommended == "static"
+    # ranked by the cold start; a warm start that favours another strategy is said
+    both = [StrategyMeasured("dynamic", (MeasuredStart("cold", "ok", 1.0, None, 1, ()),
+                                         MeasuredStart("warm", "ok", 0.9, None, 1, ())), 30e-6, 29e-6, 31e-6, 1),
+            StrategyMeasured("static", (MeasuredStart("cold", "ok", 5.0, None, 1, ()),
+                                        MeasuredStart("warm", "ok", 0.2, None, 1, ())), 20e-6, 19e-6, 21e-6, 1)]
+    judged = verdict(both, 1000, 10)
+    assert judged.recommended == "dynamic" and "(cold)" in judged.why
+    assert judged.other_starts == ("from a warm start static pays instead: 200 ms start-up + 1,000 × 20 µs "
+                                   "= 220 ms",)
+    assert verdict(both, 1000, 10, cache="warm").other_starts[0].startswith("from a cold start dynamic pays instead")

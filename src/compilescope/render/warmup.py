@@ -100,7 +100,7 @@ def _verdict(report: WarmupReport) -> list[RenderableType]:
         table.add_row(Text(r.strategy), r.cache, fmt_time(r.startup_s), fmt_time(r.steady_s), fmt_time(r.total_s))
     head = Text("verdict (measured): ", "bold")
     head.append(v.why if v.recommended else f"none recommended: {v.why}")
-    return [table, head, *[Text(f"  {n}", "dim") for n in v.steady_noise]]
+    return [table, head, *[Text(f"  {n}", "dim") for n in (*v.steady_noise, *v.other_starts)]]
 
 
 def renderables(report: WarmupReport) -> list[RenderableType]:

@@ -81,6 +81,7 @@ class Verdict:
     recommended: str | None
     why: str
     steady_noise: tuple[str, ...] = ()  # pairs whose steady-state IQRs overlap: no steady difference
+    other_starts: tuple[str, ...] = ()  # the start modes measured besides the ranked one whose best differs
 
 
 @dataclass(frozen=True)

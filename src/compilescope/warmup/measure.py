@@ -196,7 +196,13 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
             why += _break_even(best, other) + _break_even(other, best)
     if best.strategy not in held:
         why += "; no plan held: every strategy compiled after start-up"
-    return Verdict(life, basis, tuple(rows), best.strategy, why, tuple(noise))
+    others = []
+    for other_cache in dict.fromkeys(r.cache for r in rows if r.cache != best.cache):
+        theirs = sorted((r for r in rows if r.cache == other_cache), key=lambda r: (r.strategy not in held, r.total_s))
+        if theirs and theirs[0].strategy != best.strategy:
+            others.append(f"from a {other_cache} start {theirs[0].strategy} pays instead: {fmt_time(theirs[0].startup_s)} "
+                          f"start-up + {life:,} × {fmt_time(theirs[0].steady_s)} = {fmt_time(theirs[0].total_s)}")
+    return Verdict(life, basis, tuple(rows), best.strategy, why, tuple(noise), tuple(others))
 
 
 def _recorded(plan: WarmupPlan, stream: str | Sequence[Shape]) -> tuple[Shape, ...]:
