@@ -73,6 +73,9 @@ def test_dry_run_agrees_with_real_trials(case, tmp_path, monkeypatch):
     if case[0] in ("sincos", "convnet"):  # the cases built to pass the recompile limit under static
         static = report.strategy("static")
         assert static.eager > 0 and static.compiles == static.recompile_limit
+        refused = next(r for r in static.requests if r.outcome == "eager")  # the limit's first refusal: its guards
+        assert len({g.entry for g in refused.guards}) == static.recompile_limit  # every entry it failed
+        assert all("size mismatch" in g.text for g in refused.guards)
 
 
 @pytest.mark.inductor

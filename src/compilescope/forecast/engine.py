@@ -80,10 +80,10 @@ class Observed:
 
 
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
+    """The guards that failed on a call's frames: those of a compile, and those of an attempt
+    the recompile limit refused (why the request ran eagerly)."""
     rows = []
     for r in records:
-        if not r.is_compile:
-            continue
         if r.guard_failures:
             rows += [ForecastGuard(g.failed_entry or "?", g.reason, g.kind, g.source, g.dim,
                               None if g.expected is None else str(g.expected),
