@@ -98,6 +98,24 @@ def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_p
     assert "not modelled" in " ".join(fast.notes)
 
 
+def test_a_graph_inductor_cannot_lower_dry_is_traced_as_aot_eager_and_said(monkeypatch):
+    from torch._inductor.async_compile import AsyncCompile
+    from torch._inductor.graph import GraphLowering
+
+    built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
+    workload = f"{Path(__file__).with_name('workloads_forecast.py')}:ceil_pool"
+
+    def fails(self, *args):
+        raise RuntimeError("no lowering here")
+
+    monkeypatch.setattr(GraphLowering, "run", fails)
+    report = forecast(workload, "8,9,10", "default", backend="inductor")
+    assert [r.outcome for r in report.strategies[0].requests] == ["compile", "compile", "hit"]  # aot_eager's
+    assert any("inductor could not lower 2 graph(s)" in n and "no lowering here" in n
+               for n in report.strategies[0].notes), report.strategies[0].notes
+    assert (AsyncCompile.cpp, AsyncCompile.cpp_pybinding) == built  # nothing of the dry run left patched
+
+
 def test_repeats_are_predicted_without_tracing_again():
     stream = [{"n": n} for n in (8, 16, 8, 16, 32) * 200]
     report = forecast("sincos", stream, "static", backend="eager")

@@ -459,14 +459,17 @@ def test_a_worker_outlives_the_end_of_the_driver_thread_that_started_it_and_not_
 SIGNALLED_AGAIN = """
 import os, sys, tempfile
 import compilescope.execute.worker as worker
-root = tempfile.mkdtemp(prefix=worker.run_dir_prefix("cache", 1), dir=sys.argv[1])  # a run of pid 1's: not our parent
+GONE = 2 ** 22 + 1  # above any pid_max: no process, so not our parent (which may be pid 1 in a container)
+root = tempfile.mkdtemp(prefix=worker.run_dir_prefix("cache", GONE), dir=sys.argv[1])
 os.mkdir(os.path.join(root, "key"))
-watch = worker.ParentWatch(1, os.path.join(root, "key"))
+watch = worker.ParentWatch(GONE, os.path.join(root, "key"))
 worker.signal.signal(worker.PARENT_DIED, watch._on_parent_died)
-remove = worker.shutil.rmtree
-def rmtree(path, **kw):  # the signal comes again while the first one is being handled
-    os.kill(os.getpid(), worker.PARENT_DIED)
-    os.kill(os.getpid(), worker.PARENT_DIED)
+remove, calls = worker.shutil.rmtree, []
+def rmtree(path, **kw):  # the signal comes twice more while the first one is being handled
+    calls.append(path)
+    if len(calls) == 1:
+        os.kill(os.getpid(), worker.PARENT_DIED)
+        os.kill(os.getpid(), worker.PARENT_DIED)
     remove(path, **kw)
 worker.shutil.rmtree = rmtree
 os.kill(os.getpid(), worker.PARENT_DIED)

@@ -88,6 +88,22 @@ def _cpu_device(value: Any) -> Any:
     return torch.device("cpu") if isinstance(value, torch.device) and value.type == "meta" else value
 
 
+def _cpu_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of ``gm`` whose device arguments say ``cpu`` for ``meta``, its subgraphs (the
+    bodies of higher-order ops) copied the same way; ``gm`` is left as it was."""
+    graph = torch.fx.Graph()
+    graph.output(graph.graph_copy(gm.graph, {}))
+    for node in graph.nodes:
+        node.args = torch.fx.node.map_aggregate(node.args, _cpu_device)
+        node.kwargs = torch.fx.node.map_aggregate(node.kwargs, _cpu_device)
+    copy = torch.fx.GraphModule(gm, graph)
+    for name, child in list(copy.named_children()):
+        if isinstance(child, torch.fx.GraphModule):
+            setattr(copy, name, _cpu_copy(child))
+    copy.meta = dict(gm.meta)
+    return copy
+
+
 def _no_machine_code(*_args: Any, **_kwargs: Any) -> None:
     return None
 
@@ -109,11 +125,17 @@ def dry_inductor_backend(mode: str | None, dynamic: bool | None) -> Callable[...
     import torch._dynamo
     import torch._functorch.config as functorch_config
     import torch._inductor.config as inductor_config
+    from torch._dynamo.exc import SkipFrame, TensorifyScalarRestartAnalysis
     from torch._guards import detect_fake_mode
     from torch._inductor.async_compile import AsyncCompile
 
     inductor = torch._TorchCompileInductorWrapper(mode, None, dynamic)  # type: ignore[attr-defined]
     aot_eager = torch._dynamo.lookup_backend("aot_eager")
+    # what Dynamo itself acts on when a backend raises it (a restart of the analysis, a skipped
+    # frame, an IndexError shown as one — output_graph's call of the backend, 2.13.0): passed
+    # on as a real inductor's would be. inductor's own errors (InductorError) are not: one
+    # raised by the copy may be the copy's, and the graph is traced as aot_eager, with a note
+    passed_on = (SkipFrame, TensorifyScalarRestartAnalysis, IndexError)
 
     def backend(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> Any:
         try:
@@ -123,12 +145,7 @@ def dry_inductor_backend(mode: str | None, dynamic: bool | None) -> Callable[...
                 inputs = [torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="cpu",
                                               requires_grad=v.requires_grad)
                           if isinstance(v, torch.Tensor) and v.device.type == "meta" else v for v in values]
-            graph = torch.fx.Graph()
-            graph.output(graph.graph_copy(gm.graph, {}))
-            for node in graph.nodes:
-                node.args = torch.fx.node.map_aggregate(node.args, _cpu_device)
-                node.kwargs = torch.fx.node.map_aggregate(node.kwargs, _cpu_device)
-            lowered = torch.fx.GraphModule(gm, graph)
+            lowered = _cpu_copy(gm)
             built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
             AsyncCompile.cpp = lambda self, source: _no_machine_code  # type: ignore[method-assign,assignment]
             AsyncCompile.cpp_pybinding = lambda self, argtypes, source: _no_machine_code  # type: ignore[method-assign,assignment]
@@ -138,6 +155,8 @@ def dry_inductor_backend(mode: str | None, dynamic: bool | None) -> Callable[...
                     inductor(lowered, inputs)
             finally:
                 AsyncCompile.cpp, AsyncCompile.cpp_pybinding = built  # type: ignore[method-assign]
+        except passed_on:
+            raise
         except Exception as e:  # noqa: BLE001 - said in the forecast; the graph is traced as aot_eager
             _dry_lowering_failures.append(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}")
             return aot_eager(gm, example_inputs)

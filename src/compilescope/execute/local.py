@@ -62,22 +62,29 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
+def _signal_group(pid: int, signum: int) -> bool:
+    """Signal the process group ``pid`` leads, or the process alone when it leads none; False
+    when neither is there."""
+    for send in (os.killpg, os.kill):
+        try:
+            send(pid, signum)
+            return True
+        except ProcessLookupError:
+            continue
+    return False
+
+
 def kill_group(proc: subprocess.Popen[bytes] | _Forked) -> None:
     """End a trial process and everything it started (it leads its own process group)."""
     if proc.poll() is not None:
         return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-    except ProcessLookupError:
+    if not _signal_group(proc.pid, signal.SIGTERM):
         return
     try:
         proc.wait(KILL_GRACE_S)
     except subprocess.TimeoutExpired:
         pass
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+    _signal_group(proc.pid, signal.SIGKILL)
     proc.wait()
 
 
@@ -109,7 +116,7 @@ class _ForkServer:
         self.exits: dict[int, int] = {}
         self.forked: list[int] = []
         self.replies: list[int | None] = []
-        self.gone = False
+        self.gone = self.broken = False
         self.errfile = tempfile.TemporaryFile()
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
@@ -145,7 +152,10 @@ class _ForkServer:
                     if "ready" in message:
                         self.ready.set()
                     elif "forked" in message:
-                        self.replies.append(int(message["forked"]))
+                        pid = message["forked"]
+                        if pid is not None:
+                            self.exits.pop(int(pid), None)  # an earlier process of that pid's
+                        self.replies.append(None if pid is None else int(pid))
                     elif "exit" in message:
                         self.exits[int(message["exit"])] = int(message["rc"])
                     self.changed.notify_all()
@@ -154,10 +164,13 @@ class _ForkServer:
                 self.gone = True
                 self.replies.append(None)
                 self.changed.notify_all()
+                # its children end with it (each watches it): their status is that SIGKILL
+                for pid in [p for p in self.forked if p not in self.exits]:
+                    self._watch_end(pid)
             self.ready.set()
-            # its children end with it (each watches it): their status is that SIGKILL
-            for pid in [p for p in self.forked if p not in self.exits]:
-                threading.Thread(target=self._await_end, args=(pid,), daemon=True).start()
+
+    def _watch_end(self, pid: int) -> None:
+        threading.Thread(target=self._await_end, args=(pid,), daemon=True).start()
 
     def _await_end(self, pid: int) -> None:
         while _running(pid):
@@ -168,21 +181,28 @@ class _ForkServer:
 
     def usable(self) -> bool:
         self.ready.wait(READY_TIMEOUT_S)
-        return not self.gone and self.proc.poll() is None
+        return not self.gone and not self.broken and self.proc.poll() is None
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
-        """A trial process with these stdin, output and event descriptors; None when the server is gone."""
+        """A trial process with these stdin, output and event descriptors; None when the server
+        is gone or did not answer (it is then not asked again: a late answer would be taken for
+        the next request's)."""
         with self.lock:
             request = json.dumps({"launched": time.time(), "driver": os.getpid()}).encode()
             try:
                 socket.send_fds(self.sock, [request], list(fds))
             except OSError:
+                self.broken = True
                 return None
             with self.changed:
-                self.changed.wait_for(lambda: bool(self.replies), READY_TIMEOUT_S)
-                pid = self.replies.pop(0) if self.replies else None
+                if not self.changed.wait_for(lambda: bool(self.replies), READY_TIMEOUT_S):
+                    self.broken = True
+                    return None
+                pid = self.replies.pop(0)
                 if pid is not None:
                     self.forked.append(pid)
+                    if self.gone:  # it ended just after answering: so does the child
+                        self._watch_end(pid)
                 return pid
 
     def returncode(self, pid: int) -> int | None:
@@ -194,8 +214,9 @@ class _ForkServer:
             return self.changed.wait_for(lambda: pid in self.exits, timeout)
 
     def close(self) -> None:
+        """End the connection: the server's next read is its end, and it exits (status 0)."""
         try:
-            self.sock.close()  # the server's next read is the end
+            self.sock.shutdown(socket.SHUT_RDWR)  # close() alone would not wake the reader's recv
         except OSError:
             pass
         try:
@@ -203,6 +224,7 @@ class _ForkServer:
         except subprocess.TimeoutExpired:
             kill_group(self.proc)
         self.reader.join(1.0)
+        self.sock.close()
         self.errfile.close()
 
 
@@ -222,8 +244,12 @@ class _Forked:
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int | None:
-        if not self.server.wait(self.pid, timeout):
-            raise subprocess.TimeoutExpired(f"trial process {self.pid}", timeout or 0.0)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.server.wait(self.pid, 1.0 if deadline is None else min(1.0, deadline - time.monotonic())):
+            if not _running(self.pid) and self.server.gone:  # no one left to say how it ended
+                return self.returncode if self.returncode is not None else -signal.SIGKILL
+            if deadline is not None and time.monotonic() >= deadline:
+                raise subprocess.TimeoutExpired(f"trial process {self.pid}", timeout or 0.0)
         return self.returncode
 
 
@@ -421,11 +447,11 @@ class LocalExecutor:
     def run(self, task: TrialTask, *, timeout_s: float, on_call: CallCallback | None = None) -> TrialOutcome:
         spec = task.spec
         Path(task.cache_dir).mkdir(parents=True, exist_ok=True)
+        AHEAD.settle()  # every process started ahead is idle before this trial starts (or forks)
         worker = AHEAD.take(worker_environment(spec.measure.threads))
         worker.on_call = on_call
         timed_out = False
         try:
-            AHEAD.settle()  # every process started ahead is idle before this trial starts
             sent = time.perf_counter()
             worker.send(task)
             timed_out = not _delivered_or_exited(worker, timeout_s)

@@ -18,8 +18,9 @@ which its dead parent can no longer remove, and ends its process group.
 The kernel sends that signal when the parent *thread* that started the worker ends, and again
 each time the worker is handed to another thread of the same process as those end (a killed
 driver's threads end one by one). So the signal alone proves nothing: the worker acts only
-once its parent pid is no longer the driver's, and only once, however many signals come while
-it is on its way out.
+once its parent pid is no longer the driver's, and the signal coming again while it is on its
+way out goes on with the same way out. A trial forked by a fork server watches the server;
+the driver's directory is removed only when the driver is gone too.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ class ParentWatch:
         self.parent, self.cache_dir = parent, cache_dir
         self.owner = parent if owner is None else owner
         self.pid = os.getpid()
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         # computed now: a parent's death may come while the main thread holds an import lock
         # (importing torch), and nothing on the way out may wait for one
         self.host = host_tag()
@@ -104,18 +105,28 @@ class ParentWatch:
         self.parent_gone()
 
     def parent_gone(self) -> None:
-        """Remove the run's directory and end the process group; a second caller (the signal
-        handler run again inside the first, or the watch thread) returns at once, as waiting
-        for the first would wait forever when the first is the thread it interrupted."""
-        if not self.lock.acquire(blocking=False):
-            return
-        root = _orphaned_root(self.cache_dir, self.owner, self.host)
-        if root is not None:
-            shutil.rmtree(root, ignore_errors=True)
-        try:
-            os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
-        finally:
-            os._exit(1)
+        """Remove the run's directory (once its owner is gone too) and end the process group.
+        The lock is re-entrant: the signal handler run again inside a first call, in the thread
+        that holds it, goes on rather than waiting for itself; another thread waits, its trial
+        paused, until the first ends the process."""
+        with self.lock:
+            root = _orphaned_root(self.cache_dir, self.owner, self.host)
+            if root is not None and (self.owner == self.parent or not _alive(self.owner)):
+                shutil.rmtree(root, ignore_errors=True)  # a driver still alive keeps its directory
+            try:
+                os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
+            finally:
+                os._exit(1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def preload() -> None:

@@ -13,10 +13,11 @@ they would in a fresh process, so its first call and compiles are a cold process
 The driver talks to the server over a ``SOCK_SEQPACKET`` socket, one JSON object a message:
 
 * driver → server: ``{"launched": t, "driver": pid}`` with three file descriptors (the child's
-  stdin, its output file, its event pipe); an empty message ends the server;
-* server → driver: ``{"ready": seconds}`` once imported; ``{"forked": pid}`` per request, sent
-  once the child leads its own session (so the driver can signal its group at once);
-  ``{"exit": pid, "rc": returncode}`` as each child ends (``-N``: killed by signal N).
+  stdin, its output file, its event pipe); the end of the connection ends the server;
+* server → driver: ``{"ready": seconds}`` once imported; ``{"forked": pid}`` per request (null
+  for a malformed one), sent once the child leads its own session (so the driver can signal
+  its group at once) and before any ``{"exit": pid, "rc": returncode}`` of it, sent as each
+  child ends (``-N``: killed by signal N).
 
 The server watches the driver as a worker does (:class:`~compilescope.execute.worker.ParentWatch`)
 and each child watches the server, so a killed driver leaves neither behind.
@@ -32,6 +33,7 @@ import threading
 import time
 import traceback
 import warnings
+from typing import Any
 
 MAX_MESSAGE = 65536
 
@@ -48,18 +50,21 @@ def _reap(sock: socket.socket, lock: threading.Lock, forked: threading.Event) ->
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
-        except ChildProcessError:  # none running: wait for the next fork
-            forked.wait(0.05)
+        except ChildProcessError:  # none running: sleep until the next fork
+            forked.wait()
             forked.clear()
             continue
         _send(sock, lock, {"exit": pid, "rc": os.waitstatus_to_exitcode(status)})
 
 
-def _child(sock: socket.socket, fds: list[int], request: dict[str, object]) -> None:
+def _child(sock: socket.socket, fds: list[int], request: dict[str, object], server: int,
+           filters: list[Any]) -> None:
     """The forked trial process: its own session and standard streams, then a worker's task."""
     code = 1
     try:
         os.setsid()
+        warnings.filters[:] = filters  # as they were before the fork
+        getattr(warnings, "_filters_mutated", lambda: None)()
         stdin, output, events = fds
         os.dup2(stdin, 0)
         os.dup2(output, 1)
@@ -69,12 +74,15 @@ def _child(sock: socket.socket, fds: list[int], request: dict[str, object]) -> N
         sock.close()
         from .worker import ParentWatch, serve
 
-        watch = ParentWatch(os.getppid(), "", owner=int(request["driver"]))  # type: ignore[call-overload]
+        watch = ParentWatch(server, "", owner=int(request["driver"]))  # type: ignore[call-overload]
         watch.install()
         out = os.fdopen(events, "w", buffering=1)
         code = serve(out, watch, float(request["launched"]), time.time(), "forked")  # type: ignore[arg-type]
-    except SystemExit as e:
-        code = e.code if isinstance(e.code, int) else 1
+    except SystemExit as e:  # as the interpreter ends on one
+        if e.code is None or isinstance(e.code, int):
+            code = e.code or 0
+        else:
+            print(e.code, file=sys.stderr)
     except BaseException:  # noqa: BLE001 - a trial process's uncaught error: its traceback, status 1
         traceback.print_exc()
     finally:
@@ -92,9 +100,6 @@ def main(argv: list[str]) -> int:
     from .worker import ParentWatch, preload
 
     ParentWatch(parent, "").install()
-    # Python 3.12+ warns on fork() in a process with threads (this one's watch and reaper);
-    # the children start single-threaded and take nothing of theirs
-    warnings.filterwarnings("ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning)
     preload()
     lock, forked = threading.Lock(), threading.Event()
     _send(sock, lock, {"ready": time.time() - launched})
@@ -106,28 +111,40 @@ def main(argv: list[str]) -> int:
             return 0
         if not message:
             return 0  # the driver is done with this server
-        request = json.loads(message)
-        if len(fds) != 3:
+        try:
+            request = json.loads(message)
+        except ValueError:
+            request = None
+        if len(fds) != 3 or not isinstance(request, dict):
             for fd in fds:
                 os.close(fd)
+            _send(sock, lock, {"forked": None})
             continue
         sys.stdout.flush()
         sys.stderr.flush()
-        with lock:  # no reaper message half-sent in the child
+        server, filters = os.getpid(), list(warnings.filters)
+        # under the lock until the driver has the pid: the reaper's exit of it comes after
+        with lock, warnings.catch_warnings():
+            # Python 3.12+ warns on fork() with threads (this server's watch and reaper); the
+            # child starts single-threaded, and its filters are put back as they were
+            warnings.filterwarnings("ignore", message=r".*fork\(\)", category=DeprecationWarning)
             pid = os.fork()
-        if pid == 0:
-            _child(sock, fds, request)
-        for fd in fds:
-            os.close(fd)
-        deadline = time.monotonic() + 5.0
-        while time.monotonic() < deadline:  # the child leads its session before the driver hears of it
+            if pid == 0:
+                _child(sock, fds, request, server, filters)
+            for fd in fds:
+                os.close(fd)
+            deadline = time.monotonic() + 5.0
+            while time.monotonic() < deadline:  # the child leads its session before the driver hears of it
+                try:
+                    if os.getsid(pid) == pid:
+                        break
+                except ProcessLookupError:
+                    break  # it ended already: its exit comes from the reaper
+                time.sleep(0.0005)
             try:
-                if os.getsid(pid) == pid:
-                    break
-            except ProcessLookupError:
-                break  # it ended already: its exit comes from the reaper
-            time.sleep(0.0005)
-        _send(sock, lock, {"forked": pid})
+                sock.send(json.dumps({"forked": pid}).encode())
+            except OSError:
+                pass
         forked.set()
 
 
