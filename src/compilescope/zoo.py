@@ -366,9 +366,8 @@ def record_minilm_stream(path: str | Path, requests: int) -> tuple[list[tuple[st
     on values; no kernel runs, and the pass is what a dry-run forecast is — the real Dynamo on
     the real code."""
     from .watch import deliver_pending, watch
-    from .workload import load_workload
 
-    workload = load_workload("minilm")
+    workload = minilm()
     compiled = torch.compile(workload.build().to("meta"), backend="eager")
     compiles = []
     with torch.no_grad(), watch(record_shapes=path) as w:
