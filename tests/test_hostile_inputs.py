@@ -347,10 +347,11 @@ def test_a_failed_backend_check_leaves_nothing_in_tmpdir(tmp_path):
     assert list(scratch.iterdir()) == []  # no torchinductor_USER left behind
 
 
-def test_a_killed_orchestrator_takes_its_worker_and_cache_dir_with_it(tmp_path):
+@pytest.mark.parametrize("fork_server", ["0", "1"], ids=["fresh-interpreter", "fork-server"])
+def test_a_killed_orchestrator_takes_its_worker_and_cache_dir_with_it(tmp_path, fork_server):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env, scope = _bare_env(scratch, COMPILESCOPE_TEST_SLEEP="5")
+    env, scope = _bare_env(scratch, COMPILESCOPE_TEST_SLEEP="5", COMPILESCOPE_FORK_SERVER=fork_server)
     proc = subprocess.Popen(
         [sys.executable, "-m", "compilescope.cli", "run", f"{TEST_WORKLOADS}:slow_eager", "--strategies", "eager",
          *QUICK, "--json", str(tmp_path / "r.json")],
