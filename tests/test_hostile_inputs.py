@@ -405,15 +405,18 @@ def test_a_worker_whose_parent_dies_removes_the_runs_cache_dir_and_exits(tmp_pat
                               text=True, env=env, start_new_session=True)
     try:
         assert parent.stdout is not None
-        child = int(parent.stdout.readline())
-        assert len(list(tmp_path.iterdir())) == 1
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait(30)
-        assert wait_until(lambda: not any(pid == child for pid, _ in processes_of(scope)), 10)
-        assert list(tmp_path.iterdir()) == []
+        _killed_parent_takes_its_worker(parent, int(parent.stdout.readline()), scope, tmp_path)
     finally:
         for pid, _ in processes_of(scope):
             os.kill(pid, signal.SIGKILL)
+
+
+def _killed_parent_takes_its_worker(parent: subprocess.Popen[str], child: int, scope: str, run_root: Path) -> None:
+    assert len(list(run_root.iterdir())) == 1
+    os.kill(parent.pid, signal.SIGKILL)
+    parent.wait(30)
+    assert wait_until(lambda: not any(pid == child for pid, _ in processes_of(scope)), 10)
+    assert list(run_root.iterdir()) == []  # the worker removed the run's directory on its way out
 
 
 THREADED_PARENT = """
@@ -447,11 +450,7 @@ def test_a_worker_outlives_the_end_of_the_driver_thread_that_started_it_and_not_
         child = int(parent.stdout.readline())
         time.sleep(1.0)
         assert any(pid == child for pid, _ in processes_of(scope)), "the worker ended while its driver lives"
-        assert len(list(tmp_path.iterdir())) == 1
-        os.kill(parent.pid, signal.SIGKILL)
-        parent.wait(30)
-        assert wait_until(lambda: not any(pid == child for pid, _ in processes_of(scope)), 10)
-        assert list(tmp_path.iterdir()) == []
+        _killed_parent_takes_its_worker(parent, child, scope, tmp_path)
     finally:
         for pid, _ in processes_of(scope):
             os.kill(pid, signal.SIGKILL)

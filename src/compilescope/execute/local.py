@@ -31,7 +31,7 @@ from . import wire
 from .environment import recorded_variables, worker_environment
 from .executor import Capabilities, done_future
 from .task import CallCallback, Progress, TrialOutcome, TrialTask
-from .worker import RUN_DIR, host_tag
+from .worker import RUN_DIR, alive, host_tag
 
 STDERR_TAIL_CHARS = 4000
 KILL_GRACE_S = 2.0
@@ -546,16 +546,6 @@ def _read_events(fd: int, worker: _Worker) -> None:
         worker.ready.set()  # a process that died importing is not waited for
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's
-    return True
-
-
 def remove_orphaned_dirs(root: str | None = None) -> list[Path]:
     """Remove temporary cache directories whose run died without removing them (SIGKILL):
     ``compilescope-cache-PID-HOST-…`` (``-sweep-``, ``-ray-``) of this host and a PID that no
@@ -571,7 +561,7 @@ def remove_orphaned_dirs(root: str | None = None) -> list[Path]:
     host = host_tag()
     for entry in entries:
         m = RUN_DIR.fullmatch(entry.name)
-        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() or _alive(int(m["pid"])):
+        if m is None or m["host"] != host or int(m["pid"]) == os.getpid() or alive(int(m["pid"])):
             continue
         if entry.is_symlink() or not entry.is_dir():
             continue

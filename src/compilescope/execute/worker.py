@@ -111,7 +111,7 @@ class ParentWatch:
         paused, until the first ends the process."""
         with self.lock:
             root = _orphaned_root(self.cache_dir, self.owner, self.host)
-            if root is not None and (self.owner == self.parent or not _alive(self.owner)):
+            if root is not None and (self.owner == self.parent or not alive(self.owner)):
                 shutil.rmtree(root, ignore_errors=True)  # a driver still alive keeps its directory
             try:
                 os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
@@ -119,7 +119,8 @@ class ParentWatch:
                 os._exit(1)
 
 
-def _alive(pid: int) -> bool:
+def alive(pid: int) -> bool:
+    """A process ``pid`` runs (someone else's counts)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
