@@ -62,29 +62,34 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _signal_group(pid: int, signum: int) -> bool:
-    """Signal the process group ``pid`` leads, or the process alone when it leads none; False
-    when neither is there."""
-    for send in (os.killpg, os.kill):
-        try:
-            send(pid, signum)
-            return True
-        except ProcessLookupError:
-            continue
-    return False
+def _signal_group(proc: subprocess.Popen[bytes] | _Forked, signum: int) -> bool:
+    """Signal the process group ``proc`` leads; False when it is gone. A forked trial its server
+    still reports running but that leads no group (it never reached ``setsid``) is signalled
+    alone."""
+    try:
+        os.killpg(proc.pid, signum)
+        return True
+    except ProcessLookupError:
+        if not isinstance(proc, _Forked) or proc.poll() is not None:
+            return False
+    try:
+        os.kill(proc.pid, signum)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def kill_group(proc: subprocess.Popen[bytes] | _Forked) -> None:
     """End a trial process and everything it started (it leads its own process group)."""
     if proc.poll() is not None:
         return
-    if not _signal_group(proc.pid, signal.SIGTERM):
+    if not _signal_group(proc, signal.SIGTERM):
         return
     try:
         proc.wait(KILL_GRACE_S)
     except subprocess.TimeoutExpired:
         pass
-    _signal_group(proc.pid, signal.SIGKILL)
+    _signal_group(proc, signal.SIGKILL)
     proc.wait()
 
 
