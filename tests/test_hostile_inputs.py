@@ -390,7 +390,8 @@ import os, subprocess, sys, tempfile, time
 from compilescope.execute.worker import host_tag, run_dir_prefix
 root = tempfile.mkdtemp(prefix=run_dir_prefix("cache"), dir=sys.argv[1])
 os.mkdir(os.path.join(root, "key"))
-child = subprocess.Popen([sys.executable, "-c", sys.argv[2], str(os.getpid()), os.path.join(root, "key"), sys.argv[3]],
+known = os.path.join(root, "key") if sys.argv[4] == "task" else ""  # before its task: no directory known
+child = subprocess.Popen([sys.executable, "-c", sys.argv[2], str(os.getpid()), known, sys.argv[3]],
                          stdout=subprocess.PIPE, text=True, start_new_session=True)
 child.stdout.readline()
 print(child.pid, flush=True)
@@ -398,10 +399,12 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("mode", ["pdeathsig", "no-pdeathsig"])
-def test_a_worker_whose_parent_dies_removes_the_runs_cache_dir_and_exits(tmp_path, mode):
-    env, scope = scoped_env()
-    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path), ORPHAN, mode], stdout=subprocess.PIPE,
+@pytest.mark.parametrize("mode, task", [("pdeathsig", "task"), ("no-pdeathsig", "task"), ("pdeathsig", "no-task")])
+def test_a_worker_whose_parent_dies_removes_the_runs_cache_dir_and_exits(tmp_path, mode, task):
+    """With its task, the worker knows its run's directory; before it, it removes the dead
+    driver's run directories in its temporary directory."""
+    env, scope = scoped_env(TMPDIR=str(tmp_path))
+    parent = subprocess.Popen([sys.executable, "-c", PARENT, str(tmp_path), ORPHAN, mode, task], stdout=subprocess.PIPE,
                               text=True, env=env, start_new_session=True)
     try:
         assert parent.stdout is not None

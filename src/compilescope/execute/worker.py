@@ -30,6 +30,7 @@ import re
 import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -65,6 +66,17 @@ def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path
     return root if m is not None and int(m["pid"]) == parent and m["host"] == (host or host_tag()) else None
 
 
+def _owned_dirs(tmp: str, owner: int, host: str) -> list[Path]:
+    """The run directories ``owner`` made in ``tmp`` (this host's): a process whose task had not
+    come yet does not know which is its run's, and its dead driver made them all."""
+    try:
+        entries = list(Path(tmp).iterdir())
+    except OSError:
+        return []
+    return [e for e in entries if (m := RUN_DIR.fullmatch(e.name)) is not None and int(m["pid"]) == owner
+            and m["host"] == host and e.is_dir() and not e.is_symlink()]
+
+
 class ParentWatch:
     """End this worker (and its process group) when ``parent`` is no longer its parent, and
     remove the run directory of ``owner`` (the driver; ``parent`` unless a fork server stands
@@ -77,7 +89,7 @@ class ParentWatch:
         self.lock = threading.RLock()
         # computed now: a parent's death may come while the main thread holds an import lock
         # (importing torch), and nothing on the way out may wait for one
-        self.host = host_tag()
+        self.host, self.tmp = host_tag(), tempfile.gettempdir()
 
     def install(self) -> None:
         if sys.platform.startswith("linux"):
@@ -110,9 +122,10 @@ class ParentWatch:
         that holds it, goes on rather than waiting for itself; another thread waits, its trial
         paused, until the first ends the process."""
         with self.lock:
-            root = _orphaned_root(self.cache_dir, self.owner, self.host)
-            if root is not None and (self.owner == self.parent or not alive(self.owner)):
-                shutil.rmtree(root, ignore_errors=True)  # a driver still alive keeps its directory
+            if self.owner == self.parent or not alive(self.owner):  # a driver still alive keeps its directory
+                root = _orphaned_root(self.cache_dir, self.owner, self.host)
+                for gone in [root] if root is not None else _owned_dirs(self.tmp, self.owner, self.host):
+                    shutil.rmtree(gone, ignore_errors=True)
             try:
                 os.killpg(os.getpgid(0), signal.SIGKILL)  # this worker and whatever it started
             finally:
