@@ -1,0 +1,304 @@
+"""What happened to a request, and the small rules every report shares: each stated here once.
+
+**The request outcome** (:class:`RequestOutcome`) is decided by :func:`classify`, from the
+call's record and the stream compile records it caused, in one precedence, first match wins:
+
+1. ``raised`` — the request raised;
+2. ``eager`` — the strategy compiles nothing (the baseline);
+3. the whole call ran eagerly (``CallRecord.ran_eagerly``): ``refused`` when the recompile
+   limit refused a frame at this call, else ``eager fallback`` (a failed compile, a frame
+   blocked earlier, a skipped frame);
+4. ``partial eager fallback`` — some compiled graphs ran while a frame of the call ran eagerly
+   (:func:`compilescope.collect.graphs.eager_frames`);
+5. ``refused`` — the limit refused a frame at this call and whether the call ran compiled
+   graphs cannot be told (no graph was compiled yet);
+6. ``recompile`` — the call compiled a frame that already had a cache entry;
+7. ``compile`` — the call compiled a frame for the first time;
+8. ``hit`` — an existing graph accepted the call.
+
+How much of the call ran eagerly comes before why: a refusal that left the other frames running
+compiled is a *partial* eager fallback, not a refused request — and a call that ran eagerly,
+wholly or partly, is never shown as compiled, even when it also compiled a frame. Every
+table (the latency timeline, the shape-change table, a shape's first call, the forecast, the
+warm-up's measurement and verification) reads this one outcome, each in its own words
+(:data:`TIMELINE_EVENT`, :data:`CHANGE_OUTCOME`, :data:`FIRST_CALL_STATUS`) — so a call is
+never ``refused`` in one table and a partial eager fallback in another. ``unknown`` is a
+forecast's: a request whose outcome cannot be predicted.
+
+A forecast asks a narrower question — did the request stall on a compile, run eagerly, or
+hit? — in four words (:func:`forecast_word`): ``error`` when it raised, ``compile`` when it
+compiled a frame (even if another frame ran eagerly: the stall is what a forecast warns of),
+``eager`` when it ran eagerly, wholly or partly, else ``hit``. A request repeating an earlier
+shape repeats its outcome (:func:`repeat_word`).
+
+**A compile** (:func:`is_compile`) is a frame compile attempt that compiled or failed while
+compiling; a refusal at the recompile limit is not one. A cache entry exists only for an
+attempt that compiled (:func:`made_entry`); a frame asks the limit for one on each compile
+and refusal (:func:`asks_for_entry`).
+
+**The recompile limit in force** (:func:`limit_in_force`): the limit asked for
+(``torch.compile(recompile_limit=…)``, ``--recompile-limit``), else the default a trial
+recorded, else this process's (:func:`compilescope.compat.recompile_limit_value`).
+
+**The tolerance** (:func:`within_tolerance`, :func:`tolerance_side`): two figures differ by
+less than :data:`~compilescope.analysis.regimes.TOLERANCE` when the larger is below the
+smaller × (1 + tolerance); the test is symmetric (a is within it of b exactly when b is of a)
+and a difference of exactly the tolerance is a difference.
+
+**A speedup** (:func:`speedup`) is eager p50 / compiled p50.
+
+**A shape's label** is :func:`compilescope.model.shape_label` (``16``, ``batch=4,seq=32``).
+
+**What ``make_inputs`` returns** (:func:`call_arguments`): a ``dict`` is keyword arguments; a
+pair ``(tuple, dict)`` is positional and keyword arguments; any other tuple or list is the
+positional arguments; anything else is the one positional argument.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..model import CallRecord, CompileRecord, shape_label
+from .regimes import TOLERANCE
+
+__all__ = [
+    "CHANGE_OUTCOME", "FIRST_CALL_STATUS", "TIMELINE_EVENT", "Classified", "RequestOutcome", "asks_for_entry",
+    "by_call", "call_arguments", "classify", "classify_calls", "forecast_word", "is_compile", "limit_in_force",
+    "made_entry", "repeat_word", "shape_label", "speedup", "tolerance_side", "trial_limit", "within_tolerance",
+]
+
+
+class RequestOutcome(str, enum.Enum):
+    """What happened to one request (see the module docstring for the precedence)."""
+
+    HIT = "hit"
+    COMPILE = "compile"
+    RECOMPILE = "recompile"
+    REFUSED = "refused"
+    EAGER_FALLBACK = "eager fallback"
+    PARTIAL = "partial eager fallback"
+    RAISED = "raised"
+    EAGER = "eager"  # the strategy compiles nothing
+    UNKNOWN = "unknown"  # a forecast that cannot be made
+
+    @property
+    def ran_eagerly(self) -> bool:
+        """The request ran eagerly, wholly or a frame of it, though the strategy compiles."""
+        return self in (RequestOutcome.REFUSED, RequestOutcome.EAGER_FALLBACK, RequestOutcome.PARTIAL)
+
+    @property
+    def compiled(self) -> bool:
+        """The request compiled a frame and ran compiled graphs only."""
+        return self in (RequestOutcome.COMPILE, RequestOutcome.RECOMPILE)
+
+
+# ----------------------------------------------------------------------------- compiles
+
+
+def is_compile(record: CompileRecord) -> bool:
+    """A compile: an attempt that compiled or failed while compiling (a refusal is not one)."""
+    return record.outcome in ("compiled", "failed")
+
+
+def made_entry(record: CompileRecord) -> bool:
+    """The attempt left a cache entry (it compiled)."""
+    return record.outcome == "compiled"
+
+
+def asks_for_entry(record: CompileRecord) -> bool:
+    """The attempt counted against the frame's recompile limit: it compiled, or was refused."""
+    return record.outcome in ("compiled", "refused")
+
+
+# ----------------------------------------------------------------------------- one request
+
+
+def classify(records: Sequence[CompileRecord], *, error: str | None = None, ran_eagerly: bool | None = None,
+             eager_frames: Collection[int] = (), compiles_code: bool = True) -> RequestOutcome:
+    """The one classifier: a request's outcome from the compile records it caused, whether it
+    raised (``error``), ran no compiled graph (``ran_eagerly``; None: cannot be told) and the
+    frames it ran eagerly while others ran compiled (``eager_frames``)."""
+    if error is not None:
+        return RequestOutcome.RAISED
+    if not compiles_code:
+        return RequestOutcome.EAGER
+    refused = any(r.outcome == "refused" for r in records)
+    if ran_eagerly:
+        return RequestOutcome.REFUSED if refused else RequestOutcome.EAGER_FALLBACK
+    if eager_frames:
+        return RequestOutcome.PARTIAL
+    if refused:
+        return RequestOutcome.REFUSED
+    made = [r for r in records if is_compile(r)]
+    if any(r.compile_id.is_recompile for r in made):
+        return RequestOutcome.RECOMPILE
+    return RequestOutcome.COMPILE if made else RequestOutcome.HIT
+
+
+@dataclass(frozen=True)
+class Classified:
+    """One stream call with its outcome, the stream compile records it caused (``records``:
+    compiles and refusals; ``made``: its compiles) and the frames it ran eagerly while others
+    ran compiled."""
+
+    call: CallRecord
+    outcome: RequestOutcome
+    records: tuple[CompileRecord, ...]
+    eager_frames: tuple[int, ...] = ()
+
+    @property
+    def made(self) -> tuple[CompileRecord, ...]:
+        return tuple(r for r in self.records if is_compile(r))
+
+    @property
+    def compile_ids(self) -> tuple[str, ...]:
+        return tuple(str(r.compile_id) for r in self.made)
+
+
+def by_call(compiles: Sequence[CompileRecord], phase: str = "stream") -> dict[int, list[CompileRecord]]:
+    """The records of ``phase`` by the index of the call that caused them."""
+    out: dict[int, list[CompileRecord]] = {}
+    for r in compiles:
+        if r.phase == phase and r.call_index is not None:
+            out.setdefault(r.call_index, []).append(r)
+    return out
+
+
+def classify_calls(calls: Sequence[CallRecord], compiles: Sequence[CompileRecord], compiles_code: bool = True,
+                   partial: Mapping[int, tuple[int, ...]] | None = None) -> list[Classified]:
+    """Each stream call classified (:func:`classify`); ``partial``: the eager frames per call
+    when already known (:func:`compilescope.collect.graphs.eager_frames` otherwise)."""
+    from ..collect.graphs import eager_frames
+
+    caused = by_call(compiles)
+    frames = partial if partial is not None else eager_frames(calls, compiles)
+    out = []
+    for c in calls:
+        mine = tuple(caused.get(c.index, ()))
+        eager = tuple(frames.get(c.index, ()))
+        outcome = classify(mine, error=c.error, ran_eagerly=c.ran_eagerly, eager_frames=eager,
+                           compiles_code=compiles_code)
+        out.append(Classified(c, outcome, mine, eager))
+    return out
+
+
+# ----------------------------------------------------------------------------- each table's words
+
+TIMELINE_EVENT: dict[RequestOutcome, str] = {
+    RequestOutcome.RAISED: "error", RequestOutcome.REFUSED: "refused",
+    RequestOutcome.EAGER_FALLBACK: "eager fallback", RequestOutcome.PARTIAL: "partial eager fallback",
+    RequestOutcome.RECOMPILE: "recompile", RequestOutcome.COMPILE: "first compile", RequestOutcome.HIT: "",
+    RequestOutcome.EAGER: "", RequestOutcome.UNKNOWN: "",
+}
+"""The latency timeline's event for each outcome (a hit marks nothing)."""
+
+CHANGE_OUTCOME: dict[RequestOutcome, str] = {
+    RequestOutcome.RAISED: "error", RequestOutcome.REFUSED: "refused",
+    RequestOutcome.EAGER_FALLBACK: "eager fallback", RequestOutcome.PARTIAL: "partial eager fallback",
+    RequestOutcome.RECOMPILE: "recompiled", RequestOutcome.COMPILE: "recompiled", RequestOutcome.HIT: "reused",
+    RequestOutcome.EAGER: "reused", RequestOutcome.UNKNOWN: "reused",
+}
+"""The shape-change table's outcome: a change of shape either reused a graph or compiled one."""
+
+FIRST_CALL_STATUS: dict[RequestOutcome, str] = {
+    RequestOutcome.RAISED: "error", RequestOutcome.EAGER: "eager", RequestOutcome.REFUSED: "eager fallback",
+    RequestOutcome.EAGER_FALLBACK: "eager fallback", RequestOutcome.PARTIAL: "partial eager fallback",
+    RequestOutcome.RECOMPILE: "compiled", RequestOutcome.COMPILE: "compiled", RequestOutcome.HIT: "reused",
+    RequestOutcome.UNKNOWN: "reused",
+}
+"""How a shape's first request ran, in the shape table (a refusal is an eager fallback whose
+cause names the limit)."""
+
+ForecastWord = Literal["hit", "compile", "eager", "error", "unknown"]
+
+
+def forecast_word(outcome: RequestOutcome, compiled_a_frame: bool) -> ForecastWord:
+    """The forecast's word for a request: ``error``, ``unknown``, ``compile`` when it compiled
+    a frame (a stall on the request path), ``eager`` when it ran eagerly, wholly or partly,
+    else ``hit``."""
+    if outcome is RequestOutcome.RAISED:
+        return "error"
+    if outcome is RequestOutcome.UNKNOWN:
+        return "unknown"
+    if compiled_a_frame:
+        return "compile"
+    return "eager" if outcome.ran_eagerly else "hit"
+
+
+def repeat_word(first: ForecastWord, eager_part: bool = False) -> ForecastWord:
+    """A request repeating an earlier shape: Dynamo's caches only grow, so it hits what the
+    first request compiled, and a frame the limit refused stays refused (eager); the first's
+    error or unknown stands."""
+    if first in ("error", "unknown"):
+        return first
+    return "eager" if eager_part or first == "eager" else "hit"
+
+
+# ----------------------------------------------------------------------------- the recompile limit
+
+
+def limit_in_force(asked: int | None, recorded: int | None = None, *, here: bool = True) -> int | None:
+    """The recompile limit in force: ``asked`` (the strategy option, ``torch.compile``'s
+    argument), else ``recorded`` (the default a trial recorded in its process), else — with
+    ``here`` — this process's (:func:`compilescope.compat.recompile_limit_value`); None when
+    none is known."""
+    if asked is not None:
+        return asked
+    if recorded is not None:
+        return recorded
+    if here:
+        from .. import compat
+
+        return compat.recompile_limit_value()
+    return None
+
+
+def trial_limit(trial: Any, *, here: bool = False) -> int | None:
+    """The limit a recorded trial ran under (its option, else its process's default)."""
+    return limit_in_force(trial.spec.options.recompile_limit, trial.env.recompile_limit_default, here=here)
+
+
+# ----------------------------------------------------------------------------- tolerance and speedup
+
+
+def within_tolerance(a: float, b: float) -> bool:
+    """Whether two figures of the same sign differ by less than the tolerance: the larger in
+    magnitude is below the smaller × (1 + ``TOLERANCE``). Symmetric; exactly the tolerance
+    apart is a difference."""
+    if a == b:
+        return True
+    lo, hi = sorted((abs(a), abs(b)))
+    return (a >= 0) == (b >= 0) and hi < lo * (1 + TOLERANCE)
+
+
+def tolerance_side(ratio: float) -> Literal[-1, 0, 1]:
+    """Where a ratio to 1 lies: 1 above the tolerance, -1 below it, 0 within it."""
+    if within_tolerance(ratio, 1.0):
+        return 0
+    return 1 if ratio > 1 else -1
+
+
+def speedup(eager_s: float | None, compiled_s: float | None) -> float | None:
+    """Eager time over compiled time (p50 over p50); None without both or with no compiled time."""
+    if eager_s is None or compiled_s is None or compiled_s <= 0:
+        return None
+    return eager_s / compiled_s
+
+
+# ----------------------------------------------------------------------------- the inputs rule
+
+
+def call_arguments(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``make_inputs``' return value as a call's (positional, keyword) arguments: a ``dict`` is
+    keyword arguments; a pair ``(tuple, dict)`` is both; any other tuple or list is the
+    positional arguments; anything else is the one positional argument."""
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[0], tuple) and isinstance(inputs[1], dict):
+        return inputs[0], dict(inputs[1])
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}
+    return (inputs,), {}

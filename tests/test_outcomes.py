@@ -1,0 +1,127 @@
+"""The one request-outcome classifier and the shared rules of :mod:`compilescope.analysis.outcomes`,
+on the records real runs wrote (``tests/data/derivations``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compilescope.analysis.outcomes import (
+    RequestOutcome,
+    call_arguments,
+    classify_calls,
+    forecast_word,
+    limit_in_force,
+    repeat_word,
+    speedup,
+    tolerance_side,
+    trial_limit,
+    within_tolerance,
+)
+from compilescope.analysis.regimes import TOLERANCE
+from compilescope.collect.graphs import eager_frames
+from compilescope.model import RunResult
+from compilescope.schema import load
+
+DATA = Path(__file__).parent / "data" / "derivations"
+RUNS = sorted(p for p in DATA.glob("run_*.json") if not p.name.endswith(".golden.json"))
+
+
+def _trials():
+    for path in RUNS:
+        result = load(path)
+        assert isinstance(result, RunResult)
+        for trial in result.trials:
+            yield path.stem, trial
+
+
+def test_each_recorded_call_has_the_outcome_its_records_show():
+    seen = set()
+    for name, trial in _trials():
+        compiles = trial.spec.strategy != "eager"
+        partial = eager_frames(trial.calls, trial.compiles)
+        for c in classify_calls(trial.calls, trial.compiles, compiles_code=compiles):
+            seen.add(c.outcome)
+            call, where = c.call, f"{name} {trial.label} call {c.call.index}"
+            refused_here = any(r.refused for r in c.records)
+            assert (c.outcome is RequestOutcome.RAISED) == (call.error is not None), where
+            if call.error is None and not compiles:
+                assert c.outcome is RequestOutcome.EAGER, where
+            elif call.error is None and call.ran_eagerly:  # whole calls first: refused or not, by the cause
+                assert c.outcome is (RequestOutcome.REFUSED if refused_here else RequestOutcome.EAGER_FALLBACK), where
+            elif call.error is None and call.index in partial:  # then a part, before what compiled
+                assert c.outcome is RequestOutcome.PARTIAL, where
+                assert c.eager_frames == partial[call.index]
+            elif call.error is None and refused_here:
+                assert c.outcome is RequestOutcome.REFUSED, where
+            elif call.error is None:
+                made = [r for r in c.records if r.is_compile]
+                expected = (RequestOutcome.RECOMPILE if any(r.is_recompile for r in made) else
+                            RequestOutcome.COMPILE if made else RequestOutcome.HIT)
+                assert c.outcome is expected, where
+            assert c.compile_ids == call.compile_ids, where  # the call's own record of what it compiled
+    # the recordings reach every branch a run can take (unknown is a forecast's)
+    assert seen == set(RequestOutcome) - {RequestOutcome.UNKNOWN}, seen
+
+
+def test_a_request_that_ran_eagerly_is_never_called_compiled():
+    for name, trial in _trials():
+        for c in classify_calls(trial.calls, trial.compiles, compiles_code=trial.spec.strategy != "eager"):
+            if c.call.ran_eagerly or c.eager_frames:
+                assert c.outcome.ran_eagerly and not c.outcome.compiled, (name, trial.label, c.call.index)
+
+
+def test_the_forecast_words_keep_a_stall_and_an_eager_part_apart():
+    assert forecast_word(RequestOutcome.PARTIAL, compiled_a_frame=True) == "compile"
+    assert forecast_word(RequestOutcome.PARTIAL, compiled_a_frame=False) == "eager"
+    assert forecast_word(RequestOutcome.REFUSED, compiled_a_frame=False) == "eager"
+    assert forecast_word(RequestOutcome.RECOMPILE, compiled_a_frame=True) == "compile"
+    assert forecast_word(RequestOutcome.HIT, compiled_a_frame=False) == "hit"
+    assert forecast_word(RequestOutcome.RAISED, compiled_a_frame=True) == "error"
+    assert forecast_word(RequestOutcome.UNKNOWN, compiled_a_frame=False) == "unknown"
+    assert [repeat_word(w) for w in ("hit", "compile", "eager", "error", "unknown")] == \
+        ["hit", "hit", "eager", "error", "unknown"]
+    assert repeat_word("compile", eager_part=True) == "eager"
+
+
+def test_the_tolerance_is_symmetric_and_its_edge_is_a_difference():
+    edge = 1 + TOLERANCE
+    assert within_tolerance(1.0, 1.0) and within_tolerance(0.0, 0.0)
+    for a, b in [(1.0, 1.049), (100.0, 104.0), (0.951, 0.97), (2.0, 1.99)]:
+        assert within_tolerance(a, b) and within_tolerance(b, a)
+    for a, b in [(1.0, edge), (1.0, 1.06), (1.0, 0.95), (0.0, 1e-9), (-1.0, 1.0)]:
+        assert not within_tolerance(a, b) and not within_tolerance(b, a)
+    assert tolerance_side(edge) == 1 and tolerance_side(1 / edge) == -1 and tolerance_side(1.04) == 0
+    assert tolerance_side(1 / 1.04) == 0
+
+
+def test_speedup_is_eager_over_compiled():
+    assert speedup(2.0, 1.0) == 2.0
+    assert speedup(1.0, 0.0) is None and speedup(None, 1.0) is None and speedup(1.0, None) is None
+
+
+def test_the_recompile_limit_in_force():
+    import torch
+
+    assert limit_in_force(3, 8) == 3
+    assert limit_in_force(None, 5) == 5
+    assert limit_in_force(None, None) == torch._dynamo.config.recompile_limit
+    assert limit_in_force(None, None, here=False) is None
+    for _, trial in _trials():
+        expected = (trial.spec.options.recompile_limit if trial.spec.options.recompile_limit is not None
+                    else trial.env.recompile_limit_default)
+        assert trial_limit(trial) == expected
+
+
+@pytest.mark.parametrize("inputs, expected", [
+    ({"x": 1}, ((), {"x": 1})),
+    (((1,), {"n": 2}), ((1,), {"n": 2})),
+    ((1, 2), ((1, 2), {})),
+    ([1], ((1,), {})),
+    (((1,), (2,)), (((1,), (2,)), {})),  # two tuples: two positional arguments
+    (((1,), {"n": 2}, 3), (((1,), {"n": 2}, 3), {})),  # three items: positional
+    (7, ((7,), {})),
+])
+def test_the_make_inputs_rule(inputs, expected):
+    assert call_arguments(inputs) == expected
