@@ -125,3 +125,29 @@ def test_the_recompile_limit_in_force():
 ])
 def test_the_make_inputs_rule(inputs, expected):
     assert call_arguments(inputs) == expected
+
+
+def test_every_table_of_a_run_report_says_the_same_of_a_call():
+    """The timeline, the shape-change table and a shape's first call read one outcome: a call
+    is never refused in one and a partial eager fallback in another."""
+    from compilescope.analysis.build import build_run_report
+
+    same = {"refused": "refused", "partial eager fallback": "partial eager fallback", "eager fallback": "eager fallback",
+            "error": "error", "recompile": "recompiled", "first compile": "recompiled", "": "reused"}
+    checked = 0
+    for path in RUNS:
+        report = build_run_report(load(path))
+        for t in report.trials:
+            if not t.compiles_code:
+                continue
+            events = {p.index: p.event for p in t.timeline}
+            for change in t.changes:
+                assert same[events[change.index]] == change.outcome, (path.stem, t.label, change.index)
+                checked += 1
+            for row in t.rows:
+                event = events[row.first_call_index]
+                if row.status == "partial eager fallback" or event == "partial eager fallback":
+                    assert row.status == event, (path.stem, t.label, row.shape)
+                if event == "refused":
+                    assert row.status == "eager fallback" and "recompile limit" in row.cause
+    assert checked

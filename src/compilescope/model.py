@@ -220,8 +220,14 @@ class CompileRecord:
 
     @property
     def is_compile(self) -> bool:
-        """Counted as a frame compile: it compiled or failed while compiling."""
+        """Counted as a frame compile: it compiled or failed while compiling (the one
+        definition every count reads; a refusal at the recompile limit is not a compile)."""
         return self.outcome != "refused"
+
+    @property
+    def made_entry(self) -> bool:
+        """It left a cache entry: it compiled (a failed compile and a refusal leave none)."""
+        return self.outcome == "compiled"
 
     @property
     def is_recompile(self) -> bool:

@@ -59,7 +59,11 @@ from .advice import group_causes
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
 from .presented import finish_probe_report, finish_run_report
-from .regimes import TOLERANCE, break_even_request, iqr_separated, summarize_samples
+from .outcomes import (
+    CHANGE_OUTCOME, FIRST_CALL_STATUS, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls,
+    speedup, tolerance_side, trial_limit,
+)
+from .regimes import break_even_request, iqr_separated, summarize_samples
 from .verdict import verdict_clauses
 
 START_MODES = ("cold", "warm", "mega")
@@ -87,32 +91,17 @@ def compile_row(r: CompileRecord) -> CompileRow:
                       r.backward_compile_s, tuple(parts), r.start_time_us)
 
 
-def timeline(trial: TrialResult, by_call: dict[int, list[CompileRecord]],
-             partial: dict[int, tuple[int, ...]] | None = None) -> tuple[CallPoint, ...]:
+def timeline(trial: TrialResult, outcomes: Sequence[Classified]) -> tuple[CallPoint, ...]:
+    """Each stream call as the latency plot shows it, its event its outcome's
+    (:data:`~.outcomes.TIMELINE_EVENT`)."""
     out = []
     total = 0.0
-    for c in trial.calls:
+    for c, o in zip(trial.calls, outcomes):
         total += c.latency_s or 0.0
-        records = by_call.get(c.index, [])
-        made = [r for r in records if r.is_compile]
-        if c.error:
-            event = "error"
-        elif any(r.refused for r in records):
-            event = "refused"
-        elif c.ran_eagerly:
-            event = "eager fallback"
-        elif partial and c.index in partial:
-            event = "partial eager fallback"
-        elif any(r.is_recompile for r in made):
-            event = "recompile"
-        elif made:
-            event = "first compile"
-        else:
-            event = ""
         # PyTorch's own words, with the user's source line it quotes (the hover shows them)
-        reasons = tuple(f"{entry}: {text}" for r in records for entry, text in zip(r.rejected_by, r.reasons))
-        out.append(CallPoint(c.index, shape_label(c.shape), c.latency_s, total, event,  # type: ignore[arg-type]
-                             tuple(str(r.compile_id) for r in made), reasons))
+        reasons = tuple(f"{entry}: {text}" for r in o.records for entry, text in zip(r.rejected_by, r.reasons))
+        out.append(CallPoint(c.index, shape_label(c.shape), c.latency_s, total, TIMELINE_EVENT[o.outcome],  # type: ignore[arg-type]
+                             o.compile_ids, reasons))
     return tuple(out)
 
 
@@ -238,12 +227,6 @@ def error_group_text(g: ErrorGroup) -> str:
     return text
 
 
-def _trial_limit(trial: TrialResult) -> int | None:
-    if trial.spec.options.recompile_limit is not None:
-        return trial.spec.options.recompile_limit
-    return trial.env.recompile_limit_default
-
-
 @dataclasses.dataclass(frozen=True)
 class TrialRecords:
     """A trial's records as the derivations read them: which compiles the stream caused, the
@@ -257,6 +240,7 @@ class TrialRecords:
     by_call: dict[int, list[CompileRecord]]
     partial: dict[int, tuple[int, ...]]  # call index → the frames that ran eagerly in it
     names: dict[int, str]
+    outcomes: tuple[Classified, ...]  # each stream call's outcome, in call order
 
 
 def strategy_compiles(trial: TrialResult) -> bool:
@@ -271,31 +255,29 @@ def strategy_compiles(trial: TrialResult) -> bool:
 
 def trial_records(trial: TrialResult) -> TrialRecords:
     stream = tuple(r for r in trial.compiles if r.phase == "stream")
-    by_call: dict[int, list[CompileRecord]] = {}
-    for r in stream:
-        if r.call_index is not None:
-            by_call.setdefault(r.call_index, []).append(r)
-    return TrialRecords(trial, strategy_compiles(trial), _trial_limit(trial), stream,
-                        tuple(r for r in trial.compiles if r.phase != "stream"), by_call,
-                        eager_frames(trial.calls, stream), _frame_names(trial.compiles))
+    caused = by_call(stream)
+    partial = eager_frames(trial.calls, stream)
+    compiles_code = strategy_compiles(trial)
+    return TrialRecords(trial, compiles_code, trial_limit(trial), stream,
+                        tuple(r for r in trial.compiles if r.phase != "stream"), caused, partial,
+                        _frame_names(trial.compiles), tuple(classify_calls(trial.calls, stream, compiles_code, partial)))
 
 
 def first_call_status(rec: TrialRecords, first: CallRecord, made: Sequence[CompileRecord]) -> tuple[str, str]:
-    """How a shape's first request ran, and why."""
-    if first.error:
-        return "error", first.error
-    if not rec.compiles_code:
-        return "eager", ""
-    if first.ran_eagerly:
-        return "eager fallback", _fallback_cause(first.index, rec.trial.compiles, rec.limit)
-    if first.index in rec.partial:
-        return "partial eager fallback", _partial_text(rec.partial[first.index], first.index, rec.trial.compiles,
-                                                       rec.limit, rec.names)
-    if made and made[0].call_index == first.index:
+    """How a shape's first request ran (its outcome's :data:`~.outcomes.FIRST_CALL_STATUS`), and why."""
+    outcome = rec.outcomes[first.index].outcome
+    status = FIRST_CALL_STATUS[outcome]
+    if outcome is RequestOutcome.RAISED:
+        return status, first.error or ""
+    if outcome in (RequestOutcome.REFUSED, RequestOutcome.EAGER_FALLBACK):
+        return status, _fallback_cause(first.index, rec.trial.compiles, rec.limit)
+    if outcome is RequestOutcome.PARTIAL:
+        return status, _partial_text(rec.partial[first.index], first.index, rec.trial.compiles, rec.limit, rec.names)
+    if outcome.compiled:
         reasons = [g for r in made for g in r.guard_failures]
-        return "compiled", reasons[0].describe() if reasons else (
+        return status, reasons[0].describe() if reasons else (
             "first compile" if not made[0].is_recompile else "recompiled")
-    return "reused", ""
+    return status, ""
 
 
 def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: int, error_calls: int) -> str:
@@ -315,12 +297,9 @@ def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: in
 
 def classify_speed(steady: Stats, eager: Stats) -> str:
     """faster / slower than eager only beyond the noise (the IQRs apart) and the tolerance."""
-    ratio = eager.median / steady.median
-    separated = iqr_separated((steady.q1, steady.q3), (eager.q1, eager.q3))
-    if separated and ratio >= 1 + TOLERANCE:
-        return "faster"
-    if separated and ratio <= 1 / (1 + TOLERANCE):
-        return "slower"
+    side = tolerance_side(eager.median / steady.median)
+    if side and iqr_separated((steady.q1, steady.q3), (eager.q1, eager.q3)):
+        return "faster" if side > 0 else "slower"
     return "matched"
 
 
@@ -339,9 +318,9 @@ def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check:
     e_stats = summarize_samples(state.eager_s) if state else None
     note = steady_note(trial, state, partial_calls, error_calls)
     compiled_steady = s_stats if not note else None
-    speedup, speed_class = None, ""
+    ratio, speed_class = None, ""
     if rec.compiles_code and compiled_steady is not None and e_stats is not None and compiled_steady.median > 0:
-        speedup, speed_class = e_stats.median / compiled_steady.median, classify_speed(compiled_steady, e_stats)
+        ratio, speed_class = speedup(e_stats.median, compiled_steady.median), classify_speed(compiled_steady, e_stats)
     if check is not None and partial_calls:  # a frame ran eagerly: not a check of compiled code
         check = dataclasses.replace(check, ran_eagerly=True)
     return ShapeRow(
@@ -351,7 +330,7 @@ def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check:
         error=next((c.error for c in calls if c.error is not None), None),
         steady=compiled_steady if rec.compiles_code else s_stats, eager=e_stats,
         eager_trial=summarize_samples(e_trial.compiled_s) if e_trial is not None else None,
-        speedup=speedup, speed_class=speed_class, numerics=check, steady_note=note,  # type: ignore[arg-type]
+        speedup=ratio, speed_class=speed_class, numerics=check, steady_note=note,  # type: ignore[arg-type]
         error_calls=error_calls, partial_fallback_calls=partial_calls,
     )
 
@@ -477,7 +456,7 @@ def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | 
     verdict, which read the figures."""
     rec = trial_records(trial)
     rows = shape_rows(rec, eager)
-    changes = tuple(_changes(trial, rec.by_call, rec.partial, rec.names))
+    changes = tuple(_changes(rec))
     reused = [c.latency_s for c in changes if c.outcome == "reused" and c.latency_s is not None]
     status = trial_status(trial.status, trial.calls)  # records written before "partial" existed say "ok"
     report = TrialReport(
@@ -492,7 +471,7 @@ def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | 
         rows=rows,
         changes=changes,
         reused_median_s=statistics.median(reused) if reused else None,
-        timeline=timeline(trial, rec.by_call, rec.partial),
+        timeline=timeline(trial, rec.outcomes),
         compile_rows=tuple(compile_row(r) for r in trial.compiles),
         verdict=(),
         notes=(),
@@ -506,28 +485,18 @@ def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | 
     return report
 
 
-def _changes(trial: TrialResult, by_call: dict[int, list[CompileRecord]], partial: dict[int, tuple[int, ...]],
-             names: dict[int, str]) -> list[ChangeRow]:
+def _changes(rec: TrialRecords) -> list[ChangeRow]:
+    """Each call whose shape differs from the call before it, its outcome the call's
+    (:data:`~.outcomes.CHANGE_OUTCOME`)."""
     out = []
-    for prev, call in zip(trial.calls, trial.calls[1:]):
+    calls = rec.trial.calls
+    for prev, call, o in zip(calls, calls[1:], rec.outcomes[1:]):
         if call.shape == prev.shape:
             continue
-        records = by_call.get(call.index, [])
-        made = [r for r in records if r.is_compile]
-        if call.error:
-            outcome = "error"
-        elif call.ran_eagerly:
-            outcome = "refused" if any(r.refused for r in records) else "eager fallback"
-        elif call.index in partial:
-            outcome = "partial eager fallback"
-        elif made:
-            outcome = "recompiled"
-        else:
-            outcome = "reused"
-        reasons = grouped_reasons([g for r in records for g in r.guard_failures])
-        frames = tuple(names.get(f, f"frame {f}") for f in partial.get(call.index, ()))
+        reasons = grouped_reasons([g for r in o.records for g in r.guard_failures])
+        frames = tuple(rec.names.get(f, f"frame {f}") for f in o.eager_frames)
         out.append(ChangeRow(call.index, shape_label(prev.shape), shape_label(call.shape), call.latency_s,
-                             tuple(str(r.compile_id) for r in made), reasons, outcome, frames))  # type: ignore[arg-type]
+                             o.compile_ids, reasons, CHANGE_OUTCOME[o.outcome], frames))  # type: ignore[arg-type]
     return out
 
 

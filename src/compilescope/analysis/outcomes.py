@@ -31,10 +31,11 @@ compiled a frame (even if another frame ran eagerly: the stall is what a forecas
 ``eager`` when it ran eagerly, wholly or partly, else ``hit``. A request repeating an earlier
 shape repeats its outcome (:func:`repeat_word`).
 
-**A compile** (:func:`is_compile`) is a frame compile attempt that compiled or failed while
-compiling; a refusal at the recompile limit is not one. A cache entry exists only for an
-attempt that compiled (:func:`made_entry`); a frame asks the limit for one on each compile
-and refusal (:func:`asks_for_entry`).
+**A compile** is a frame compile attempt that compiled or failed while compiling
+(:attr:`CompileRecord.is_compile <compilescope.model.CompileRecord.is_compile>`, the record's
+own property, so capture and ``watch`` count as reports do); a refusal at the recompile limit
+is not one. A cache entry exists only for an attempt that compiled
+(:attr:`~compilescope.model.CompileRecord.made_entry`).
 
 **The recompile limit in force** (:func:`limit_in_force`): the limit asked for
 (``torch.compile(recompile_limit=…)``, ``--recompile-limit``), else the default a trial
@@ -65,9 +66,9 @@ from ..model import CallRecord, CompileRecord, shape_label
 from .regimes import TOLERANCE
 
 __all__ = [
-    "CHANGE_OUTCOME", "FIRST_CALL_STATUS", "TIMELINE_EVENT", "Classified", "RequestOutcome", "asks_for_entry",
-    "by_call", "call_arguments", "classify", "classify_calls", "forecast_word", "is_compile", "limit_in_force",
-    "made_entry", "repeat_word", "shape_label", "speedup", "tolerance_side", "trial_limit", "within_tolerance",
+    "CHANGE_OUTCOME", "FIRST_CALL_STATUS", "TIMELINE_EVENT", "Classified", "RequestOutcome", "by_call",
+    "call_arguments", "classify", "classify_calls", "forecast_word", "limit_in_force", "repeat_word", "shape_label",
+    "speedup", "tolerance_side", "trial_limit", "within_tolerance",
 ]
 
 
@@ -95,24 +96,6 @@ class RequestOutcome(str, enum.Enum):
         return self in (RequestOutcome.COMPILE, RequestOutcome.RECOMPILE)
 
 
-# ----------------------------------------------------------------------------- compiles
-
-
-def is_compile(record: CompileRecord) -> bool:
-    """A compile: an attempt that compiled or failed while compiling (a refusal is not one)."""
-    return record.outcome in ("compiled", "failed")
-
-
-def made_entry(record: CompileRecord) -> bool:
-    """The attempt left a cache entry (it compiled)."""
-    return record.outcome == "compiled"
-
-
-def asks_for_entry(record: CompileRecord) -> bool:
-    """The attempt counted against the frame's recompile limit: it compiled, or was refused."""
-    return record.outcome in ("compiled", "refused")
-
-
 # ----------------------------------------------------------------------------- one request
 
 
@@ -125,15 +108,15 @@ def classify(records: Sequence[CompileRecord], *, error: str | None = None, ran_
         return RequestOutcome.RAISED
     if not compiles_code:
         return RequestOutcome.EAGER
-    refused = any(r.outcome == "refused" for r in records)
+    refused = any(r.refused for r in records)
     if ran_eagerly:
         return RequestOutcome.REFUSED if refused else RequestOutcome.EAGER_FALLBACK
     if eager_frames:
         return RequestOutcome.PARTIAL
     if refused:
         return RequestOutcome.REFUSED
-    made = [r for r in records if is_compile(r)]
-    if any(r.compile_id.is_recompile for r in made):
+    made = [r for r in records if r.is_compile]
+    if any(r.is_recompile for r in made):
         return RequestOutcome.RECOMPILE
     return RequestOutcome.COMPILE if made else RequestOutcome.HIT
 
@@ -151,7 +134,7 @@ class Classified:
 
     @property
     def made(self) -> tuple[CompileRecord, ...]:
-        return tuple(r for r in self.records if is_compile(r))
+        return tuple(r for r in self.records if r.is_compile)
 
     @property
     def compile_ids(self) -> tuple[str, ...]:
