@@ -8,7 +8,7 @@ Each child is what a spawned worker is once its imports are done: a process of i
 session that has compiled nothing, reads its task from its own stdin, writes its events to
 its own pipe and its output to its own file; Dynamo, inductor and their caches start in it as
 they would in a fresh process: it records the same compiles, cache hits and misses
-(``tests/test_trialenv.py``). Its cold first call and compile measure 4-5% faster than a
+(``tests/e2e/test_trialenv.py``). Its cold first call and compile measure 4-5% faster than a
 fresh interpreter's, though (``benchmarks/trial_startup.py`` times them side by side), so
 it serves only when asked (``COMPILESCOPE_FORK_SERVER=1``); the default is a fresh
 interpreter per trial.

@@ -1,0 +1,66 @@
+"""The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a fresh
+interpreter), ``<!-- doctest: pytest -->`` (a test file, run with pytest) and
+``<!-- doctest: sh -->`` (compilescope commands); and the CLI reference is current."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ..conftest import cli_here
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+BLOCK = re.compile(r"<!-- doctest(?:: (?P<kind>\w+))? -->\n```(?:python|sh)\n(?P<code>.*?)\n```", re.S)
+
+
+def blocks() -> list[tuple[str, str, str]]:
+    out = []
+    for page in sorted(DOCS.glob("*.md")):
+        for i, m in enumerate(BLOCK.finditer(page.read_text())):
+            out.append((f"{page.name}#{i}", m["kind"] or "python", m["code"]))
+    return out
+
+
+def test_the_docs_have_runnable_examples():
+    kinds = {kind for _, kind, _ in blocks()}
+    assert {"python", "pytest", "sh"} <= kinds
+
+
+@pytest.mark.parametrize("name, kind, code", blocks(), ids=[b[0] for b in blocks()])
+def test_doc_example_runs(name, kind, code, tmp_path, request):
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
+    if kind == "python":
+        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    elif kind == "pytest":
+        pytester = request.getfixturevalue("pytester")  # pytest in this process, the plugin by its entry point
+        pytester.makepyfile(test_example=code)
+        stdout = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_example.py").stdout.str()
+        assert "1 failed, 1 passed" in stdout, stdout[-3000:]
+        assert "tensor 'args[0]' size mismatch at index 0. expected 8, actual 16" in stdout
+        assert "dynamic_sources=\"L['args'][0]:0\"" in stdout
+    else:
+        (tmp_path / "examples").symlink_to(ROOT / "examples")  # commands are written from the repository root
+        for line in code.splitlines():
+            if not line.startswith("compilescope "):
+                continue
+            args = shlex.split(line.split("  #", 1)[0])[1:]
+            proc = cli_here(*args, cwd=tmp_path, env=env)  # the command, in this process
+            assert proc.returncode == 0, f"{name}: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+
+
+def test_cli_reference_is_current():
+    sys.path.insert(0, str(DOCS))
+    try:
+        from make_cli_reference import reference
+    finally:
+        sys.path.remove(str(DOCS))
+    assert (DOCS / "cli.md").read_text() == reference(), "docs/cli.md is stale: run python docs/make_cli_reference.py"

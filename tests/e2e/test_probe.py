@@ -1,0 +1,198 @@
+"""probe against PyTorch as the oracle.
+
+Each scenario script runs once, under ``compilescope probe`` with PyTorch's own account
+switched on in the same process (``TORCH_LOGS=recompiles_verbose,graph_breaks`` and
+``TORCH_TRACE``). The probe must report the same recompiles with the same reasons for every
+rejecting cache entry, and the same graph-break locations, as PyTorch logged for that run;
+``probe --trace`` on the run's trace must agree with the probe. That the probe changes
+nothing PyTorch does is shown on a few scenarios (``PLAIN_TOO``) also run plainly: the same
+logs and the same compiles as under the probe (test_probe_transparency.py shows the same for
+exit status, stdout, argv and signals).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compilescope.torchtext import split_reason
+
+SCENARIOS = Path(__file__).resolve().parents[1] / "probe_scenarios"
+SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
+_LOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ \S+\] \[(?P<cid>[^\]]+)\] \[__(?P<art>\w+)\] ?(?P<msg>.*)$")
+
+
+Recompiles = list[tuple[str, str, list[tuple[str | None, str]]]]
+
+
+def parse_torch_logs(stderr: str) -> tuple[Recompiles, set[tuple[str, int]]]:
+    """recompiles_verbose → [(compile id, function, [(rejecting entry, reason)…])] in order
+    (ids repeat after a reset); graph_breaks → locations."""
+    recompiles: Recompiles = []
+    breaks: set[tuple[str, int]] = set()
+    expect_entry = False
+    for line in stderr.splitlines():
+        m = _LOG.match(line)
+        if not m:
+            continue
+        cid, art, msg = m["cid"].split("_")[0], m["art"], m["msg"].strip()
+        if art == "recompiles_verbose":
+            if msg.startswith("Recompiling function"):
+                function = msg.split()[2]
+                recompiles.append((cid, function, []))
+            elif re.match(r"guard \d+ failures:", msg):
+                expect_entry = True
+            elif expect_entry and msg.startswith("- "):
+                recompiles[-1][2].append(split_reason(msg[2:]))
+                expect_entry = False
+        elif art == "graph_breaks":
+            at = re.match(r"Graph break in user code at (.+):(\d+)$", msg)
+            if at:
+                breaks.add((at[1], int(at[2])))
+    return recompiles, breaks
+
+
+def probe_view(data: dict) -> tuple[Recompiles, set[tuple[str, int]]]:
+    recompiles = []
+    for c in data["compiles"]:
+        if c["rejected_by"]:
+            recompiles.append((c["compile_id"], c["function"],
+                               [split_reason(f"{e}: {r}") for e, r in zip(c["rejected_by"], c["reasons"])]))
+    breaks = {(b["filename"], b["line"]) for b in data["graph_breaks"]}
+    return recompiles, breaks
+
+
+LOGS = "recompiles_verbose,graph_breaks"
+# Scenarios also run plainly, as python runs them: between them a recompile limit's refusals,
+# a training step's backward compiles, a graph break, a reset and dynamic shapes.
+PLAIN_TOO = ("recompile_limit.py", "train_step.py", "break_nested.py", "reset_between.py", "shape_dynamic.py")
+AT_ONCE = 2
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Every scenario once under probe, PyTorch's logs and trace on in that process; the
+    PLAIN_TOO scenarios also once plainly with the same logs and a trace of their own. A few
+    processes at a time."""
+    out = {}
+    tmp = tmp_path_factory.mktemp("probe")
+    jobs = [(name, "probe") for name in SCRIPTS] + [(name, "plain") for name in PLAIN_TOO]
+    for first in range(0, len(jobs), AT_ONCE):
+        started = []
+        for name, kind in jobs[first:first + AT_ONCE]:
+            script = SCENARIOS / name
+            trace = tmp / f"{name}.{kind}.trace"
+            env = dict(os.environ, TORCH_LOGS=LOGS, TORCH_TRACE=str(trace))
+            json_path = tmp / f"{name}.json"
+            cmd = ([sys.executable, "-m", "compilescope.cli", "probe", "--json", str(json_path), str(script)]
+                   if kind == "probe" else [sys.executable, str(script)])
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    cwd=tmp)
+            started.append((name, kind, proc, trace, json_path))
+        for name, kind, proc, trace, json_path in started:
+            err = proc.communicate(timeout=300)[1]
+            run = out.setdefault(name, dict(tmp=tmp))
+            if kind == "probe":
+                run.update(probe_rc=proc.returncode, probe_err=err, data=json.loads(json_path.read_text()),
+                           trace=trace)
+            else:
+                run.update(plain_rc=proc.returncode, plain_err=err, plain_trace=trace)
+    return out
+
+
+def test_corpus_is_large_enough():
+    assert len(SCRIPTS) >= 20
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_matches_torch_logs(runs, name):
+    run = runs[name]
+    assert run["probe_rc"] == 0, run["probe_err"][-2000:]
+    log_recompiles, log_breaks = parse_torch_logs(run["probe_err"])
+    probe_recompiles, probe_breaks = probe_view(run["data"])
+    assert probe_recompiles == log_recompiles
+    assert probe_breaks == log_breaks
+
+
+@pytest.mark.parametrize("name", PLAIN_TOO)
+def test_probe_changes_nothing_pytorch_logs_or_compiles(runs, name):
+    """The same program under python and under probe: PyTorch logs the same recompiles with
+    the same reasons and the same graph breaks, and its trace holds the same compiles."""
+    run = runs[name]
+    assert run["plain_rc"] == run["probe_rc"] == 0, run["plain_err"][-2000:]
+    plain = parse_torch_logs(run["plain_err"])
+    assert plain == parse_torch_logs(run["probe_err"])
+    assert plain[0] or plain[1]  # something to compare: a recompile or a graph break
+    assert _trace_forward_compiles(run["plain_trace"]) == _trace_forward_compiles(run["trace"])
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_trace_matches_probe(runs, name):
+    from compilescope.probe.trace import read_trace
+    from compilescope.analysis.outputs import probe_file
+    from compilescope.render.json import RENDERER
+
+    run = runs[name]
+    traced = json.loads(RENDERER.render(probe_file(read_trace(run["trace"], strict=False))))
+    live = run["data"]
+    assert [(c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in traced["compiles"]] == [
+        (c["compile_id"], c["epoch"], c["function"], c["outcome"]) for c in live["compiles"]]
+    assert probe_view(traced)[0] == probe_view(live)[0]
+    assert {(b["filename"], b["line"]) for b in traced["graph_break_occurrences"]} == probe_view(live)[1]
+
+
+def _trace_forward_compiles(trace: Path) -> list[str]:
+    """PyTorch's own count: forward ``compilation_metrics`` events that compiled or failed
+    (not those the recompile limit refused), in order."""
+    out = []
+    for log in sorted(trace.glob("*.log")):
+        for line in log.read_text().splitlines():
+            m = re.search(r'\{"compilation_metrics": (\{.*\})', line)
+            if not m:
+                continue
+            meta = json.loads(line[line.index("{"):])["compilation_metrics"]
+            if "recompile limit" not in str(meta.get("fail_reason") or ""):
+                out.append(meta["compile_id"])
+    return out
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_probe_counts_pytorchs_frame_compiles(runs, name):
+    """The compile count is PyTorch's: its forward compilation_metrics events, refusals and
+    lazy backward compiles left out; no frame without a name."""
+    run = runs[name]
+    compiles = [c for c in run["data"]["compiles"] if c["outcome"] != "refused"]
+    assert [c["compile_id"] for c in compiles] == _trace_forward_compiles(run["trace"])
+    assert all(c["function"] and c["line"] > 0 for c in run["data"]["compiles"])
+    assert run["data"]["summary"]["compiles"] == len(compiles)
+
+
+def test_training_step_backward_is_part_of_its_forward_compile(runs):
+    data = runs["train_step.py"]["data"]
+    assert [c["compile_id"] for c in data["compiles"]] == ["0/0", "0/1", "0/2"]
+    assert all(c["backward_compile_s"] and c["backward_compile_s"] > 0 for c in data["compiles"])
+    assert all(c["target"]["name"] == "Sequential.forward" for c in data["compiles"])
+    reasons = [c["guard_failures"][0]["source"] for c in data["compiles"][1:]]
+    assert reasons == ["L['input']", "L['input']"]  # named by Sequential.forward's parameter
+
+
+def test_reset_starts_a_new_epoch_and_each_reason_stays_on_its_compile(runs):
+    from compilescope.probe.trace import read_trace
+    from compilescope.analysis.outputs import probe_file
+    from compilescope.render.json import RENDERER
+
+    run = runs["reset_between.py"]
+    for data in (run["data"], json.loads(RENDERER.render(probe_file(read_trace(run["trace"]))))):
+        got = [(c["compile_id"], c["epoch"], c["reasons"]) for c in data["compiles"]]
+        assert got == [
+            ("0/0", 0, []),
+            ("0/1", 0, ["tensor 'x' size mismatch at index 0. expected 8, actual 16"]),
+            ("0/0", 1, []),
+            ("0/1", 1, ["tensor 'x' size mismatch at index 0. expected 8, actual 16"]),
+        ]

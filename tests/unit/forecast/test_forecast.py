@@ -1,0 +1,184 @@
+"""The dry-run forecast against real trials: the same per-request hit/compile/eager
+sequence and the same guard texts, on built-ins under default/static/dynamic.
+
+The real side is :func:`run_trial` on the CPU with real tensors and a real backend — what a
+``run`` worker process executes for each trial — with an empty cache directory, as a cold
+trial has; one case goes through ``compilescope.run`` itself (a fresh process per trial)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from compilescope.forecast import forecast, request_outcomes
+from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
+from compilescope.stream import parse_stream
+from compilescope.workload import load_workload
+
+STRATEGIES = ("default", "static", "dynamic")
+# (workload, backend, stream spec or None for the workload's default stream)
+CASES = (
+    ("sincos", "aot_eager", "random:count=60;seed=3;n=8|16|24|32|40|48|56|64|72|80|1"),
+    ("transformer", "eager", None),
+    ("convnet", "eager", None),  # static passes the recompile limit: later new sizes run eagerly
+)
+
+
+def _real(workload: str, strategy: str, stream, backend: str, tmp_path, monkeypatch):
+    from compilescope.execute.trial import run_trial
+
+    cache = tmp_path / f"cache-{workload.rsplit(':', 1)[-1]}-{strategy}"
+    cache.mkdir()
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
+    spec = TrialSpec(workload, strategy, "cold", tuple(stream), StrategyOptions(backend=backend),
+                     MeasureOptions(steady=False, numerics=False))
+    result, _ = run_trial(spec)
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR")
+    return result
+
+
+def _compare(case, tmp_path, monkeypatch):
+    workload, backend, spec = case
+    w = load_workload(workload)
+    stream = parse_stream(spec, w.dims) if spec else w.default_stream
+    report = forecast(workload, stream, STRATEGIES, backend=backend)
+    misses, total = [], 0
+    for s in report.strategies:
+        real = _real(workload, s.strategy, stream, backend, tmp_path, monkeypatch)
+        observed = request_outcomes(real.calls, real.compiles)
+        assert len(observed) == len(s.requests) == len(stream)
+        for predicted, seen in zip(s.requests, observed):
+            total += 1
+            if predicted.outcome != seen.outcome:
+                misses.append(f"{workload}/{s.strategy} request {predicted.index} ({predicted.shape_label}): "
+                              f"forecast {predicted.outcome} ({predicted.basis}), real {seen.outcome}")
+            elif predicted.outcome == "compile":
+                texts = sorted(g.text for g in predicted.guards)
+                if texts != sorted(g.text for g in seen.guards):
+                    misses.append(f"{workload}/{s.strategy} request {predicted.index}: guards {texts} vs "
+                                  f"{sorted(g.text for g in seen.guards)}")
+    return report, misses, total
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_dry_run_agrees_with_real_trials(case, tmp_path, monkeypatch):
+    report, misses, total = _compare(case, tmp_path, monkeypatch)
+    assert total == len(STRATEGIES) * report.stream_length
+    agreement = 1 - len(misses) / total
+    assert agreement >= 0.99, f"agreement {agreement:.3f}; misses:\n" + "\n".join(misses)
+    outcomes = {r.outcome for s in report.strategies for r in s.requests}
+    assert "compile" in outcomes and "hit" in outcomes
+    if case[0] in ("sincos", "convnet"):  # the cases built to pass the recompile limit under static
+        static = report.strategy("static")
+        assert static.eager > 0 and static.compiles == static.recompile_limit
+        refused = next(r for r in static.requests if r.outcome == "eager")  # the limit's first refusal: its guards
+        assert len({g.entry for g in refused.guards}) == static.recompile_limit  # every entry it failed
+        assert all("size mismatch" in g.text for g in refused.guards)
+
+
+@pytest.mark.inductor
+def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_path, monkeypatch):
+    """ceil-mode pooling: inductor guards a dynamic size's parity while it lowers, so an even
+    size after an odd one compiles again; the inductor dry run predicts it, a trace with
+    aot_eager does not (and says it cannot)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:ceil_pool"
+    stream = load_workload(workload).default_stream
+    exact = forecast(workload, stream, "default", backend="inductor")
+    fast = forecast(workload, stream, "default", backend="inductor", dry_backend="aot_eager")
+    real = _real(workload, "default", stream, "inductor", tmp_path, monkeypatch)
+    seen = [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert seen == ["compile", "compile", "compile", "hit", "hit", "hit", "hit"]
+    assert [r.outcome for r in exact.strategies[0].requests] == seen
+    assert exact.dry_backend == "inductor-lowering" and "its guards modelled" in " ".join(exact.notes)
+    parity = [g.text for g in exact.strategies[0].requests[2].guards]
+    assert any("//" in text for text in parity), parity  # the parity relation the even size fails
+    assert [r.outcome for r in fast.strategies[0].requests][2] == "hit"
+    assert "not modelled" in " ".join(fast.notes)
+
+
+def test_a_graph_inductor_cannot_lower_dry_is_traced_as_aot_eager_and_said(monkeypatch):
+    from torch._inductor.async_compile import AsyncCompile
+    from torch._inductor.graph import GraphLowering
+
+    built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:ceil_pool"
+
+    def fails(self, *args):
+        raise RuntimeError("no lowering here")
+
+    monkeypatch.setattr(GraphLowering, "run", fails)
+    report = forecast(workload, "8,9,10", "default", backend="inductor")
+    assert [r.outcome for r in report.strategies[0].requests] == ["compile", "compile", "hit"]  # aot_eager's
+    assert any("inductor could not lower 2 graph(s)" in n and "no lowering here" in n
+               for n in report.strategies[0].notes), report.strategies[0].notes
+    assert (AsyncCompile.cpp, AsyncCompile.cpp_pybinding) == built  # nothing of the dry run left patched
+
+
+def test_repeats_are_predicted_without_tracing_again():
+    stream = [{"n": n} for n in (8, 16, 8, 16, 32) * 200]
+    report = forecast("sincos", stream, "static", backend="eager")
+    s = report.strategy("static")
+    assert s.traced == 3 and len(s.requests) == 1000
+    assert [r.outcome for r in s.requests[:5]] == ["compile", "compile", "hit", "hit", "compile"]
+    assert s.compiles == 3 and s.hits == 997 and s.stalls == (0, 1, 4)
+    assert all(r.basis == "repeat" for r in s.requests[5:])
+
+
+def test_compile_seconds_come_from_a_results_file(tmp_path):
+    from compilescope.api import run
+
+    results = tmp_path / "run.json"
+    run("sincos", "16,32,64", "default,static", backend="eager", results_path=results,
+        measure=MeasureOptions(warmup=1, samples=3, min_samples=1, budget_s=0.1))
+    report = forecast("sincos", "16,32,64,128", "static", backend="eager", results=results)
+    s = report.strategy("static")
+    times = s.compile_times
+    assert times is not None and times.first_n == 1 and times.recompile_n == 2 and str(results) in times.source
+    assert s.compiles == 4
+    expected = times.first_s + 3 * times.recompile_s
+    assert s.predicted_compile_s == pytest.approx(expected)
+    assert [r.compile_s for r in s.requests] == pytest.approx([times.first_s] + [times.recompile_s] * 3)
+
+
+def test_cli_forecast_writes_json_and_reports(main, tmp_path):
+    code, out, err = main("forecast", "sincos", "--stream", "16,16,32,32,64,16", "--strategies", "static",
+                          "--backend", "eager", "--json", "f.json")
+    assert code == 0, err
+    assert "request 2 (32): compiles 0/1" in out
+    assert "0/0: tensor 'x' size mismatch at index 0. expected 16, actual 32" in out
+    data = json.loads((tmp_path / "f.json").read_text())
+    assert data["kind"] == "forecast"
+    assert [r["outcome"] for r in data["strategies"][0]["requests"]] == ["compile", "hit", "compile", "hit",
+                                                                        "compile", "hit"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (("sincos", "--backend", "tvm"), "forecast backend 'tvm'"),
+    (("sincos", "--dry-backend", "eager"), "--dry-backend 'eager' for backend inductor: use inductor-lowering or aot_eager"),
+    (("sincos", "--stream", "m=3"), "unknown dimension 'm'"),
+    (("sincos", "--strategies", "eager"), "no compiling strategy"),
+    (("sincos", "--results", "missing.json"), "is not a file"),
+    (("nosuch",), "unknown workload 'nosuch'"),
+])
+def test_cli_forecast_bad_input_is_one_line(main, args, message):
+    code, out, err = main("forecast", *args)
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_a_strategy_that_does_not_apply_is_a_note():
+    report = forecast("sincos", "8,16", "static,regional", backend="eager")
+    assert [s.strategy for s in report.strategies] == ["static"]
+    assert any(n.startswith("regional is unavailable: the workload is a function") for n in report.notes)
+
+
+def test_past_the_limit_an_eager_fallback_the_meta_device_cannot_run_is_still_eager(tmp_path, monkeypatch):
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:eager_reads_values"
+    report = forecast(ref, None, "static", backend="eager")
+    s = report.strategy("static")
+    assert s.compiles == s.recompile_limit and s.eager == report.stream_length - s.compiles and s.errors == 0
+    assert any("cannot run on the meta device" in n for n in s.notes)
+    real = _real(ref, "static", load_workload(ref).default_stream, "eager", tmp_path, monkeypatch)
+    assert [o.outcome for o in request_outcomes(real.calls, real.compiles)] == [r.outcome for r in s.requests]
