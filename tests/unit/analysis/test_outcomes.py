@@ -24,7 +24,7 @@ from compilescope.collect.graphs import eager_frames
 from compilescope.model import RunResult
 from compilescope.schema import load
 
-DATA = Path(__file__).parent / "data" / "derivations"
+DATA = Path(__file__).resolve().parents[2] / "data" / "derivations"
 RUNS = sorted(p for p in DATA.glob("run_*.json") if not p.name.endswith(".golden.json"))
 
 
