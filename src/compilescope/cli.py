@@ -248,6 +248,17 @@ def _check_outputs(outputs: list[Output], *, others: Any = (), inputs: Any = ())
         require_plotly()
 
 
+def _stream_inputs(*specs: tuple[str | None, str]) -> list[tuple[Path, str]]:
+    """The files ``@FILE`` stream specs read, as (path, option) inputs for :func:`_check_outputs`:
+    an output on a recording the command reads would destroy it."""
+    found = []
+    for spec, option in specs:
+        text = (spec or "").strip()
+        if text.startswith("@") and len(text) > 1:
+            found.append((Path(text[1:]), f"{option} @{text[1:]}"))
+    return found
+
+
 def _results_outputs(results: Path | None) -> list[tuple[Path | None, str]]:
     """A results file and the files a run writes beside it (journal, lock)."""
     from .paths import results_siblings
@@ -507,7 +518,8 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     runner = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
-    _check_outputs(outputs, others=_results_outputs(resume_path or (None if json_path == STDOUT else json_path)))
+    _check_outputs(outputs, others=_results_outputs(resume_path or (None if json_path == STDOUT else json_path)),
+                   inputs=_stream_inputs((stream, "--stream")))
     if resume_path is not None:
         _lock_results(resume_path)
         _say(console, f"resuming {resume_path}", "dim")
@@ -676,7 +688,7 @@ def _advise(console: Console, workload: str, stream: str | None, backend: str, m
 
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
-    _check_outputs(outputs, others=_results_outputs(results))
+    _check_outputs(outputs, others=_results_outputs(results), inputs=_stream_inputs((stream, "--stream")))
     _lock_results(results)
     if executor.name == "ray":  # the workload checked before a cluster is joined
         prepare_run(workload, stream, ("eager", "default"), options=StrategyOptions(backend=backend, mode=mode),
@@ -913,7 +925,8 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
     for path, what in ((json_path, "probe JSON"), (stream_out, "shape stream")):
         if path not in (None, STDOUT):
             check_writable(path, what)
-    _check_outputs(outputs, others=[(json_path, "--json"), (stream_out, "--stream-out")],
+    _check_outputs(outputs, others=[(json_path, "--json"), (stream_out, "--stream-out"),
+                                    (record_shapes, "--record-shapes")],
                    inputs=[(script, "the script")])
     returncode = 0
     journal: Path | None = None
@@ -1034,7 +1047,7 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     outputs = _outputs(outs, json=json_path)
     _check_kinds(outputs, ForecastReport, "a forecast")
     inputs = [(p, flag) for p, flag in ((results_path, "--results"), (recorded_path, "--from-results")) if p is not None]
-    _check_outputs(outputs, inputs=inputs)
+    _check_outputs(outputs, inputs=[*inputs, *_stream_inputs((stream, "--stream"))])
     recorded = dry = None
     if method != "dry-run":
         recorded = forecast_recorded(workload, stream, recorded_path, strategies, times=results_path,
@@ -1099,7 +1112,8 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     requests = parse_lifetime(lifetime, qps)
     caches = parse_cache_modes(cache)
     _check_warmup_paths(plan_out, artifacts_dir, no_measure, caches, backend)
-    _check_outputs(outputs, others=[(plan_out, "--plan-out")])
+    _check_outputs(outputs, others=[(plan_out, "--plan-out")],
+                   inputs=_stream_inputs((stream, "--stream"), (heldout, "--verify")))
     if heldout is not None:  # a bad held-out stream is an error before any planning
         from .stream import parse_stream
         from .workload import load_workload

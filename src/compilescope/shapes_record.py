@@ -19,14 +19,25 @@ Recording is bounded: ``sample`` (a rate in (0, 1]: every call at 1, one call in
 spread evenly) and ``max_bytes`` per file; calls left out are counted, never silently lost.
 The per-call cost is a look at the call's arguments; lines are formatted once per distinct
 signature and written in batches.
+
+Recording never raises into the program and never touches a file it did not create: the
+given file is locked (``flock``) while it is written, so a second recording of the same file
+stops rather than overwriting the first; a derived ``shapes.<function>.jsonl`` is created
+only where no file is (or where an earlier recording's file is); a full disk, a folder removed
+while recording or a file taken away stops that file's recording. A stopped recording says
+why in its summary (``RecordedFile.stopped``) and, where the file can still be written, in
+its closing line (``"stopped": …``); the program runs on.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import inspect
 import json
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -52,6 +63,8 @@ class RecordedFile:
     calls: int  # calls of the function seen while sampled in
     written: int  # lines written
     dropped_by_size: int  # sampled calls not written: the file reached max_bytes
+    stopped: str = ""  # why recording to this file stopped before the scope ended ("" when it did not)
+    dropped_stopped: int = 0  # sampled calls not written because the recording had stopped
 
 
 @dataclass(frozen=True)
@@ -110,24 +123,122 @@ def _function_name(target: Any) -> tuple[str, list[str]]:
     return name, params
 
 
+_CLOSING_TAIL = 4096  # bytes read from the end of an existing file to tell an earlier recording
+
+
+def _earlier_recording(path: Path) -> bool:
+    """``path`` is a regular file whose last line is a shape recording's closing line: a
+    file compilescope wrote, which a new recording may replace."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        tail = os.pread(fd, _CLOSING_TAIL, max(0, st.st_size - _CLOSING_TAIL)).decode("utf-8", "replace")
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    lines = tail.rstrip("\n").rsplit("\n", 1)
+    try:
+        meta = json.loads(lines[-1]).get(META_KEY)
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(meta, dict) and meta.get("record") == "shapes"
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or str(exc)
+    return str(exc)
+
+
 class _Function:
-    """One compiled function's file and counts."""
+    """One compiled function's file and counts. Nothing here raises: a file that cannot be
+    written stops its recording, with the reason in ``stopped``."""
 
-    def __init__(self, name: str, params: list[str], path: Path, max_bytes: int) -> None:
+    def __init__(self, name: str, params: list[str], path: Path, max_bytes: int, derived: bool = False) -> None:
         self.name, self.params, self.path, self.max_bytes = name, params, path, max_bytes
-        self.calls = self.written = self.dropped = self.bytes = 0
+        self.derived = derived  # a name compilescope chose: created only where nothing of the user's is
+        self.calls = self.written = self.dropped = self.bytes = self.dropped_stopped = 0
         self.lines: dict[Any, str] = {}
-        self.handle: Any = None
-        self.failed = ""  # why the file could not be written: every line is then dropped
+        self.fd: int | None = None
+        self.identity: tuple[int, int] | None = None  # (st_dev, st_ino) of the file as opened
+        self.created = False  # the file did not exist before this recording took it
+        self.emptied = False  # its earlier content is gone (at the first write, not when taken)
+        self.stopped = ""  # why the file is no longer written: every line is then dropped
 
-    def _open(self) -> bool:
-        """Open the file once, refusing what is not ours to write; never raises into a call."""
-        if self.handle is None and not self.failed:
+    def stop(self, reason: str) -> None:
+        if not self.stopped:
+            self.stopped = reason
+
+    def claim(self) -> bool:
+        """Open and lock the file once (a regular file or a new one; a derived name only where
+        no file of the user's is); False, with the reason in ``stopped``, when it cannot be."""
+        if self.fd is not None or self.stopped:
+            return self.fd is not None
+        try:
+            if self.derived and os.path.lexists(self.path) and not _earlier_recording(self.path):
+                self.stop(f"{self.path} exists and is not a shape recording: left as it is")
+                return False
+            target = check_output(self.path, "the shape recording")
+            flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
             try:
-                self.handle = open(check_output(self.path, "the shape recording"), "w", encoding="utf-8")
-            except (OSError, OptionError) as exc:
-                self.failed = str(exc)
-        return self.handle is not None
+                fd, created = os.open(target, flags | os.O_EXCL, 0o644), True
+            except FileExistsError:
+                fd, created = os.open(target, flags, 0o644), False
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    raise OptionError(f"{self.path} is not a regular file")
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError as exc:
+                    if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN):
+                        raise OptionError(f"another recording is writing {self.path}: this one left it alone") from None
+                    raise
+                st = os.fstat(fd)
+            except BaseException:
+                os.close(fd)
+                raise
+            self.fd, self.identity, self.created = fd, (st.st_dev, st.st_ino), created
+        except (OSError, OptionError) as exc:
+            self.stop(_why(exc))
+        return self.fd is not None
+
+    def removed(self) -> bool:
+        """The open file is no longer at its path (its folder or the file was removed)."""
+        try:
+            st = os.stat(self.path, follow_symlinks=False)
+        except OSError:
+            return True
+        return (st.st_dev, st.st_ino) != self.identity
+
+    def _write(self, text: str) -> bool:
+        if self.fd is None:
+            return False
+        data = text.encode("utf-8")
+        try:
+            if not self.emptied:
+                os.ftruncate(self.fd, 0)
+                self.emptied = True
+            while data:
+                data = data[os.write(self.fd, data):]
+        except OSError as exc:
+            self.stop(f"writing failed: {_why(exc)}")
+            self._release()
+            return False
+        return True
+
+    def _release(self) -> None:
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            try:
+                os.close(fd)  # closing drops the lock
+            except OSError:
+                pass
 
     def line(self, key: Any) -> str:
         text = self.lines.get(key)
@@ -142,29 +253,36 @@ class _Function:
         return text
 
     def write(self, keys: list[Any]) -> None:
-        chunk = []
+        if self.stopped or not self.claim():
+            self.dropped_stopped += len(keys)
+            return
+        chunk, size = [], self.bytes
         for key in keys:
             text = self.line(key)
-            if self.bytes + len(text) > self.max_bytes:
+            if size + len(text) > self.max_bytes:
                 self.dropped += 1
                 continue
-            self.bytes += len(text)
-            self.written += 1
+            size += len(text)
             chunk.append(text)
-        if chunk:
-            if not self._open():
-                self.written -= len(chunk)
-                self.dropped += len(chunk)
-                return
-            self.handle.write("".join(chunk))
+        if chunk and self._write("".join(chunk)):
+            self.bytes = size
+            self.written += len(chunk)
+        elif chunk:
+            self.dropped_stopped += len(chunk)
 
     def close(self, meta: dict[str, Any]) -> None:
-        if not self._open():
-            return
-        self.handle.write(json.dumps({META_KEY: {"record": "shapes", "function": self.name, "calls": self.calls,
-                                                 "written": self.written, "dropped_by_size": self.dropped,
-                                                 **meta}}) + "\n")
-        self.handle.close()
+        """The closing line, where the file can still be written; then the file is let go."""
+        if self.fd is None and not self.stopped:
+            self.claim()  # a function with no line written still gets its closing line
+        if self.fd is not None and self.removed():
+            self.stop(f"{self.path} was removed while recording ({self.written} line(s) lost with it)")
+        closing = {"record": "shapes", "function": self.name, "calls": self.calls, "written": self.written,
+                   "dropped_by_size": self.dropped, **meta}
+        if self.stopped:
+            closing.update(stopped=self.stopped, dropped_stopped=self.dropped_stopped)
+        if self.fd is not None and not self.removed():
+            self._write(json.dumps({META_KEY: closing}) + "\n")
+        self._release()
 
 
 class ShapeRecorder:
@@ -188,9 +306,16 @@ class ShapeRecorder:
         self._pending: list[tuple[Any, Any]] = []
         self._functions: dict[Any, _Function | None] = {}  # fn → its file (None: not accepted)
         self._order: list[_Function] = []
+        self._main = _Function("", [], self.path, self.max_bytes)  # the given file: the first function's
         self._thread = threading.get_ident()
         self._tensor: type = _tensor_type()
         self._summary: RecordSummary | None = None
+
+    def start(self) -> ShapeRecorder:
+        """Take the given file now (locked until the recording ends): a second recording of
+        the same file then stops at once instead of overwriting this one."""
+        self._main.claim()
+        return self
 
     def on_call(self, frame: Any) -> None:
         if threading.get_ident() != self._thread:
@@ -213,7 +338,10 @@ class ShapeRecorder:
             return
         self._pending.append((fn, key))
         if len(self._pending) >= FLUSH_EVERY:
-            self.flush()
+            try:
+                self.flush()
+            except Exception:  # never break the user's call; the calls are counted
+                self.errors += 1
 
     def _function(self, fn: Any) -> _Function | None:
         if fn in self._functions:
@@ -223,8 +351,12 @@ class ShapeRecorder:
             self._functions[fn] = None
             return None
         name, params = _function_name(target)
-        path = self.path if not self._order else self._sibling(name)
-        made = self._functions[fn] = _Function(name, params, path, self.max_bytes)
+        if not self._order:
+            made = self._main
+            made.name, made.params = name, params
+        else:
+            made = _Function(name, params, self._sibling(name), self.max_bytes, derived=True)
+        self._functions[fn] = made
         self._order.append(made)
         return made
 
@@ -255,18 +387,45 @@ class ShapeRecorder:
         recorded, the first one's file is renamed by its function too."""
         if self._summary is not None:
             return self._summary
-        self.flush()
+        try:
+            self.flush()
+        except Exception:
+            self.errors += 1
         meta = {"sample": self.sample, "sampled_out": self.sampled_out}
+        if len(self._order) > 1:
+            self._rename_first()
         for f in self._order:
             f.close(meta)
-        if len(self._order) > 1:
-            first = self._order[0]
-            renamed = self._sibling(first.name)
-            os.replace(first.path, renamed)
-            first.path = renamed
-        files = tuple(RecordedFile(f.name, str(f.path), f.calls, f.written, f.dropped) for f in self._order)
+        if not self._order:  # nothing was called: a file this recording created goes again
+            if self._main.fd is not None and self._main.created and not self._main.removed():
+                try:
+                    os.unlink(self._main.path)
+                except OSError:
+                    pass
+            self._main._release()
+        files = tuple(RecordedFile(f.name, str(f.path), f.calls, f.written, f.dropped, f.stopped, f.dropped_stopped)
+                      for f in self._order)
         self._summary = RecordSummary(files, self.sample, self.sampled_out, self.errors)
         return self._summary
+
+    def _rename_first(self) -> None:
+        """The first function's file takes its function's name too, where that name is free
+        (or an earlier recording's); otherwise it stays at the given path, said in its summary."""
+        first = self._order[0]
+        if first.fd is None or first.removed():
+            return
+        renamed = self._sibling(first.name)
+        try:
+            if os.path.lexists(renamed):
+                if not _earlier_recording(renamed):
+                    return  # the recording is whole at the given path, which its summary names
+                os.replace(first.path, renamed)
+            else:
+                os.link(first.path, renamed)  # fails rather than replace what appears meanwhile
+                os.unlink(first.path)
+            first.path = renamed
+        except OSError:
+            pass  # the file stays whole at the given path, which its summary names
 
 
 def _tensor_type() -> type:

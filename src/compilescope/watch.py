@@ -249,7 +249,7 @@ class Watch:
         self._active = True
         _HUB.add(self)
         if self._record is not None:
-            self._recorder = ShapeRecorder(*self._record, accept=self._accepts if self._filtered else None)
+            self._recorder = ShapeRecorder(*self._record, accept=self._accepts if self._filtered else None).start()
             RECORD_HUB.add(self._recorder)
         return self
 
@@ -262,7 +262,7 @@ class Watch:
         if self._active:
             _HUB.remove(self)
             self._active = False
-            if self._recorder is not None:
+            if self._recorder is not None:  # never raises: a recording that failed says why in `recorded`
                 RECORD_HUB.remove(self._recorder)
                 self.recorded = self._recorder.close()
                 self._recorder = None

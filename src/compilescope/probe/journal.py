@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +40,22 @@ class JournalWriter:
         # not inherited by the script's own subprocesses (PEP 446), appended only
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.pid = os.getpid()
+        self.failed = ""  # why a write failed (a full disk): nothing more is written, the program runs on
 
     def write(self, data: dict[str, Any]) -> None:
-        if os.getpid() != self.pid:
+        if os.getpid() != self.pid or self.failed:
             return
         view = memoryview((json.dumps(data) + "\n").encode())
-        while view:
-            view = view[os.write(self.fd, view):]
+        try:
+            while view:
+                view = view[os.write(self.fd, view):]
+        except OSError as exc:  # never into the program: said once, on stderr with the report
+            self.failed = exc.strerror or str(exc)
+            try:
+                sys.stderr.write(f"compilescope: the probe journal could not be written ({self.failed}): "
+                                 "the report lacks what happened from here on\n")
+            except (OSError, ValueError):
+                pass
 
     def close(self) -> None:
         os.close(self.fd)

@@ -128,7 +128,7 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
     from .capture import run_child
 
     interrupted = False
-    recorder = ShapeRecorder(record_shapes) if record_shapes is not None else None
+    recorder = ShapeRecorder(record_shapes).start() if record_shapes is not None else None
     try:
         compat.patch_settings(settings)  # for the whole program: never undone
         if recorder is not None:
@@ -142,9 +142,11 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
         code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
     threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
     atexit._run_exitfuncs()
-    if recorder is not None:
+    if recorder is not None:  # never raises: a recording that stopped says why, on stderr with the report
         HUB.remove(recorder)
-        recorder.close()
+        for f in recorder.close().files:
+            if f.stopped:
+                print(f"compilescope: the shape recording of {f.function} stopped: {f.stopped}", file=sys.stderr)
     _flush()
     if interrupted:  # as Python does after an uncaught KeyboardInterrupt
         signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -1,0 +1,230 @@
+"""Nothing of the user's is overwritten, lost or changed: an output on a file the command
+reads is refused, and the shape recorder never raises into the program nor touches a file it
+did not create (a full disk, a folder removed mid-scope, two recordings of one file, a derived
+file name that is taken)."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+import compilescope
+from compilescope.shapes_record import read_recorded
+
+RECORDING = "".join(json.dumps({"shape": {"x.0": n}}) + "\n" for n in (16, 32, 16))
+FAST = ("--samples", "3", "--budget", "0.01", "--warmup", "1")
+
+
+def one_line_refusal(code: int, err: str, *needles: str) -> None:
+    assert code == 2, err
+    assert err.count("\n") == 1 and err.startswith("compilescope: error: "), err
+    for needle in needles:
+        assert needle in err, err
+
+
+# --------------------------------------------------------------------------------------------
+# An output on a file the command reads
+# --------------------------------------------------------------------------------------------
+
+READS_AND_WRITES = [
+    (("forecast", "sincos", "--stream", "@s.jsonl", "--json", "s.jsonl"), "--stream @s.jsonl"),
+    (("forecast", "sincos", "--stream", "@s.json", "--out", "s.json"), "--stream @s.json"),
+    (("run", "sincos", "--strategies", "eager", "--backend", "eager", *FAST, "--stream", "@s.jsonl",
+      "--json", "s.jsonl"), "--stream @s.jsonl"),
+    (("run", "sincos", "--strategies", "eager", "--backend", "eager", *FAST, "--stream", "@s.jsonl",
+      "--csv", "./s.jsonl"), "--stream @s.jsonl"),
+    (("advise", "sincos", "--backend", "eager", *FAST, "--stream", "@s.jsonl", "--json", "s.jsonl"),
+     "--stream @s.jsonl"),
+    (("warmup", "sincos", "--backend", "eager", "--stream", "@s.jsonl", "--plan-out", "s.jsonl"),
+     "--stream @s.jsonl"),
+    (("warmup", "sincos", "--backend", "eager", "--stream", "@s.jsonl", "--json", "s.jsonl"), "--stream @s.jsonl"),
+    (("warmup", "sincos", "--backend", "eager", "--stream", "16,32", "--verify", "@s.jsonl", "--json", "s.jsonl"),
+     "--verify @s.jsonl"),
+    (("warmup", "sincos", "--backend", "eager", "--stream", "16,32", "--verify", "@s.jsonl",
+      "--plan-out", "s.jsonl"), "--verify @s.jsonl"),
+]
+
+
+@pytest.mark.parametrize(("args", "named"), READS_AND_WRITES, ids=lambda v: " ".join(v) if isinstance(v, tuple) else None)
+def test_an_output_on_the_stream_file_read_is_refused_and_the_recording_kept(main, tmp_path, args, named):
+    read = tmp_path / named.split("@")[1]
+    read.write_text(RECORDING)
+    code, _, err = main(*args)
+    one_line_refusal(code, err, named, "name the same file")
+    assert read.read_text() == RECORDING
+    assert not list(tmp_path.rglob("*.journal"))  # refused before any trial
+
+
+@pytest.mark.parametrize("other", ["--json", "--stream-out"])
+def test_probe_record_shapes_on_another_output_of_probe_is_refused_before_the_script_runs(main, tmp_path, other):
+    script = tmp_path / "script.py"
+    script.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    (tmp_path / "x.jsonl").write_text(RECORDING)
+    code, _, err = main("probe", other, "x.jsonl", "--record-shapes", "x.jsonl", str(script))
+    one_line_refusal(code, err, "--record-shapes", "name the same file")
+    assert not (tmp_path / "ran").exists()
+    assert (tmp_path / "x.jsonl").read_text() == RECORDING
+
+
+# --------------------------------------------------------------------------------------------
+# The shape recorder: never raises into the program, never touches what it did not create
+# --------------------------------------------------------------------------------------------
+
+
+def twice(x):
+    return x * 2
+
+
+def plus(x):
+    return x + 1
+
+
+def test_a_folder_removed_mid_scope_stops_the_recording_and_the_program_runs_on(tmp_path):
+    cf = torch.compile(twice, backend="eager")
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    with compilescope.watch(record_shapes=folder / "s.jsonl") as w:
+        cf(torch.randn(3))
+        shutil.rmtree(folder)
+        for k in (3, 4, 5):
+            cf(torch.randn(k))  # the calls go on
+    (recorded,) = w.recorded.files
+    assert "was removed while recording" in recorded.stopped
+    assert recorded.calls == 4
+    assert not folder.exists()  # nothing recreated
+
+
+def test_a_folder_removed_before_a_second_function_is_seen_stops_that_file_only(tmp_path):
+    f, g = torch.compile(twice, backend="eager"), torch.compile(plus, backend="eager")
+    folder = tmp_path / "rec"
+    folder.mkdir()
+    with compilescope.watch(record_shapes=folder / "s.jsonl") as w:
+        for _ in range(600):  # past one batch: the first file is written while its folder is there
+            f(torch.randn(2))
+        shutil.rmtree(folder)
+        g(torch.randn(2))
+    stopped = {r.function: r.stopped for r in w.recorded.files}
+    assert "No such file or directory" in stopped["plus"], stopped
+    assert "removed while recording" in stopped["twice"], stopped
+    assert not folder.exists()
+
+
+def test_two_recordings_of_one_file_lose_nothing_silently(tmp_path):
+    cf = torch.compile(twice, backend="eager")
+    path = tmp_path / "s.jsonl"
+    with compilescope.watch(record_shapes=path) as outer:
+        cf(torch.randn(2))
+        with compilescope.watch(record_shapes=path) as inner:
+            cf(torch.randn(3))
+            cf(torch.randn(4))
+        cf(torch.randn(5))
+    (inner_file,) = inner.recorded.files
+    assert inner_file.written == 0 and "another recording is writing" in inner_file.stopped
+    assert inner_file.dropped_stopped == 2
+    (outer_file,) = outer.recorded.files
+    assert outer_file.stopped == "" and outer_file.written == 4
+    rows, meta = read_recorded(path)
+    assert [r["shape"]["x.0"] for r in rows] == [2, 3, 4, 5] and meta["written"] == 4
+
+
+def test_a_derived_file_name_that_is_a_users_file_is_left_as_it_is(tmp_path):
+    f, g = torch.compile(twice, backend="eager"), torch.compile(plus, backend="eager")
+    mine = tmp_path / "s.plus.jsonl"
+    mine.write_text("my notes\n")
+    with compilescope.watch(record_shapes=tmp_path / "s.jsonl") as w:
+        f(torch.randn(2))
+        g(torch.randn(2))
+    assert mine.read_text() == "my notes\n"
+    by = {r.function: r for r in w.recorded.files}
+    assert "exists and is not a shape recording" in by["plus"].stopped
+    assert by["twice"].path == str(tmp_path / "s.twice.jsonl") and by["twice"].stopped == ""
+
+
+def test_the_first_files_new_name_taken_by_a_directory_keeps_it_at_the_given_path(tmp_path):
+    f, g = torch.compile(twice, backend="eager"), torch.compile(plus, backend="eager")
+    (tmp_path / "s.twice.jsonl").mkdir()
+    (tmp_path / "s.twice.jsonl" / "keep").write_text("x")
+    with compilescope.watch(record_shapes=tmp_path / "s.jsonl") as w:
+        f(torch.randn(2))
+        g(torch.randn(2))
+    by = {r.function: r for r in w.recorded.files}
+    assert by["twice"].path == str(tmp_path / "s.jsonl") and by["twice"].written == 1
+    assert (tmp_path / "s.twice.jsonl" / "keep").read_text() == "x"
+    assert read_recorded(tmp_path / "s.jsonl")[1]["function"] == "twice"
+
+
+def test_an_earlier_recordings_derived_files_are_replaced_by_the_next(tmp_path):
+    f, g = torch.compile(twice, backend="eager"), torch.compile(plus, backend="eager")
+    for k in (2, 7):
+        with compilescope.watch(record_shapes=tmp_path / "s.jsonl") as w:
+            f(torch.randn(k))
+            g(torch.randn(k))
+        assert all(r.stopped == "" for r in w.recorded.files), w.recorded
+    for name in ("s.twice.jsonl", "s.plus.jsonl"):
+        assert [r["shape"]["x.0"] for r in read_recorded(tmp_path / name)[0]] == [7]
+
+
+def test_a_recording_with_no_call_leaves_no_file_and_a_users_file_unchanged(tmp_path):
+    with compilescope.watch(record_shapes=tmp_path / "new.jsonl"):
+        pass
+    assert not (tmp_path / "new.jsonl").exists()
+
+
+FULL_DISK = textwrap.dedent("""
+    import resource, signal, sys, torch, compilescope
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)        # a write past the limit fails as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, resource.RLIM_INFINITY))
+    cf = torch.compile(lambda x: x * 2, backend="eager")
+    with compilescope.watch(record_shapes=sys.argv[1]) as w:
+        for i in range(3000):
+            cf(torch.randn(1 + i % 50))
+    (f,) = w.recorded.files
+    print("calls", f.calls, "written", f.written, "stopped", f.stopped)
+""")
+
+
+def test_a_full_disk_stops_the_recording_and_never_raises_into_the_program(tmp_path):
+    script = tmp_path / "full.py"
+    script.write_text(FULL_DISK)
+    done = subprocess.run([sys.executable, str(script), str(tmp_path / "s.jsonl")], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "calls 3000" in done.stdout and "stopped writing failed: File too large" in done.stdout, done.stdout
+    assert os.path.getsize(tmp_path / "s.jsonl") <= 4096
+
+
+PROBED = textwrap.dedent("""
+    import torch
+    cf = torch.compile(lambda x: x * 2, backend="eager")
+    for i in range(3000):
+        cf(torch.randn(1 + i % 50))
+    print("done")
+""")
+
+
+def test_a_full_disk_under_probe_leaves_the_programs_exit_status_alone(tmp_path):
+    script = tmp_path / "prog.py"
+    script.write_text(PROBED)
+    limit = 64 * 1024  # the probe's own journal fits, the recording (3000 lines) does not
+
+    def cap() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.RLIM_INFINITY))
+
+    done = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--record-shapes", "s.jsonl",
+                           str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path, preexec_fn=cap)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "done\n"
+    assert "the shape recording of <lambda> stopped: writing failed: File too large" in done.stderr, done.stderr
+    assert "the probe journal could not be written (File too large)" in done.stderr  # said, not raised
+    assert "Traceback" not in done.stderr
