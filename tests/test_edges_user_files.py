@@ -10,6 +10,7 @@ import os
 import resource
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -228,3 +229,101 @@ def test_a_full_disk_under_probe_leaves_the_programs_exit_status_alone(tmp_path)
     assert "the shape recording of <lambda> stopped: writing failed: File too large" in done.stderr, done.stderr
     assert "the probe journal could not be written (File too large)" in done.stderr  # said, not raised
     assert "Traceback" not in done.stderr
+
+
+# --------------------------------------------------------------------------------------------
+# The results store: damaged, dropped or locked is one line, before any trial
+# --------------------------------------------------------------------------------------------
+
+SWEEP = ('workloads = ["sincos"]\nstrategies = ["eager"]\n[settings]\nbackend = ["eager"]\n'
+         '[streams]\nsincos = "16,32"\n[measure]\nsamples = 3\nbudget = 0.02\nwarmup = 1\n')
+
+
+def filled_store(path: Path) -> Path:
+    """A store of ours with enough rows to span many pages (no trial needed to damage one)."""
+    from compilescope.store import Store
+
+    Store(path).close()
+    db = sqlite3.connect(str(path))
+    columns = ("key", "sweep", "workload", "strategy", "label", "cache", "backend", "status", "torch", "host",
+               "device", "stream", "spec", "result", "finished", "schema_version")
+    with db:
+        for i in range(300):
+            db.execute(f"insert into trials ({', '.join(columns)}) values ({', '.join('?' * len(columns))})",
+                       (f"k{i}", "s", "w", "eager", "eager", "cold", "eager", "ok", "2", "h", "cpu", "[]", "{}",
+                        json.dumps({"pad": "x" * 2000}), "now", 2))
+    db.close()
+    return path
+
+
+def damage_a_page(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    page = 4096
+    assert len(data) > 60 * page
+    data[40 * page:41 * page] = bytes(range(256)) * (page // 256)
+    path.write_bytes(bytes(data))
+
+
+def test_report_of_a_store_with_a_damaged_page_is_one_line(main, tmp_path):
+    store = filled_store(tmp_path / "s.sqlite")
+    damage_a_page(store)
+    code, _, err = main("report", "--store", str(store))
+    one_line_refusal(code, err, "is damaged")
+
+
+def test_sweep_refuses_a_damaged_store_before_its_first_trial(main, tmp_path):
+    store = filled_store(tmp_path / "s.sqlite")
+    damage_a_page(store)
+    before = store.read_bytes()
+    (tmp_path / "s.toml").write_text(SWEEP)
+    code, out, err = main("sweep", "s.toml", "--store", str(store))
+    one_line_refusal(code, err, "is damaged")
+    assert "planned trial" not in out + err and store.read_bytes() == before
+
+
+@pytest.mark.parametrize("command", ["report", "sweep"])
+def test_a_store_whose_table_was_dropped_is_one_line_and_not_recreated(main, tmp_path, command):
+    store = filled_store(tmp_path / "s.sqlite")
+    db = sqlite3.connect(str(store))
+    db.execute("drop table trials")
+    db.commit()
+    db.close()
+    (tmp_path / "s.toml").write_text(SWEEP)
+    args = ("report", "--store", str(store)) if command == "report" else ("sweep", "s.toml", "--store", str(store))
+    code, _, err = main(*args)
+    one_line_refusal(code, err, "has lost its trials table")
+    db = sqlite3.connect(str(store))
+    assert db.execute("select count(*) from sqlite_master where name = 'trials'").fetchone() == (0,)
+    db.close()
+
+
+HOLD = textwrap.dedent("""
+    import sqlite3, sys, time
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    db.execute("begin exclusive")
+    print("held", flush=True)
+    time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("command", ["report", "sweep"])
+def test_a_store_another_process_holds_is_reported_locked_after_a_bounded_wait(main, tmp_path, monkeypatch, command):
+    import time
+
+    from compilescope import store as store_module
+
+    monkeypatch.setattr(store_module, "LOCK_WAIT_S", 0.5)
+    store = filled_store(tmp_path / "s.sqlite")
+    (tmp_path / "s.toml").write_text(SWEEP)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(store)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline() == "held\n"
+        started = time.monotonic()
+        args = ("report", "--store", str(store)) if command == "report" else ("sweep", "s.toml", "--store", str(store))
+        code, _, err = main(*args)
+        waited = time.monotonic() - started
+    finally:
+        holder.kill()
+        holder.wait()
+    one_line_refusal(code, err, "is locked by another process (waited 0.5 s)")
+    assert "not a compilescope" not in err and waited < 30

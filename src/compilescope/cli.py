@@ -787,6 +787,9 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
     store_path = store_path or default_store_path(config.name)
     check_writable(store_path, "results store")
     _check_outputs([], others=[(store_path, "--store")], inputs=[(sweep_file, "the sweep file")])
+    store = Store(store_path)  # a damaged or locked store is refused before the first trial
+    click.get_current_context().call_on_close(store.close)
+    store.finished_keys()
     plan = plan_sweep(config)
     runner = choice.start()
     parallel = runner.capabilities.slots
@@ -803,7 +806,7 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
             status.append(f": {result.error}")
         console.print(status)
 
-    with Store(store_path) as store:
+    with store:
         _say(console, f"sweep {config.name}: {len(plan)} planned trial(s), executor {executor}, store {store_path}",
              "dim")
         try:

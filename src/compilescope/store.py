@@ -11,11 +11,12 @@ trials already finished in that environment, whichever host of a cluster ran the
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import hashlib
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,25 @@ class StoreError(CompilescopeError):
     """A file that cannot be opened as a results store (``--where`` text: :mod:`compilescope.options`)."""
 
 
+LOCK_WAIT_S = 10.0  # how long a store another process holds is waited for before it is reported as locked
+
+
+@contextlib.contextmanager
+def _reading(path: Path, wait_s: float) -> Iterator[None]:
+    """SQLite's errors as one line naming the store: locked by another process (after the
+    bounded wait), damaged (a corrupted page, a dropped table), or not a store at all."""
+    try:
+        yield
+    except sqlite3.OperationalError as exc:
+        text = str(exc)
+        if "locked" in text or "busy" in text:
+            raise StoreError(f"results store {path} is locked by another process (waited {wait_s:g} s): "
+                             "try again when it has finished") from None
+        raise StoreError(f"results store {path} cannot be read: {text}") from None
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a compilescope results store, or is damaged: {exc}") from None
+
+
 KEY_FIELDS_ADDED: dict[str, object] = {"startup": []}  # a TrialSpec field → its default, as data
 
 
@@ -77,35 +97,53 @@ class Store:
     compilescope store is refused, never written: ours carry ``application_id`` ``CmSc``
     (stores from before it are recognised by their ``trials`` table)."""
 
-    def __init__(self, path: str | Path, *, readonly: bool = False) -> None:
+    def __init__(self, path: str | Path, *, readonly: bool = False, wait_s: float | None = None) -> None:
         self.path = Path(path)
         self.readonly = readonly
+        self.wait_s = LOCK_WAIT_S if wait_s is None else wait_s
         self.warnings: list[str] = []  # environments that differ, found by :meth:`add`
         try:
             if readonly:
                 from urllib.parse import quote
 
                 uri = f"file:{quote(str(self.path.absolute()))}?mode=ro"
-                self.db = sqlite3.connect(uri, uri=True, timeout=30)
+                self.db = sqlite3.connect(uri, uri=True, timeout=self.wait_s)
             else:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self.db = sqlite3.connect(str(self.path), timeout=30)
+                self.db = sqlite3.connect(str(self.path), timeout=self.wait_s)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"cannot open results store {self.path}: {exc}") from None
         except OSError as exc:
             raise StoreError(f"cannot open results store {self.path}: {exc.strerror}") from None
         try:
-            self._check_ours()
-            if not readonly:
-                self.db.executescript(SCHEMA)
-                self.db.execute(f"pragma application_id = {APPLICATION_ID}")
-                self.db.commit()
-        except sqlite3.DatabaseError as exc:
-            self.db.close()
-            raise StoreError(f"{self.path} is not a compilescope results store: {exc}") from None
+            with self._reading():
+                self._check_ours()
+                self._check_intact()
+                if not readonly:
+                    self.db.executescript(SCHEMA)
+                    self.db.execute(f"pragma application_id = {APPLICATION_ID}")
+                    self.db.commit()
         except StoreError:
             self.db.close()
             raise
+
+    def _reading(self) -> contextlib.AbstractContextManager[None]:
+        return _reading(self.path, self.wait_s)
+
+    def _check_intact(self) -> None:
+        """Every page readable (``pragma quick_check``) and, in a store of ours, the trials table
+        whole: a damaged store is refused before a sweep runs its first trial."""
+        problems = [row[0] for row in self.db.execute("pragma quick_check")]
+        if problems != ["ok"]:
+            raise StoreError(f"results store {self.path} is damaged: {'; '.join(map(str, problems[:3]))}")
+        (app_id,) = self.db.execute("pragma application_id").fetchone()
+        if app_id == APPLICATION_ID:
+            columns = {row[1] for row in self.db.execute("pragma table_info(trials)")}
+            missing = sorted(STORE_COLUMNS - columns)
+            if not columns:
+                raise StoreError(f"results store {self.path} has lost its trials table: nothing to read or add to")
+            if missing:
+                raise StoreError(f"results store {self.path} is damaged: its trials table lacks {', '.join(missing)}")
 
     def _check_ours(self) -> None:
         (app_id,) = self.db.execute("pragma application_id").fetchone()
@@ -133,12 +171,17 @@ class Store:
         self.close()
 
     def finished_keys(self) -> set[str]:
-        return {row[0] for row in self.db.execute("select key from trials")}
+        with self._reading():
+            return {row[0] for row in self.db.execute("select key from trials")}
 
     def add(self, result: TrialResult, *, torch_version: str, sweep: str = "") -> str:
         """Insert (or replace) one finished trial, committed at once. When the store's other
         trials of this workload and stream ran in an environment that differs (torch, device,
         threads, a torch-affecting variable), :attr:`warnings` says so, once per difference."""
+        with self._reading():
+            return self._add(result, torch_version, sweep)
+
+    def _add(self, result: TrialResult, torch_version: str, sweep: str) -> str:
         spec = result.spec
         key = trial_key(spec, torch_version)
         env = result.env
@@ -183,8 +226,14 @@ class Store:
             values.append(value)
         sql = "select result, schema_version from trials" + (" where " + " and ".join(clauses) if clauses else "") + " order by rowid"
         out = []
-        for text, version in self.db.execute(sql, values):
-            out.append(from_data(TrialResult, migrate_trial(json.loads(text), version, f"{self.path} (a trial)")))
+        with self._reading():
+            rows = self.db.execute(sql, values).fetchall()
+        for text, version in rows:
+            try:
+                data = json.loads(text)
+            except (TypeError, ValueError):
+                raise StoreError(f"results store {self.path} is damaged: a trial's result is not JSON") from None
+            out.append(from_data(TrialResult, migrate_trial(data, version, f"{self.path} (a trial)")))
         return out
 
     def runs(self, where: Sequence[tuple[str, str]] = ()) -> list[RunResult]:
