@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import resource
 import shutil
 import signal
@@ -327,3 +328,143 @@ def test_a_store_another_process_holds_is_reported_locked_after_a_bounded_wait(m
         holder.wait()
     one_line_refusal(code, err, "is locked by another process (waited 0.5 s)")
     assert "not a compilescope" not in err and waited < 30
+
+
+# --------------------------------------------------------------------------------------------
+# warm_up / warmup: nothing loaded from outside the plan's folder, plans from elsewhere named
+# --------------------------------------------------------------------------------------------
+
+
+def sincos(x):
+    return torch.sin(x) * torch.cos(x) + 1
+
+
+def plan_inputs(shape):
+    return (torch.randn(shape["n"]),)
+
+
+def a_plan(**extra):
+    from compilescope.model import StrategyOptions
+    from compilescope.warmup import StrategyPlan, WarmupPlan
+
+    sp = StrategyPlan("static", StrategyOptions(backend="eager"), shapes=({"n": 4}, {"n": 8}),
+                      covers=({"n": 4}, {"n": 8}), compiles=2, frame_entries=2)
+    return WarmupPlan("sincos", "8,4,8", 3, "eager", (sp,), recommended="static", **extra)
+
+
+def planted_artifacts(folder: Path) -> Path:
+    """What a hostile plan points at: a file that loading would unpickle."""
+    from compilescope.execute.scheduler import cache_key
+
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"{cache_key('static')}.bin"
+    target.write_bytes(b"not to be loaded")
+    return target
+
+
+@pytest.mark.parametrize("where", ["absolute", "dotdot", "link"])
+def test_a_plan_naming_artifacts_outside_its_folder_is_refused_unloaded(tmp_path, where, monkeypatch):
+    from compilescope import compat
+    from compilescope.errors import OptionError
+    from compilescope.warmup import save_plan
+
+    loaded = []
+    monkeypatch.setattr(compat, "load_cache_artifacts", lambda data: loaded.append(data))
+    outside = tmp_path / "outside"
+    planted_artifacts(outside)
+    home = tmp_path / "service"
+    home.mkdir()
+    if where == "link":
+        (home / "artifacts").symlink_to(outside)
+    named = {"absolute": str(outside), "dotdot": "../outside", "link": "artifacts"}[where]
+    save_plan(a_plan(artifacts=named), home / "plan.json")
+    compiled = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(OptionError, match="outside its own folder") as caught:
+        compilescope.warm_up(compiled, home / "plan.json", plan_inputs)
+    assert "\n" not in str(caught.value) and loaded == []
+
+
+def test_warmup_refuses_an_artifacts_folder_outside_the_plan_files(main, tmp_path):
+    (tmp_path / "svc").mkdir()
+    code, _, err = main("warmup", "sincos", "--stream", "16,32", "--plan-out", "svc/plan.json",
+                        "--artifacts", "elsewhere")
+    one_line_refusal(code, err, "--artifacts 'elsewhere' is outside the plan file's folder")
+
+
+def test_a_plan_from_another_workload_is_refused_and_another_torch_named(tmp_path, monkeypatch):
+    from compilescope import compat
+    from compilescope.errors import OptionError
+    from compilescope.warmup import save_plan
+
+    compiled = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(OptionError, match="made for workload 'sincos', not 'encoder'"):
+        compilescope.warm_up(compiled, a_plan(), plan_inputs, workload="encoder")
+    old = a_plan(torch_version="2.6.0+cpu")
+    here = re.escape(compat.torch_version())
+    with pytest.warns(RuntimeWarning, match=rf"made under torch 2\.6\.0\+cpu; this is torch {here}"):
+        assert compilescope.warm_up(compiled, old, plan_inputs).compiles == 2
+    loaded = []
+    monkeypatch.setattr(compat, "load_cache_artifacts", lambda data: loaded.append(data))
+    planted_artifacts(tmp_path / "artifacts")
+    save_plan(a_plan(torch_version="2.6.0+cpu", artifacts="artifacts"), tmp_path / "plan.json")
+    with pytest.raises(OptionError, match="cache artifacts of another torch are not loaded"):
+        compilescope.warm_up(compiled, tmp_path / "plan.json", plan_inputs)
+    assert loaded == []
+
+
+@pytest.mark.parametrize(("version", "message"), [(99, "schema_version 99"), ("2", "schema_version is str")])
+def test_a_plan_of_another_schema_is_refused_by_name(tmp_path, version, message):
+    from compilescope.errors import CompilescopeError
+    from compilescope.warmup import save_plan
+
+    save_plan(a_plan(), tmp_path / "plan.json")
+    data = json.loads((tmp_path / "plan.json").read_text())
+    data["schema_version"] = version
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    compiled = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(CompilescopeError, match=message):
+        compilescope.warm_up(compiled, tmp_path / "plan.json", plan_inputs)
+
+
+@pytest.mark.parametrize("limit", [0, -3, True])
+def test_a_recompile_limit_below_one_is_refused(tmp_path, limit):
+    from compilescope.errors import CompilescopeError, OptionError
+    from compilescope.warmup import save_plan
+
+    compiled = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(OptionError, match="a limit is a whole number of at least 1"):
+        compilescope.warm_up(compiled, a_plan(), plan_inputs, recompile_limit=limit)
+    save_plan(a_plan(), tmp_path / "plan.json")
+    data = json.loads((tmp_path / "plan.json").read_text())
+    data["plans"][0]["recompile_limit"] = 0
+    (tmp_path / "plan.json").write_text(json.dumps(data))
+    with pytest.raises(CompilescopeError, match="recompile_limit is 0; a limit is at least 1"):
+        compilescope.warm_up(compiled, tmp_path / "plan.json", plan_inputs)
+
+
+@pytest.mark.parametrize(("returns", "named"), [
+    (lambda shape: None, "returned None"),
+    (lambda shape: shape["n"], "returned an int (4)"),
+    (lambda shape: (torch.randn(shape["n"]) for _ in range(1)), "returned a generator (an iterator"),
+])
+def test_make_inputs_returning_what_is_not_inputs_is_named_as_the_problem(returns, named):
+    from compilescope.errors import OptionError
+
+    compiled = torch.compile(sincos, backend="eager", dynamic=False)
+    with pytest.raises(OptionError) as caught:
+        compilescope.warm_up(compiled, a_plan(), returns)
+    text = str(caught.value)
+    assert text.startswith("make_inputs({'n': 4}) " + named) and "\n" not in text, text
+
+
+def test_warmup_and_forecast_leave_no_torchinductor_folder_behind(tmp_path):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TORCHINDUCTOR_")}
+    env["TMPDIR"] = str(scratch)
+    for args in (("warmup", "sincos", "--stream", "16,32,16", "--backend", "eager", "--no-measure"),
+                 ("forecast", "sincos", "--stream", "16,32", "--backend", "eager")):
+        done = subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
+                              timeout=300, cwd=tmp_path, env=env)
+        assert done.returncode == 0, done.stderr
+        assert list(scratch.iterdir()) == [], (args, list(scratch.iterdir()))

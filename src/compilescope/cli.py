@@ -1035,7 +1035,10 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
     from .forecast import compare_forecasts, forecast, forecast_recorded
+    from .options import scratch_inductor_cache
     from .report import ForecastReport
+
+    click.get_current_context().with_resource(scratch_inductor_cache())  # Dynamo runs here: no torchinductor_* left
 
     method = method or ("recorded" if recorded_path is not None else "dry-run")
     if method != "dry-run" and recorded_path is None:
@@ -1085,7 +1088,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
 @click.option("--plan-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the plan file (versioned JSON) here.")
 @click.option("--artifacts", "artifacts_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="save each strategy's mega-cache artifacts (its cold trial's) in this folder; needs --plan-out.")
+              help="save each strategy's mega-cache artifacts (its cold trial's) in this folder, inside the plan "
+                   "file's folder (warm_up loads a plan's artifacts from nowhere else); needs --plan-out.")
 @click.option("--no-measure", is_flag=True, help="print the dry-run plan only (a forecast; no trial runs).")
 @click.option("--verify", "heldout", default=None, metavar="HELDOUT",
               help="then replay a held-out stream after the recommended plan's start-up, and report it; "
@@ -1104,8 +1108,10 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     run, in seconds), the recompile limit it needs, then — measured by trials — its start-up cost
     cold, warm and from mega-cache artifacts, its steady state, and which strategy pays over
     --lifetime."""
-    from .options import parse_cache_modes
+    from .options import parse_cache_modes, scratch_inductor_cache
     from .report.warmup import WarmupReport
+
+    click.get_current_context().with_resource(scratch_inductor_cache())  # Dynamo runs here: no torchinductor_* left
 
     chosen = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     from .warmup.verify import verify_plan
@@ -1178,6 +1184,14 @@ def _check_warmup_paths(plan_out: Path | None, artifacts_dir: Path | None, no_me
                           "drop --no-measure and keep mega in --cache")
     if artifacts_dir.exists() and not artifacts_dir.is_dir():
         raise OptionError(f"--artifacts {str(artifacts_dir)!r} is not a folder")
+    import os
+
+    try:
+        Path(os.path.realpath(artifacts_dir)).relative_to(os.path.realpath(plan_out.absolute().parent))
+    except ValueError:
+        raise OptionError(f"--artifacts {str(artifacts_dir)!r} is outside the plan file's folder: warm_up loads a "
+                          "plan's artifacts only from inside its own folder (give e.g. --artifacts "
+                          f"{str(plan_out.parent / 'artifacts')!r})") from None
 
 
 def _measure_warmup(plan: Any, stream: str, console: Console, no_measure: bool, requests: int | None,

@@ -9,11 +9,12 @@ functions run before the first trial, so a typo never costs a run.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,25 +168,34 @@ def parse_fail_on(text: str | None) -> frozenset[str]:
     return frozenset(got)
 
 
+@contextlib.contextmanager
+def scratch_inductor_cache(prefix: str = "compilescope-") -> Iterator[None]:
+    """While it is open, ``TORCHINDUCTOR_CACHE_DIR`` (when the user set none) is a temporary
+    directory of our own, removed afterwards: importing ``torch._dynamo`` or inductor's
+    backends creates inductor's default cache directory (``$TMPDIR/torchinductor_USER``), which
+    a command that runs Dynamo in its own process would otherwise leave behind."""
+    import tempfile
+
+    if os.environ.get("TORCHINDUCTOR_CACHE_DIR") is not None:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix=prefix) as scratch:
+        os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch
+        try:
+            yield
+        finally:
+            if os.environ.get("TORCHINDUCTOR_CACHE_DIR") == scratch:
+                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+
+
 def check_backend(name: str) -> None:
     """The backend must be one torch lists (debug backends such as eager/aot_eager included)."""
     from . import compat
 
     if name in compat.CORE_BACKENDS:
         return
-    import tempfile
-
-    # importing the backends creates inductor's default cache directory ($TMPDIR/torchinductor_USER):
-    # point it at a directory of our own while they load, removed afterwards
-    before = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-    with tempfile.TemporaryDirectory(prefix="compilescope-backends-") as scratch:
-        if before is None:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch
-        try:
-            known = compat.backend_names()
-        finally:
-            if before is None:
-                os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+    with scratch_inductor_cache("compilescope-backends-"):
+        known = compat.backend_names()
     if name not in known:
         raise OptionError(f"unknown --backend {name!r} (torch {compat.torch_version()} has: {', '.join(sorted(known))})")
 

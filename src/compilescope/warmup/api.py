@@ -28,8 +28,10 @@ watch, it sees the compiles of the warmed callable made in the thread that calle
 
 from __future__ import annotations
 
+import os
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,12 +90,23 @@ def _read(plan: Any) -> tuple[Any, Path | None]:
     return plan, None
 
 
+def _inside(path: Path, folder: Path) -> bool:
+    """``path``, every link followed, lies in ``folder`` (also followed)."""
+    try:
+        Path(os.path.realpath(path)).relative_to(os.path.realpath(folder))
+    except ValueError:
+        return False
+    return True
+
+
 def _artifacts_file(plan: Any, folder: Path | None, sp: StrategyPlan,
                     artifacts: bytes | str | Path | None) -> bytes | Path | None:
     """The artifacts to load: the bytes or file given, ``<strategy>.bin`` in a folder given,
     or — none given and a plan file (read from ``folder``) naming its artifacts folder — that
     folder's file for the strategy when it has one (``compilescope warmup --artifacts`` writes
-    them so)."""
+    them so). A plan file's artifacts are loaded only from inside the plan file's own folder:
+    loading cache artifacts unpickles them, so a plan naming an absolute path, a ``..`` or a
+    link out of its folder is refused (``artifacts=`` loads a file the caller chose)."""
     from ..execute.scheduler import cache_key
 
     if isinstance(artifacts, bytes):
@@ -102,9 +115,30 @@ def _artifacts_file(plan: Any, folder: Path | None, sp: StrategyPlan,
         if folder is None or not isinstance(plan, WarmupPlan) or not plan.artifacts:
             return None
         found = folder / plan.artifacts / f"{cache_key(sp.strategy)}.bin"
+        if os.path.isabs(plan.artifacts) or not _inside(found, folder):
+            raise OptionError(f"the plan names artifacts outside its own folder ({plan.artifacts!r}): not loaded — "
+                              "loading cache artifacts unpickles them; keep them beside the plan, or pass "
+                              "artifacts= a file you trust")
         return found if found.is_file() else None
     folder = Path(artifacts)
     return folder / f"{cache_key(sp.strategy)}.bin" if folder.is_dir() else folder
+
+
+def _check_origin(plan: Any, workload: str | None, loads_artifacts: bool) -> None:
+    """A plan made for another workload is refused; one made under another torch is refused
+    when artifacts would be loaded (a cache from another version), else warned about."""
+    if not isinstance(plan, WarmupPlan):
+        return
+    if workload is not None and plan.workload and workload != plan.workload:
+        raise OptionError(f"warm_up: the plan was made for workload {plan.workload!r}, not {workload!r}")
+    made, here = plan.torch_version, compat.torch_version()
+    if not made or made == here:
+        return
+    if loads_artifacts:
+        raise OptionError(f"warm_up: the plan and its artifacts were made under torch {made}; this is torch {here}: "
+                          "cache artifacts of another torch are not loaded (make the plan again here)")
+    warnings.warn(f"compilescope.warm_up: the plan was made under torch {made}; this is torch {here}: its shapes "
+                  "and recompile limit were forecast for that version", RuntimeWarning, stacklevel=3)
 
 
 def _load_artifacts(artifacts: bytes | Path | None) -> float | None:
@@ -270,11 +304,33 @@ class WarmUpResult:
 
 
 def _inputs(make_inputs: MakeInputs, shape: Shape, workload: str) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    made = f" (the plan is for workload {workload!r})" if workload else ""
     try:
-        return split_inputs(make_inputs(dict(shape)))
+        inputs = make_inputs(dict(shape))
     except Exception as exc:
-        made = f" (the plan is for workload {workload!r})" if workload else ""
         raise OptionError(f"make_inputs({dict(shape)}) raised {type(exc).__name__}: {exc}{made}"[:300]) from exc
+    wrong = _not_inputs(inputs)
+    if wrong:
+        raise OptionError(f"make_inputs({dict(shape)}) returned {wrong}: return the call's inputs — a tensor, a "
+                          f"tuple or list of arguments, a dict of keyword arguments, or (args, kwargs){made}"[:300])
+    return split_inputs(inputs)
+
+
+def _not_inputs(inputs: Any) -> str:
+    """What is wrong with ``make_inputs``'s value ("" when it is inputs): nothing returned, a
+    bare number or string (a size where a tensor was meant), or a generator, which would be
+    passed as one argument and never run."""
+    import types
+
+    if inputs is None:
+        return "None"
+    if isinstance(inputs, (bool, int, float, complex, str, bytes)):
+        kind = type(inputs).__name__
+        return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind} ({repr(inputs)[:40]})"
+    if isinstance(inputs, (types.GeneratorType, map, filter, zip, range)) or (
+            hasattr(inputs, "__next__") and hasattr(inputs, "__iter__")):
+        return f"a {type(inputs).__name__} (an iterator: make it a tuple or list)"
+    return ""
 
 
 def _call(fn: Any, make_inputs: MakeInputs, shape: Shape, watch: Watch, workload: str = "") -> WarmedShape:
@@ -307,7 +363,8 @@ def _covered(fn: Any, sp: StrategyPlan, make_inputs: MakeInputs, workload: str =
 
 def warm_up(fn: Callable[..., Any], plan: WarmupPlan | StrategyPlan | str | Path, make_inputs: MakeInputs, *,
             strategy: str | None = None, artifacts: bytes | str | Path | None = None, strict: bool = False,
-            set_limit: bool = False, recompile_limit: int | None = None, action: str = "raise") -> WarmUpResult:
+            set_limit: bool = False, recompile_limit: int | None = None, action: str = "raise",
+            workload: str | None = None) -> WarmUpResult:
     """Call ``plan``'s start-up shapes, in order, through the already-compiled ``fn``.
 
     ``plan``: a :class:`WarmupPlan` (its ``strategy`` plan, else the recommended one), one
@@ -318,14 +375,23 @@ def warm_up(fn: Callable[..., Any], plan: WarmupPlan | StrategyPlan | str | Path
     compiled with when given to ``torch.compile(recompile_limit=…)`` (default:
     ``torch._dynamo.config.recompile_limit``); below the plan's, a one-line
     :class:`~compilescope.errors.OptionError`, unless ``set_limit`` sets the config (said in
-    ``result.limit_note``). ``strict``/``action``: see the module docstring."""
+    ``result.limit_note``). ``strict``/``action``: see the module docstring. ``workload``:
+    the workload this service runs, refused when the plan was made for another. A plan made
+    under another torch is warned about, and its artifacts are not loaded (refused)."""
     plan, folder = _read(plan)
     sp = _resolve(plan, strategy)
     if action not in ("raise", "warn"):
         raise OptionError(f"warm_up(action={action!r}): use 'raise' or 'warn'")
+    if recompile_limit is not None and (not isinstance(recompile_limit, int) or isinstance(recompile_limit, bool)
+                                        or recompile_limit < 1):
+        raise OptionError(f"warm_up(recompile_limit={recompile_limit!r}): a limit is a whole number of at least 1")
+    if not callable(make_inputs):
+        raise OptionError(f"warm_up: make_inputs is a {type(make_inputs).__name__}, not a function of a shape")
+    chosen = _artifacts_file(plan, folder, sp, artifacts)
+    _check_origin(plan, workload, chosen is not None)
     in_force = recompile_limit if recompile_limit is not None else compat.recompile_limit_value()
     note = check_limit(sp, in_force, set_limit and recompile_limit is None)
-    load_s = _load_artifacts(_artifacts_file(plan, folder, sp, artifacts))
+    load_s = _load_artifacts(chosen)
     workload = plan.workload if isinstance(plan, WarmupPlan) else ""  # named when make_inputs fails
     covered = _covered(fn, sp, make_inputs, workload) if strict else {}
     counting = Watch()

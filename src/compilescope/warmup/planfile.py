@@ -107,7 +107,13 @@ def loads_plan(text: str | bytes, origin: str = "<string>") -> WarmupPlan:
         raise ResultsError(f"{origin} is not a warm-up plan (kind is not {PLAN_KIND!r})")
     check_version(data.get("schema_version"), origin)
     data["schema_version"] = SCHEMA_VERSION
-    return from_data(WarmupPlan, data, origin)
+    plan = from_data(WarmupPlan, data, origin)
+    for sp in plan.plans:
+        for name in ("recompile_limit", "recompile_limit_default"):
+            value = getattr(sp, name)
+            if value is not None and value < 1:
+                raise ResultsError(f"{origin}: the {sp.strategy} plan's {name} is {value}; a limit is at least 1")
+    return plan
 
 
 def load_plan(path: str | Path) -> WarmupPlan:
