@@ -85,7 +85,7 @@ def _prepare(
     if stream is None:
         shapes = loaded.default_stream
     elif isinstance(stream, str):
-        shapes = parse_stream(stream, loaded.dims)
+        shapes = parse_stream(stream, loaded.dims, loaded.recorded_dims)
     else:
         shapes = tuple(dict(s) for s in stream)
     if not shapes:

@@ -1130,7 +1130,8 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
         from .errors import StreamError
 
         try:
-            parse_stream(heldout, load_workload(workload).dims)
+            loaded = load_workload(workload)
+            parse_stream(heldout, loaded.dims, loaded.recorded_dims)
         except StreamError as exc:
             raise StreamError(f"--verify: {exc}") from None
     from .warmup.plan import plan_warmup

@@ -837,3 +837,37 @@ def quiet_recompile_limit_warnings() -> Callable[[], None]:
     drop = _DropLimitWarnings()
     logger.addFilter(drop)  # type: ignore[arg-type]
     return lambda: logger.removeFilter(drop)  # type: ignore[arg-type]
+
+
+# ----------------------------------------------------------------------------- pytree containers
+
+
+def pytree_children(value: Any) -> list[tuple[tuple[str, Any], Any]] | None:
+    """A registered pytree container's children, each with its step (``("attr", name)`` for
+    a ``GetAttrKey``, ``("item", key)`` for a ``MappingKey`` or ``SequenceKey``); None when
+    ``type(value)`` is not registered or its keys are of another kind. Reads
+    ``torch.utils._pytree.SUPPORTED_NODES[type].flatten_with_keys_fn`` (else ``flatten_fn``,
+    children numbered) — checked on 2.13.0."""
+    from torch.utils import _pytree as pytree
+
+    node = pytree.SUPPORTED_NODES.get(type(value))
+    if node is None:
+        return None
+    try:
+        if node.flatten_with_keys_fn is None:
+            children, _ = node.flatten_fn(value)
+            return [(("item", i), c) for i, c in enumerate(children)]
+        keyed, _ = node.flatten_with_keys_fn(value)
+    except Exception:
+        return None
+    out: list[tuple[tuple[str, Any], Any]] = []
+    for key, child in keyed:
+        if isinstance(key, pytree.GetAttrKey):
+            out.append((("attr", key.name), child))
+        elif isinstance(key, pytree.MappingKey):
+            out.append((("item", key.key), child))
+        elif isinstance(key, pytree.SequenceKey):
+            out.append((("item", key.idx), child))
+        else:
+            return None
+    return out

@@ -9,7 +9,7 @@ statistics.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
 from .errors import WorkloadError
@@ -56,6 +56,11 @@ class Workload:
     step around it, so the request's latency is the whole step. ``grad`` enables autograd.
     ``snapshot()``, for a step that changes state, saves it and returns a function restoring
     it: the numerics check then runs eager and compiled steps from the same state.
+
+    ``recorded_dims`` says how a recording of the compiled function (``watch(record_shapes=)``)
+    names each dim: ``{"past": "cache.layers[0].keys.2"}`` reads dim ``past`` from that
+    recorded size, 0 in a request whose recording has no such tensor (a prefill's empty
+    cache). Without it a recording's sizes are matched to ``dims`` in order.
     """
 
     name: str
@@ -68,10 +73,14 @@ class Workload:
     step: Callable[..., Any] | None = field(default=None, compare=False)
     snapshot: Callable[[], Callable[[], None]] | None = field(default=None, compare=False)
     ref: str | None = field(default=None, compare=False)
+    recorded_dims: Mapping[str, str] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         if not self.dims:
             raise WorkloadError(f"workload {self.name!r} declares no shape dimensions (dims=)")
+        unknown = sorted(set(self.recorded_dims or ()) - set(self.dims))
+        if unknown:
+            raise WorkloadError(f"workload {self.name!r}: recorded_dims names {', '.join(unknown)}, not among its dims")
 
 
 @dataclass(frozen=True, order=True)
@@ -307,7 +316,9 @@ class CallRecord:
 @dataclass(frozen=True)
 class SteadyState:
     """Raw warmed samples for one shape: the compiled callable and eager, interleaved.
-    ``ran_eagerly``: the compiled callable ran no compiled graph on this shape."""
+    ``ran_eagerly``: a sample of the compiled callable ran no compiled graph on this shape.
+    ``changed_inputs``: the call changes its inputs (these paths: a decode step extends the
+    cache it is passed), so each sample was given inputs made afresh."""
 
     shape: Shape
     warmup: int
@@ -315,6 +326,7 @@ class SteadyState:
     eager_s: tuple[float, ...]
     error: str | None = None
     ran_eagerly: bool | None = None
+    changed_inputs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

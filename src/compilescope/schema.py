@@ -24,6 +24,8 @@ Schema history (``schema_version``):
       A compile record's ``entry_guards`` (``EntryGuard``: the new cache entry's guards on the
       frame's inputs — each input tensor's static and dynamic dims, the symbolic-shape
       expressions, scalar values) and ``entry_guards_cut`` (how many were past the bounds).
+      A steady state's ``changed_inputs`` (the call changes its inputs, these paths; each
+      sample was given inputs made afresh).
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals

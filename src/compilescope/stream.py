@@ -15,8 +15,9 @@ Spec forms (``--stream``):
     ignored); a file whose names are none of the workload's (``{"x.0": 16}`` from ``probe
     --stream-out`` or ``watch(record_shapes=)``) is matched to the workload's dims in order
     (the names that vary across the file, when it has more, each taken once: ``attention_mask.0``
-    always equal to ``input_ids.0`` is one dimension); a ``{"compilescope": {...}}``
-    line (a recording's closing counts) is not a request.
+    always equal to ``input_ids.0`` is one dimension) — or by the workload's ``recorded_dims``
+    when it names them (``past`` ← ``cache.layers[0].keys.2``, 0 where a line has no such
+    size); a ``{"compilescope": {...}}`` line (a recording's closing counts) is not a request.
 
 Every parse error names the token it could not read.
 """
@@ -26,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+from collections.abc import Mapping
 from pathlib import Path
 
 from .errors import StreamError
@@ -132,7 +134,7 @@ def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
     return [{d: rng.choice(axes[d]) for d in dims} for _ in range(count)]
 
 
-def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
+def _jsonl(path_text: str, dims: tuple[str, ...], recorded: Mapping[str, str] | None = None) -> list[Shape]:
     from .paths import read_capped
 
     raw = read_capped(path_text, f"stream file {path_text!r}", StreamError)  # a regular file, size-capped
@@ -165,9 +167,15 @@ def _jsonl(path_text: str, dims: tuple[str, ...]) -> list[Shape]:
             shape[str(k)] = v
         rows.append((token, shape))
     varying = _varying([shape for _, shape in rows])
+    named = bool(recorded) and any(k in shape for _, shape in rows for k in recorded.values())  # type: ignore[union-attr]
     shapes = []
     for token, shape in rows:
-        if not set(shape) & set(dims):
+        if named and not set(shape) & set(dims):
+            shape = {d: shape.get(recorded[d], 0) if recorded and d in recorded else shape.get(d, -1) for d in dims}  # type: ignore[index]
+            missing = [d for d, v in shape.items() if v == -1]
+            if missing:
+                raise StreamError(f"bad stream token {token!r}: the workload's recorded_dims do not name {', '.join(missing)}")
+        elif not set(shape) & set(dims):
             # a recorded stream (``probe --stream-out``, ``watch(record_shapes=)``) names dims
             # by input (``x.0``); with none of the workload's names, take them in order — the
             # dims that vary across the file when the file has more than the workload
@@ -191,13 +199,14 @@ def _varying(shapes: list[Shape]) -> list[str]:
     return out
 
 
-def parse_stream(spec: str, dims: tuple[str, ...]) -> tuple[Shape, ...]:
-    """Parse a ``--stream`` spec for a workload whose shape dimensions are ``dims``."""
+def parse_stream(spec: str, dims: tuple[str, ...], recorded: Mapping[str, str] | None = None) -> tuple[Shape, ...]:
+    """Parse a ``--stream`` spec for a workload whose shape dimensions are ``dims``
+    (``recorded``: its ``recorded_dims``, how a recording names them)."""
     text = spec.strip()
     if not text:
         raise StreamError("empty stream spec")
     if text.startswith("@"):
-        shapes = _jsonl(text[1:], dims)
+        shapes = _jsonl(text[1:], dims, recorded)
     elif text.startswith("product:"):
         shapes = _product(text[len("product:") :], dims)
     elif text.startswith("random:"):

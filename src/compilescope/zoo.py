@@ -265,6 +265,69 @@ def gpt2_tiny() -> Workload:
     )
 
 
+# ----------------------------------------------------------------------------- causal-lm
+
+CAUSAL_LM_VOCAB = 512
+
+
+def causal_lm_config() -> Any:
+    """The tiny Llama decoder ``causal-lm`` builds: 2 layers, 64 wide, 4 query and 2
+    key/value heads of 16, vocabulary 512."""
+    transformers = _need("transformers", "causal-lm")
+    return transformers.LlamaConfig(
+        vocab_size=CAUSAL_LM_VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+    )
+
+
+def decode_stream(prompts: tuple[int, ...] = (12, 20), steps: tuple[int, ...] = (8, 4),
+                  batch: int = 1) -> tuple[Shape, ...]:
+    """Generation as a service runs it: per prompt, a prefill request (``past=0``, ``seq`` =
+    the prompt's length) then one decode request per new token (``seq=1``), each with a
+    cache one token longer than the last."""
+    out: list[Shape] = []
+    for prompt, n in zip(prompts, steps):
+        out.append({"batch": batch, "past": 0, "seq": prompt})
+        out += [{"batch": batch, "past": prompt + i, "seq": 1} for i in range(n)]
+    return tuple(out)
+
+
+def causal_lm() -> Workload:
+    """A tiny Hugging Face ``LlamaForCausalLM`` (random weights from :func:`causal_lm_config`)
+    called as a generation loop calls it: ``input_ids`` of ``(batch, seq)`` tokens and the
+    ``cache`` (a ``DynamicCache``) holding ``past`` tokens, which the call extends in place
+    and returns in its ``CausalLMOutputWithPast``. The cache is built for each request from
+    seeded key/value tensors, so every process sees the same inputs; ``past=0`` is a prefill
+    (an empty cache, as ``generate`` passes)."""
+    transformers = _need("transformers", "causal-lm")
+    config = causal_lm_config()
+    heads, dim = config.num_key_value_heads, config.hidden_size // config.num_attention_heads
+
+    def build() -> torch.nn.Module:
+        transformers.utils.logging.disable_progress_bar()
+        torch.manual_seed(0)
+        return transformers.LlamaForCausalLM(config).eval()
+
+    def make_inputs(s: Shape) -> dict[str, Any]:
+        batch, past, seq = s["batch"], s["past"], s["seq"]
+        cache = transformers.DynamicCache(config=config)
+        if past:
+            for layer in range(config.num_hidden_layers):
+                cache.update(torch.randn(batch, heads, past, dim), torch.randn(batch, heads, past, dim), layer)
+        return {"input_ids": torch.randint(0, CAUSAL_LM_VOCAB, (batch, seq)), "cache": cache}
+
+    return Workload(
+        name="causal-lm",
+        description="Hugging Face LlamaForCausalLM (2 layers, 64 wide, random weights): prefill, "
+                    "then decode steps extending the DynamicCache passed in",
+        build=build,
+        make_inputs=make_inputs,
+        dims=("batch", "past", "seq"),
+        default_stream=decode_stream(),
+        recorded_dims={"batch": "input_ids.0", "past": "cache.layers[0].keys.2", "seq": "input_ids.1"},
+    )
+
+
 # ----------------------------------------------------------------------------- minilm
 
 
@@ -387,4 +450,5 @@ BUILTINS: dict[str, Callable[[], Workload]] = {
     "mlp-train": mlp_train,
     "gpt2-tiny": gpt2_tiny,
     "minilm": minilm,
+    "causal-lm": causal_lm,
 }

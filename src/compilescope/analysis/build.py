@@ -552,6 +552,13 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
             parts.append(f"{t.later.refused} recompile-limit hit(s){lim}")
         out.append(Note("warning", f"{t.label}: the steady-state/numerics phases caused {' and '.join(parts)} "
                                    "that the stream did not; shown apart from the stream's counts"))
+    stateful = [s for s in trial.steady if s.changed_inputs]
+    if stateful:
+        paths = list(dict.fromkeys(p for s in stateful for p in s.changed_inputs))
+        shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+        out.append(Note("info", f"{t.label}: the call changes its inputs ({shown}) on {len(stateful)} shape(s); "
+                                "each steady-state sample was given inputs made afresh, so none ran on a state "
+                                "grown by the samples before it"))
     if t.numerics_failed:
         first = next((r.numerics.detail for r in t.rows if r.numerics is not None and not r.numerics.passed
                       and r.numerics.comparable and r.numerics.ran_eagerly is not True and r.numerics.detail), None)

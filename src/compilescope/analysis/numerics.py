@@ -7,11 +7,13 @@ and fuse ops (PyTorch's own dynamo benchmark harness accepts 1e-4 for float32).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
+from ..leaves import Node, source, type_name, walk
 from ..model import NumericsCheck, Shape
 
 # (atol, rtol) per dtype; a dtype not listed compares exactly.
@@ -26,21 +28,30 @@ TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
 
 
 def flatten_outputs(out: Any, path: str = "out") -> Iterator[tuple[str, Any]]:
-    """Leaves of a nested output (tensors, tuples, lists, dicts), with a path for messages."""
-    if isinstance(out, torch.Tensor):
-        yield path, out
-    elif isinstance(out, dict):
-        for k, v in out.items():
-            yield from flatten_outputs(v, f"{path}[{k!r}]")
-    elif isinstance(out, (list, tuple)):
-        for i, v in enumerate(out):
-            yield from flatten_outputs(v, f"{path}[{i}]")
-    else:
-        yield path, out
+    """Leaves of a nested output, each with its path for messages: tensors and plain values
+    inside tuples, lists, dicts, registered pytree containers, dataclasses and objects'
+    attributes (a ``ModelOutput``'s cache, ``out['past_key_values'].layers[0].keys``), and
+    each container or object on the way as a :class:`~compilescope.leaves.Node` (its type,
+    and its length), bounded as :func:`compilescope.leaves.walk` is."""
+    for steps, value in walk(out).items:
+        yield source(path, steps), value
+
+
+def _same_plain(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, float) and isinstance(actual, float) and math.isnan(expected) and math.isnan(actual):
+        return True
+    try:
+        return bool(expected == actual)
+    except Exception:  # an __eq__ that does not give a truth value
+        return expected is actual
 
 
 def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
-    exp_leaves, act_leaves = list(flatten_outputs(expected)), list(flatten_outputs(actual))
+    """Compiled outputs against eager's, by value: every tensor within tolerance, every plain
+    value equal, every container and object of the same type and length."""
+    exp_walk, act_walk = walk(expected), walk(actual)
+    exp_leaves = [(source("out", p), v) for p, v in exp_walk.items]
+    act_leaves = [(source("out", p), v) for p, v in act_walk.items]
     if [p for p, _ in exp_leaves] != [p for p, _ in act_leaves]:
         return NumericsCheck(shape, None, None, None, None, None, False, "output structure differs from eager")
     worst_abs, worst_rel = 0.0, 0.0
@@ -48,8 +59,15 @@ def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
     atol_used: float | None = None
     rtol_used: float | None = None
     for (path, e), (_, a) in zip(exp_leaves, act_leaves):
-        if not isinstance(e, torch.Tensor):
+        if isinstance(e, Node):
             if e != a:
+                got = a if isinstance(a, Node) else Node(type_name(a))
+                return NumericsCheck(shape, None, None, None, None, None, False,
+                                     f"{path}: {got.type} of length {got.length} vs eager {e.type} of length {e.length}"
+                                     if e.type == got.type else f"{path}: {got.type} vs eager {e.type}")
+            continue
+        if not isinstance(e, torch.Tensor):
+            if isinstance(a, torch.Tensor) or not _same_plain(e, a):
                 return NumericsCheck(shape, None, None, None, None, None, False, f"{path}: {a!r} != eager {e!r}")
             continue
         if not isinstance(a, torch.Tensor) or a.shape != e.shape or a.dtype != e.dtype:
@@ -82,4 +100,6 @@ def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
             )
         if bool((diff > atol + rtol * ref).any()):
             return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol, rtol, False, f"{path} exceeds tolerance")
-    return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol_used, rtol_used, True)
+    cut = max(exp_walk.cut, act_walk.cut)
+    detail = f"{cut} part(s) of the outputs past the walk's bounds not compared" if cut else None
+    return NumericsCheck(shape, dtype_name, worst_abs, worst_rel, atol_used, rtol_used, True, detail)

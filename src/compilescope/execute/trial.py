@@ -27,6 +27,7 @@ from ..collect.capture import CaptureSession, Polled
 from ..collect.graphs import GraphRunLog
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
+from ..leaves import changed_inputs, input_state, map_tensors, walk
 from ..model import (
     CallRecord,
     CompileRecord,
@@ -49,13 +50,11 @@ from .environment import recorded_variables
 
 
 def _to_device(value: Any, device: str) -> Any:
-    if isinstance(value, torch.Tensor):
-        return value.to(device)
-    if isinstance(value, dict):
-        return {k: _to_device(v, device) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_device(v, device) for v in value)
-    return value
+    """The inputs on ``device``: tensors inside dicts, lists, tuples and objects (a cache's
+    layers) included."""
+    if device == "cpu" and not any(t.device.type != "cpu" for _, t in walk(value).tensors()):
+        return value
+    return map_tensors(value, lambda t: t.to(device))
 
 
 MESSAGE_LIMIT = 4000  # characters of an exception's message kept in the records
@@ -231,18 +230,46 @@ class _Runner:
                 before(named)
             return fn(*args, **kwargs)
 
+        call.named = named  # type: ignore[attr-defined]
         return call
 
     def steady(self, shape: Shape) -> SteadyState:
+        """Warmed samples of ``shape``, compiled and eager interleaved. A call that changes its
+        inputs (a decode step extending the cache it is passed) is detected on its first call;
+        every later call then gets inputs made afresh (outside the timed call), so no sample
+        runs on a state grown by the samples before it. ``ran_eagerly`` is True when any
+        compiled sample ran no compiled graph."""
         m = self.measure
         compiled = self._call(self.prepared.fn, shape)
         eager = self._call(self.eager, shape) if self.compiles else None
-        self.graphs.start()
+        changed: tuple[str, ...] = ()
+        checked = False
+        eager_samples = 0
+
+        def run_compiled() -> tuple[float, bool]:
+            nonlocal compiled, changed, checked
+            if changed:
+                compiled = self._call(self.prepared.fn, shape)
+            before = None if checked else input_state(compiled.named)  # type: ignore[attr-defined]
+            self.graphs.start()
+            seconds = self.sample_clock.time_call(compiled)[1]
+            ran_eagerly = bool(self.graphs.ran_eagerly(self.graphs.taken()))
+            if before is not None:
+                checked = True
+                changed = changed_inputs(before, input_state(compiled.named))  # type: ignore[attr-defined]
+            return seconds, ran_eagerly
+
+        def run_eager() -> float:
+            nonlocal eager
+            if changed:
+                eager = self._call(self.eager, shape)
+            return self.sample_clock.time_call(eager)[1]  # type: ignore[arg-type]
+
         try:
             for _ in range(m.warmup):
-                compiled()
+                run_compiled()
                 if eager is not None:
-                    eager()
+                    run_eager()
             compiled_s: list[float] = []
             eager_s: list[float] = []
             deadline = time.perf_counter() + m.budget_s
@@ -250,16 +277,17 @@ class _Runner:
             while len(compiled_s) < m.samples and (
                 len(compiled_s) < m.min_samples or time.perf_counter() < deadline
             ):
-                compiled_s.append(self.sample_clock.time_call(compiled)[1])
+                seconds, ran_eagerly = run_compiled()
+                compiled_s.append(seconds)
+                eager_samples += ran_eagerly
                 if eager is not None:
-                    eager_s.append(self.sample_clock.time_call(eager)[1])
+                    eager_s.append(run_eager())
         except Exception as exc:
             self._poll(None, {}, "steady")
-            return SteadyState(shape, m.warmup, (), (), _error_text(exc))
-        ran = self.graphs.taken()
+            return SteadyState(shape, m.warmup, (), (), _error_text(exc), changed_inputs=changed)
         self._poll(None, {}, "steady")
-        return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s),
-                           ran_eagerly=self.graphs.ran_eagerly(ran) if self.compiles else None)
+        ran = (eager_samples > 0) if self.compiles and self.graphs.compiled else None
+        return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
 
     def numerics(self, shape: Shape) -> NumericsCheck:
         restore = self.workload.snapshot() if self.workload.snapshot is not None else None

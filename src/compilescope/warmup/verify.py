@@ -50,7 +50,7 @@ def _heldout(plan: WarmupPlan, heldout: str | Sequence[Shape]) -> tuple[str, tup
     from ..workload import load_workload
 
     loaded = load_workload(plan.workload)
-    shapes = parse_stream(heldout, loaded.dims) if isinstance(heldout, str) else tuple(dict(s) for s in heldout)
+    shapes = parse_stream(heldout, loaded.dims, loaded.recorded_dims) if isinstance(heldout, str) else tuple(dict(s) for s in heldout)
     if not shapes:
         raise OptionError("the held-out stream is empty")
     check_sizes(shapes)

@@ -1,0 +1,291 @@
+"""The tensors and plain values inside a call's arguments or outputs, by access path.
+
+A call's argument or output is more than tensors, tuples, lists and dicts: a Hugging Face
+``CausalLMOutputWithPast`` holds a ``DynamicCache`` whose ``layers[i].keys`` are the cache,
+a user passes a dataclass of tensors. :func:`walk` descends, in this order, tensors (a leaf),
+plain values (``None``, bool, int, float, complex, str, ``torch.dtype``/``torch.device``, an
+enum member: a leaf), dicts (``['key']``), lists and tuples (``[i]``), PyTorch-registered
+pytree containers (their keyed children), dataclasses (``.field``) and any other object's
+instance attributes (``.name``, from ``__dict__`` and ``__slots__``). Modules, functions,
+classes and the like are not descended (their contents are the program, not the call's
+data); an object seen again on the same path (a cycle) is not either.
+
+Each step is named as Dynamo names a guard's source, so ``source("L['cache']", steps)`` is
+``L['cache'].layers[0].keys``, the name a guard on that tensor carries. The walk is bounded
+by :data:`MAX_DEPTH` steps and :data:`MAX_LEAVES` leaves; what lies beyond is counted in
+:attr:`Walk.cut`, never silently dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import re
+import types
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import compat
+
+MAX_DEPTH = 8
+MAX_LEAVES = 4096
+
+Step = tuple[str, Any]  # ("attr", name) or ("item", int | str)
+
+
+@dataclass(frozen=True)
+class Node:
+    """A container or object on the way to the leaves: its type (``module.qualname``) and,
+    for a list, tuple or dict, its length."""
+
+    type: str
+    length: int | None = None
+
+
+@dataclass
+class Walk:
+    """Every leaf and node of a value, in walk order, with how many were past the bounds."""
+
+    items: list[tuple[tuple[Step, ...], Any]] = field(default_factory=list)
+    cut: int = 0
+
+    def leaves(self) -> Iterator[tuple[tuple[Step, ...], Any]]:
+        """The tensors and plain values (not the nodes)."""
+        return ((p, v) for p, v in self.items if not isinstance(v, Node))
+
+    def tensors(self) -> Iterator[tuple[tuple[Step, ...], torch.Tensor]]:
+        return ((p, v) for p, v in self.items if isinstance(v, torch.Tensor))
+
+
+_PLAIN = (type(None), bool, int, float, complex, str, bytes, torch.dtype, torch.device, enum.Enum)
+_OPAQUE = (torch.nn.Module, types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.ModuleType,
+           type, types.CodeType, types.FrameType, types.GeneratorType, property, staticmethod, classmethod)
+
+
+def type_name(value: Any) -> str:
+    t = type(value)
+    return f"{t.__module__}.{t.__qualname__}"
+
+
+def is_plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN)
+
+
+def _attributes(value: Any) -> list[tuple[Step, Any]] | None:
+    """An object's instance attributes (``__dict__`` then ``__slots__``), or None when it has none."""
+    out: list[tuple[Step, Any]] = []
+    found = False
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict):
+        found = True
+        out += [(("attr", k), v) for k, v in attrs.items() if isinstance(k, str)]
+    for cls in type(value).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            found = True
+            try:
+                out.append((("attr", name), getattr(value, name)))
+            except AttributeError:
+                continue
+    return out if found else None
+
+
+def children(value: Any) -> list[tuple[Step, Any]] | None:
+    """The next steps into ``value``, or None when it is a leaf or is not descended."""
+    if isinstance(value, torch.Tensor) or isinstance(value, _PLAIN) or isinstance(value, _OPAQUE):
+        return None
+    if isinstance(value, dict):
+        return [(("item", k), v) for k, v in value.items()]
+    if isinstance(value, (list, tuple)):
+        return [(("item", i), v) for i, v in enumerate(value)]
+    keyed = compat.pytree_children(value)
+    if keyed is not None:
+        return keyed
+    if dataclasses.is_dataclass(value):
+        return [(("attr", f.name), getattr(value, f.name, None)) for f in dataclasses.fields(value)]
+    if callable(value) and not hasattr(value, "__dict__"):
+        return None
+    return _attributes(value)
+
+
+def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -> Walk:
+    """Every tensor, plain value and node inside ``value`` (itself included, at the empty path)."""
+    out = Walk()
+    on_path: set[int] = set()
+
+    def visit(v: Any, path: tuple[Step, ...]) -> None:
+        if len(out.items) >= max_leaves:
+            out.cut += 1
+            return
+        if isinstance(v, torch.Tensor) or isinstance(v, _PLAIN):
+            out.items.append((path, v))
+            return
+        if isinstance(v, _OPAQUE):
+            return
+        steps = children(v)
+        if steps is None:
+            return
+        length = len(v) if isinstance(v, (list, tuple, dict)) else None
+        out.items.append((path, Node(type_name(v), length)))
+        if len(path) >= max_depth:
+            out.cut += len(steps)
+            return
+        if id(v) in on_path:
+            return
+        on_path.add(id(v))
+        try:
+            for step, child in steps:
+                visit(child, (*path, step))
+        finally:
+            on_path.discard(id(v))
+
+    visit(value, ())
+    return out
+
+
+def source(root: str, path: tuple[Step, ...]) -> str:
+    """The path as Dynamo names a guard's source: ``L['cache']`` + ``.layers[0].keys``."""
+    parts = [root]
+    for kind, key in path:
+        parts.append(f".{key}" if kind == "attr" else f"[{key!r}]")
+    return "".join(parts)
+
+
+def resolve(value: Any, path: tuple[Step, ...]) -> Any:
+    """Follow ``path`` into ``value`` (instance attributes and items only); raises
+    ``LookupError`` where a step does not exist."""
+    for kind, key in path:
+        if kind == "attr":
+            if isinstance(value, torch.nn.Module):
+                raise LookupError(f"a module's attribute {key!r}")
+            attrs = getattr(value, "__dict__", None)
+            if isinstance(attrs, dict) and key in attrs:
+                value = attrs[key]
+            elif dataclasses.is_dataclass(value) or any(key in _slots(c) for c in type(value).__mro__):
+                try:
+                    value = getattr(value, key)
+                except AttributeError as exc:
+                    raise LookupError(key) from exc
+            else:
+                raise LookupError(f"no instance attribute {key!r}")
+        else:
+            try:
+                value = value[key]
+            except (KeyError, IndexError, TypeError) as exc:
+                raise LookupError(repr(key)) from exc
+    return value
+
+
+def _slots(cls: type) -> tuple[str, ...]:
+    slots = cls.__dict__.get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
+
+
+def map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor], max_depth: int = MAX_DEPTH) -> Any:
+    """``value`` with ``fn`` applied to every tensor inside it: dicts, lists and tuples are
+    rebuilt; the tensors held by an object's attributes (a cache's layers) are replaced in
+    place, as the object is the call's own."""
+    seen: set[int] = set()
+
+    def go(v: Any, depth: int) -> Any:
+        if isinstance(v, torch.Tensor):
+            return fn(v)
+        if isinstance(v, _PLAIN) or isinstance(v, _OPAQUE) or depth > max_depth or id(v) in seen:
+            return v
+        if isinstance(v, dict):
+            return type(v)((k, go(x, depth + 1)) for k, x in v.items()) if type(v) is dict else _in_place_items(v, depth)
+        if isinstance(v, tuple) and hasattr(v, "_fields"):
+            return type(v)(*(go(x, depth + 1) for x in v))
+        if isinstance(v, (list, tuple)):
+            return type(v)(go(x, depth + 1) for x in v)
+        steps = _attributes(v) if not dataclasses.is_dataclass(v) else [
+            (("attr", f.name), getattr(v, f.name, None)) for f in dataclasses.fields(v)]
+        if not steps:
+            return v
+        seen.add(id(v))
+        for (_, name), child in steps:
+            new = go(child, depth + 1)
+            if new is not child:
+                try:
+                    object.__setattr__(v, name, new)
+                except (AttributeError, TypeError):
+                    pass
+        return v
+
+    def _in_place_items(d: dict, depth: int) -> dict:
+        for k in list(d):
+            d[k] = go(d[k], depth + 1)
+        return d
+
+    return go(value, 0)
+
+
+def input_state(named: Mapping[str, Any]) -> dict[str, Any]:
+    """What a call's arguments hold, by path (``cache.layers[0].keys``): each tensor's
+    identity, sizes, dtype and version counter (bumped by an in-place write), each plain
+    value, each container's type and length — enough to tell whether a call changed them."""
+    out: dict[str, Any] = {}
+    for name, value in named.items():
+        for steps, v in walk(value).items:
+            if isinstance(v, torch.Tensor):
+                out[source(name, steps)] = ("tensor", id(v), tuple(v.shape), v.dtype, v._version)
+            else:
+                out[source(name, steps)] = v
+    return out
+
+
+MAX_CHANGED = 16
+
+
+def changed_inputs(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple[str, ...]:
+    """The paths whose contents a call changed (a tensor replaced, resized or written in
+    place, a value set, an item added or removed), at most :data:`MAX_CHANGED`."""
+    out = []
+    for path in dict.fromkeys([*before, *after]):
+        a, b = before.get(path, _MISSING), after.get(path, _MISSING)
+        try:
+            same = a is b or (type(a) is type(b) and bool(a == b))
+        except Exception:
+            same = False
+        if not same:
+            out.append(path)
+            if len(out) >= MAX_CHANGED:
+                break
+    return tuple(out)
+
+
+_MISSING = object()
+
+
+_ROOT = re.compile(r"^L\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
+_STEP = re.compile(r"\[(?P<i>-?\d+)\]|\[(?P<q>['\"])(?P<k>[^'\"]*)(?P=q)\]|\.(?P<a>[A-Za-z_][A-Za-z_0-9]*)")
+
+
+def parse_source(text: str) -> tuple[str, tuple[Step, ...]] | None:
+    """``L['cache'].layers[0].keys`` → ``("cache", (("attr", "layers"), ("item", 0), ("attr", "keys")))``;
+    None for a source that is not a local followed by items and instance attributes (a
+    call such as ``type(…)``, a dunder such as ``.__dict__``, a global)."""
+    m = _ROOT.match(text)
+    if m is None:
+        return None
+    steps: list[Step] = []
+    at = m.end()
+    while at < len(text):
+        s = _STEP.match(text, at)
+        if s is None:
+            return None
+        if s["a"] is not None:
+            if s["a"].startswith("__"):
+                return None
+            steps.append(("attr", s["a"]))
+        elif s["i"] is not None:
+            steps.append(("item", int(s["i"])))
+        else:
+            steps.append(("item", s["k"]))
+        at = s.end()
+    return m["name"], tuple(steps)
