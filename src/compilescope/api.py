@@ -13,28 +13,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from .errors import OptionError, ResultsError, WorkloadError
-from .execute.journal import Journal, JournalState, journal_path, read_journal, write_atomic
+from .errors import OptionError, ResultsError
+from .execute.journal import Journal, JournalState, journal_path, read_journal
 from .execute.executor import Executor
 from .execute.local import Interrupted, LocalExecutor
 from .execute.scheduler import PlannedTrial, ProgressFn, plan_trials, run_plan
-from .model import (
-    DEFAULT_STRATEGIES,
-    MarkSpec,
-    MeasureOptions,
-    RunResult,
-    Shape,
-    StrategyOptions,
-    TrialResult,
-    TrialSpec,
-)
-from .options import (
-    check_backend, check_device, check_sizes, check_writable, parse_cache_modes, parse_dynamic_sources,
-    parse_objective, parse_strategies,
-)
+from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec
+from .options import check_backend, check_device, check_writable, parse_cache_modes, parse_dynamic_sources, parse_objective
+from .paths import write_atomic
+from .prepare import prepare_run, prepare_run_with_target
 from .schema import from_data, to_data
-from .strategies import apply_marks, get_strategy
-from .stream import parse_stream
+from .strategies import get_strategy
 from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
 DEFAULT_TIMEOUT_S = 900.0
@@ -46,71 +35,6 @@ class RunInterrupted(Exception):
     def __init__(self, result: RunResult, path: Path | None, signum: int) -> None:
         super().__init__(f"interrupted by signal {signum}")
         self.result, self.path, self.signum = result, path, signum
-
-
-def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
-    """Validate ``--mark`` against real inputs now, so a typo is a one-line error, not N failed trials."""
-    if not marks:
-        return
-    import torch
-
-    args, kwargs = as_call_args(seeded_inputs(workload, shape))
-    named = bind_arguments(target, args, kwargs)  # type: ignore[arg-type]
-    probe = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}
-    apply_marks(marks, probe)
-
-
-def _prepare(
-    workload: str | Workload,
-    stream: str | Sequence[Shape] | None = None,
-    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
-    *,
-    options: StrategyOptions = StrategyOptions(),
-    measure: MeasureOptions = MeasureOptions(),
-) -> tuple[Workload, Any, TrialSpec, tuple[str, ...]]:
-    """:func:`prepare_run`, also returning the target it built (so a caller needing it builds once)."""
-    if isinstance(workload, Workload):
-        if workload.ref is None:
-            raise WorkloadError(
-                f"workload {workload.name!r} has no reference; pass 'file.py:name' or 'package.module:name' "
-                "so each trial can rebuild it in a fresh process"
-            )
-        loaded = workload
-    else:
-        loaded = load_workload(workload)
-    check_backend(options.backend)
-    check_device(measure.device)
-    parse_dynamic_sources(options.dynamic_sources)
-    target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
-    if stream is None:
-        shapes = loaded.default_stream
-    elif isinstance(stream, str):
-        shapes = parse_stream(stream, loaded.dims, loaded.recorded_dims)
-    else:
-        shapes = tuple(dict(s) for s in stream)
-    if not shapes:
-        raise OptionError("the stream is empty")
-    check_sizes(shapes)
-    names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
-    _check_marks(loaded, target, options.marks, shapes[0])
-    if "eager" not in names:
-        names = ("eager", *names)  # the baseline every comparison needs
-    assert loaded.ref is not None
-    spec = TrialSpec(loaded.ref, "eager", "none", tuple(shapes), options, measure)
-    return loaded, target, spec, names
-
-
-def prepare_run(
-    workload: str | Workload,
-    stream: str | Sequence[Shape] | None = None,
-    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
-    *,
-    options: StrategyOptions = StrategyOptions(),
-    measure: MeasureOptions = MeasureOptions(),
-) -> tuple[Workload, TrialSpec, tuple[str, ...]]:
-    """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
-    loaded, _, spec, names = _prepare(workload, stream, strategies, options=options, measure=measure)
-    return loaded, spec, names
 
 
 def default_results_path(workload: str) -> Path:
@@ -344,7 +268,8 @@ def advise(
 
     parse_objective(objective)
     options = StrategyOptions(backend=backend, mode=mode)
-    loaded, target, base, _ = _prepare(workload, stream, ("eager", "default"), options=options, measure=measure)
+    loaded, target, base, _ = prepare_run_with_target(workload, stream, ("eager", "default"), options=options,
+                                                      measure=measure)
     first = execute_run(base, ("eager", "default"), "cold", timeout_s=timeout_s, on_progress=on_progress,
                         command=command, lifetime=lifetime, executor=executor)
     default = next(t for t in first.trials if t.spec.strategy == "default")

@@ -74,7 +74,7 @@ def _shown(path: Path) -> str:
 
 
 def _write_text(path: Path, text: str) -> None:
-    from .execute.journal import write_atomic
+    from .paths import write_atomic
 
     if path == STDOUT:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
@@ -134,7 +134,8 @@ def _with_progress(console: Console, total: int | None, work: Any) -> Any:
 
 
 def _execute(args: dict[str, Any], console: Console, executor: ExecutorChoice | None = None) -> RunResult:
-    from .api import execute_run, prepare_run
+    from .api import execute_run
+    from .prepare import prepare_run
     from .execute.scheduler import plan_trials
 
     _, base, names = prepare_run(
@@ -683,7 +684,8 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
 def _advise(console: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
             lifetime: int | None, measure: MeasureOptions, timeout: float, json_path: Path | None,
             outputs: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice) -> int:
-    from .api import advise, default_results_path, prepare_run
+    from .api import advise, default_results_path
+    from .prepare import prepare_run
     from .options import check_writable
 
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import re
+import secrets
 import stat
 import tempfile
 from collections.abc import Iterable, Sequence
@@ -325,3 +326,43 @@ class ResultsLock:
 def results_siblings(results: Path) -> Sequence[tuple[Path, str]]:
     """The files a run writes beside its results file, for :func:`check_distinct`."""
     return ((journal_path(results), "the results journal"), (lock_path(results), "the results lock"))
+
+
+def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
+    """Write ``data`` (text, or bytes as they are) so that ``path`` is either the old file or
+    the whole new one: a temporary file beside it, flushed to disk, then renamed over it. Only a
+    regular file (or a new path) is ever replaced: a device, a FIFO, a socket or a directory
+    raises ``OSError``; a symbolic link to a regular file in the same directory is written
+    through (the link stays), any other link raises."""
+    target = os.path.abspath(path)
+    try:
+        st: os.stat_result | None = os.lstat(target)
+    except FileNotFoundError:
+        st = None
+    if st is not None and stat.S_ISLNK(st.st_mode):
+        real = os.path.realpath(target)
+        if os.path.dirname(real) != os.path.realpath(os.path.dirname(target)):
+            raise OSError(errno.EPERM, f"a symbolic link to {real}, outside its directory")
+        target = real
+        try:
+            st = os.lstat(target)
+        except FileNotFoundError:
+            st = None
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise OSError(errno.EPERM, "not a regular file: never replaced")
+    directory, name = os.path.split(target)
+    os.makedirs(directory, exist_ok=True)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise

@@ -231,6 +231,6 @@ def distinct_shapes(stream: tuple[Shape, ...]) -> list[Shape]:
 
 def write_jsonl(stream: tuple[Shape, ...], path: str | Path) -> None:
     """Write a stream file atomically (a regular file or a new path only, see ``write_atomic``)."""
-    from .execute.journal import write_atomic
+    from .paths import write_atomic
 
     write_atomic(Path(path), "".join(json.dumps(s) + "\n" for s in stream))

@@ -53,7 +53,7 @@ def default_store_path(name: str, results_dir: Path = Path("compilescope-results
 
 def plan_sweep(config: SweepConfig) -> list[PlannedTrial]:
     """Every trial of the sweep, validated up front (workload, stream, backend, strategies)."""
-    from .api import _prepare
+    from .prepare import prepare_run
 
     plan: list[PlannedTrial] = []
     for workload in config.workloads:
@@ -62,7 +62,7 @@ def plan_sweep(config: SweepConfig) -> list[PlannedTrial]:
                                       recompile_limit=combo.get("recompile_limit"))
             measure = dataclasses.replace(config.measure, threads=combo.get("threads", config.measure.threads))
             stream = combo.get("stream", config.streams.get(workload))
-            _, _, base, names = _prepare(workload, stream, config.strategies, options=options, measure=measure)
+            _, base, names = prepare_run(workload, stream, config.strategies, options=options, measure=measure)
             tag = hashlib.sha1(json.dumps([workload, combo], sort_keys=True).encode()).hexdigest()[:8]
             for p in plan_trials(base, names, ",".join(config.cache)):
                 plan.append(dataclasses.replace(p, cache_key=cache_key(f"{workload}-{tag}-{p.cache_key}")))

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from compilescope.errors import OptionError, ResultsError, StreamError
-from compilescope.execute.journal import journal_path, read_journal, write_atomic
+from compilescope.execute.journal import journal_path, read_journal
+from compilescope.paths import write_atomic
 from compilescope.paths import ResultsLock, check_output, lock_path, read_capped
 from compilescope.schema import load
 from compilescope.store import APPLICATION_ID, SCHEMA, Store, StoreError

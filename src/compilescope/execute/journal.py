@@ -10,10 +10,8 @@ written), so ``compilescope run --resume RESULT.json`` re-runs only what is miss
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,44 +87,3 @@ def read_journal(path: Path) -> JournalState:
     if header is None:
         raise ResultsError(f"{path} is empty")
     return JournalState(header, tuple(trials))
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that ``path`` is either the old file or the whole new one. Only a
-    regular file (or a new path) is ever replaced: a device, a FIFO, a socket or a directory
-    raises ``OSError``; a symbolic link to a regular file in the same directory is written
-    through (the link stays), any other link raises."""
-    import stat
-
-    target = os.path.abspath(path)
-    try:
-        st: os.stat_result | None = os.lstat(target)
-    except FileNotFoundError:
-        st = None
-    if st is not None and stat.S_ISLNK(st.st_mode):
-        real = os.path.realpath(target)
-        if os.path.dirname(real) != os.path.realpath(os.path.dirname(target)):
-            raise OSError(errno.EPERM, f"a symbolic link to {real}, outside its directory")
-        target = real
-        try:
-            st = os.lstat(target)
-        except FileNotFoundError:
-            st = None
-    if st is not None and not stat.S_ISREG(st.st_mode):
-        raise OSError(errno.EPERM, "not a regular file: never replaced")
-    directory, name = os.path.split(target)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

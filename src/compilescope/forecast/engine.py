@@ -323,7 +323,7 @@ def forecast(
     Each strategy's dry run starts, as a trial does, from ``torch.compiler.reset()``: called
     in a process that has compiled code of its own, that code is compiled again on its next
     call. ``dry_backend``: what to trace with instead of the default (:data:`FAST_DRY_BACKENDS`)."""
-    from ..api import prepare_run
+    from ..prepare import prepare_run
 
     traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():

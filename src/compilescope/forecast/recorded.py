@@ -469,7 +469,7 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
     from pathlib import Path
 
     from .. import compat
-    from ..api import prepare_run
+    from ..prepare import prepare_run
     from ..model import MeasureOptions, ProbeResult
     from ..report.forecast import ForecastReport
     from ..schema import load

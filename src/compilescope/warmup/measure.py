@@ -26,6 +26,7 @@ from ..execute.executor import Capabilities, Executor
 from ..execute.scheduler import PlannedTrial, cache_key, plan_trials, run_plan
 from ..execute.task import CallCallback, TrialOutcome, TrialTask
 from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key
+from ..paths import write_atomic
 from ..report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, Verdict, VerdictRow, WarmupReport
 from ..stream import distinct_shapes
 from .planfile import StrategyPlan, WarmupPlan
@@ -206,7 +207,7 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
 
 
 def _recorded(plan: WarmupPlan, stream: str | Sequence[Shape]) -> tuple[Shape, ...]:
-    from ..api import prepare_run
+    from ..prepare import prepare_run
 
     _, base, _ = prepare_run(plan.workload, stream, "eager", options=dataclasses.replace(plan.plans[0].options),
                              measure=MeasureOptions(device="cpu"))
@@ -226,25 +227,6 @@ def _strategy_rows(plan: WarmupPlan, results: Sequence[TrialResult],
     return tuple(out)
 
 
-def write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` whole or not at all (a temporary file beside it, then renamed); only a
-    regular file or a new path is replaced."""
-    import os
-    import secrets
-
-    if path.is_symlink() or (path.exists() and not path.is_file()):
-        raise OSError(1, "not a regular file: never replaced")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    try:
-        with open(tmp, "xb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
 def save_artifacts(plan: WarmupPlan, kept: dict[str, bytes], folder: Path,
                    plan_dir: Path) -> tuple[WarmupPlan, list[str]]:
     """Write each strategy's mega-cache artifacts as ``FOLDER/<strategy>.bin``; the plan's
@@ -254,7 +236,7 @@ def save_artifacts(plan: WarmupPlan, kept: dict[str, bytes], folder: Path,
         folder.mkdir(parents=True, exist_ok=True)
         for p in plan.plans:
             if p.strategy in kept:
-                write_bytes(folder / f"{cache_key(p.strategy)}.bin", kept[p.strategy])
+                write_atomic(folder / f"{cache_key(p.strategy)}.bin", kept[p.strategy])
                 written.append(p.strategy)
     except OSError as exc:
         raise OptionError(f"cannot write the artifacts in {folder}: {exc.strerror}") from None

@@ -229,7 +229,7 @@ def plan_warmup(
     """Plan each strategy's start-up calls for ``stream`` by dry run (seconds, nothing measured;
     ``recommended`` is None until :func:`compilescope.warmup.measure.measure_plan`). Raises a
     :class:`~compilescope.errors.CompilescopeError` on bad input."""
-    from ..api import prepare_run
+    from ..prepare import prepare_run
     from ..forecast.engine import DRY_BACKENDS, dry_note
     from ..strategies import get_strategy
 

@@ -91,7 +91,7 @@ def dumps_plan(plan: WarmupPlan) -> str:
 
 
 def save_plan(plan: WarmupPlan, path: str | Path) -> None:
-    from ..execute.journal import write_atomic
+    from ..paths import write_atomic
 
     write_atomic(Path(path), dumps_plan(plan))
 

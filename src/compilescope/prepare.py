@@ -1,0 +1,82 @@
+"""What a run needs, resolved and checked before its first trial: the workload loaded and
+built, the stream parsed, the strategies named, the backend, device, dynamic sources and marks
+checked against real inputs — as one :class:`~compilescope.model.TrialSpec` and the strategy
+names. Every command that runs a workload (run, advise, sweep, forecast, warmup) starts here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import OptionError, WorkloadError
+from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, Shape, StrategyOptions, TrialSpec
+from .options import check_backend, check_device, check_sizes, parse_dynamic_sources, parse_strategies
+from .strategies import apply_marks
+from .stream import parse_stream
+from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+
+
+def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
+    """Validate ``--mark`` against real inputs now, so a typo is a one-line error, not N failed trials."""
+    if not marks:
+        return
+    import torch
+
+    args, kwargs = as_call_args(seeded_inputs(workload, shape))
+    named = bind_arguments(target, args, kwargs)  # type: ignore[arg-type]
+    probe = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}
+    apply_marks(marks, probe)
+
+
+def prepare_run_with_target(
+    workload: str | Workload,
+    stream: str | Sequence[Shape] | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    *,
+    options: StrategyOptions = StrategyOptions(),
+    measure: MeasureOptions = MeasureOptions(),
+) -> tuple[Workload, Any, TrialSpec, tuple[str, ...]]:
+    """:func:`prepare_run`, also returning the target it built (so a caller needing it builds once)."""
+    if isinstance(workload, Workload):
+        if workload.ref is None:
+            raise WorkloadError(
+                f"workload {workload.name!r} has no reference; pass 'file.py:name' or 'package.module:name' "
+                "so each trial can rebuild it in a fresh process"
+            )
+        loaded = workload
+    else:
+        loaded = load_workload(workload)
+    check_backend(options.backend)
+    check_device(measure.device)
+    parse_dynamic_sources(options.dynamic_sources)
+    target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
+    if stream is None:
+        shapes = loaded.default_stream
+    elif isinstance(stream, str):
+        shapes = parse_stream(stream, loaded.dims, loaded.recorded_dims)
+    else:
+        shapes = tuple(dict(s) for s in stream)
+    if not shapes:
+        raise OptionError("the stream is empty")
+    check_sizes(shapes)
+    names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
+    _check_marks(loaded, target, options.marks, shapes[0])
+    if "eager" not in names:
+        names = ("eager", *names)  # the baseline every comparison needs
+    assert loaded.ref is not None
+    spec = TrialSpec(loaded.ref, "eager", "none", tuple(shapes), options, measure)
+    return loaded, target, spec, names
+
+
+def prepare_run(
+    workload: str | Workload,
+    stream: str | Sequence[Shape] | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    *,
+    options: StrategyOptions = StrategyOptions(),
+    measure: MeasureOptions = MeasureOptions(),
+) -> tuple[Workload, TrialSpec, tuple[str, ...]]:
+    """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
+    loaded, _, spec, names = prepare_run_with_target(workload, stream, strategies, options=options, measure=measure)
+    return loaded, spec, names
