@@ -14,6 +14,28 @@ pytest_plugins = ["pytester"]
 
 ROOT = Path(__file__).resolve().parents[1]
 
+# One environment for every test, whatever the shell or CI runner that starts the suite sets.
+# Removed for the session (in the controller and in each xdist worker, before any test): what
+# changes what compilescope, PyTorch or rich do or print — the terminal width and colour, the
+# torch logs, trace, compile and cache settings, compilescope's own switches, a Ray cluster to
+# join. A test that wants one sets it itself (monkeypatch, or its subprocess's env). Kept: what
+# a process needs to run on this machine (PATH, HOME, locale, temporary directory, proxies) and
+# the machine's CPU and thread settings (OPENBLAS_CORETYPE, OMP_NUM_THREADS, LD_PRELOAD…), which
+# trials inherit and record on purpose: the tests that read a trial's recorded variables account
+# for them (tests/e2e/test_trialenv.py).
+AMBIENT = ("COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "TTY_COMPATIBLE",
+           "TTY_INTERACTIVE", "JUPYTER_COLUMNS", "JUPYTER_LINES", "RAY_ADDRESS", "PYTEST_ADDOPTS")
+AMBIENT_PREFIXES = ("TORCH_", "TORCHDYNAMO_", "TORCHINDUCTOR_", "INDUCTOR_", "TRITON_", "COMPILESCOPE_")
+SUITE_SWITCHES = ("COMPILESCOPE_CONCURRENCY_CHECK", "COMPILESCOPE_REGENERATE_GOLDEN")  # options of this suite
+
+
+def _without_ambient(environ: dict[str, str]) -> list[str]:
+    return [k for k in environ if (k in AMBIENT or k.startswith(AMBIENT_PREFIXES)) and k not in SUITE_SWITCHES]
+
+
+for _name in _without_ambient(dict(os.environ)):
+    del os.environ[_name]
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
@@ -145,6 +167,20 @@ def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
             return SHARED_GROUPS.get(path.rsplit("/", 1)[-1], path)
 
     return FileGroups(config, log)
+
+
+@pytest.fixture
+def pytester_compiled(request):
+    """``pytester`` for an in-process pytest that compiles, taken once this process has compiled:
+    the modules torch imports at its first compile are then outside the module snapshot that
+    each in-process pytest restores after it, so a second one does not import them again (torch
+    refuses to register their cache artifacts twice). Without it such a test passed only after
+    another test of its process had compiled."""
+    import torch
+
+    torch.compile(lambda x: x + 1, backend="eager")(torch.ones(1))
+    torch.compiler.reset()  # the inner pytest's compiles are numbered from 0/0 again
+    return request.getfixturevalue("pytester")
 
 
 @pytest.fixture(scope="session")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from compilescope.render.console import advice_renderables, to_text
 from compilescope.workload import as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
 
 FAST = MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.02)
-REAL = "tests/real_models.py"
+REAL = str(Path(__file__).resolve().parents[1] / "real_models.py")  # wherever pytest runs from
 
 
 @contextlib.contextmanager

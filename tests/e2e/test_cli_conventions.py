@@ -416,7 +416,7 @@ words = st.text(alphabet=st.characters(categories=("L", "N", "P", "S"), exclude_
 cells = st.lists(words, min_size=0, max_size=14).map(" ".join)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=100, deadline=None, database=None)  # no .hypothesis/ in the working directory
 @given(ncols=st.integers(2, 10), data=st.data(), width=st.integers(30, 200))
 def test_a_grid_loses_no_value_at_any_width(ncols, data, width):
     headers = [f"col{i} name" for i in range(ncols)]

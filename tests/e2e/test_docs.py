@@ -41,7 +41,7 @@ def test_doc_example_runs(name, kind, code, tmp_path, request):
                               timeout=600)
         assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
     elif kind == "pytest":
-        pytester = request.getfixturevalue("pytester")  # pytest in this process, the plugin by its entry point
+        pytester = request.getfixturevalue("pytester_compiled")  # pytest in this process, the plugin by its entry point
         pytester.makepyfile(test_example=code)
         stdout = pytester.runpytest_inprocess("-q", "-p", "no:cacheprovider", "test_example.py").stdout.str()
         assert "1 failed, 1 passed" in stdout, stdout[-3000:]

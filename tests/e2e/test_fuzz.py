@@ -19,7 +19,10 @@ from compilescope.stream import parse_stream
 
 from ..unit.test_schema import sample_result
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# database=None: no example database in the working directory (.hypothesis/), so a run neither
+# reads what an earlier run left there nor leaves anything behind
+FUZZ = settings(max_examples=300, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])
 STREAM_ALPHABET = st.sampled_from(list("0123456789,;=:.|@-_ nbatchseqproductrandomcount\n\x00é[]{}\"'"))
 
 
@@ -279,8 +282,8 @@ def _files(root: Path) -> set[Path]:
     return {p.relative_to(root) for p in root.rglob("*") if p.is_file() or p.is_symlink()}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                                                 HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(argv=command_lines())
 def test_command_lines_exit_0_1_or_2_and_write_only_their_outputs(tmp_path_factory, capsys, argv):
     here = tmp_path_factory.mktemp("cli")

@@ -170,7 +170,8 @@ def test_budget():
 
 
 @pytest.mark.parametrize("args", ["1, 2", "1, n=2", "m=1", ""])
-def test_max_recompiles_with_other_than_one_argument_is_an_error(pytester, args):
+def test_max_recompiles_with_other_than_one_argument_is_an_error(pytester_compiled, args):
+    pytester = pytester_compiled
     # pytest in this process, the plugin loaded by its entry point
     pytester.makepyfile(MARKER_TEST.format(args=args))
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
@@ -178,7 +179,8 @@ def test_max_recompiles_with_other_than_one_argument_is_an_error(pytester, args)
     result.stdout.fnmatch_lines(["*max_recompiles takes one non-negative integer (n), got (*"])
 
 
-def test_max_recompiles_takes_n_by_name(pytester):
+def test_max_recompiles_takes_n_by_name(pytester_compiled):
+    pytester = pytester_compiled
     pytester.makepyfile(MARKER_TEST.format(args="n=0"))
     pytester.runpytest_inprocess("-p", "no:cacheprovider").assert_outcomes(passed=1)
 

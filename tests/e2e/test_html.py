@@ -8,6 +8,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -50,9 +51,11 @@ def _cli_process(*args, cwd, env=None, timeout=600):
 
 
 def chromium(url: str, *extra: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                           "--enable-logging=stderr", "--v=0", "--virtual-time-budget=8000", *extra, url],
-                          capture_output=True, text=True, timeout=120)
+    with tempfile.TemporaryDirectory(prefix="chromium-profile-") as profile:  # never the user's profile
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                               f"--user-data-dir={profile}", "--no-first-run", "--enable-logging=stderr", "--v=0",
+                               "--virtual-time-budget=8000", *extra, url],
+                              capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture(scope="module")

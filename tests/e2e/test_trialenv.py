@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from compilescope.analysis.compare import compare_runs
-from compilescope.execute.environment import recorded_variables, worker_environment
+from compilescope.execute.environment import is_recorded, recorded_variables, worker_environment
 from compilescope.execute.local import AHEAD, FORK_SERVER_VAR, LocalExecutor
 from compilescope.execute.task import TrialTask
 from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialEnv, TrialResult, TrialSpec
@@ -75,6 +75,11 @@ def test_a_torch_variable_is_recorded_and_compare_warns_about_it(tmp_path):
 def test_only_the_documented_environment_reaches_a_trial(tmp_path, monkeypatch):
     (tmp_path / "leak.py").write_text(LEAK_WORKLOAD)
     spec = TrialSpec(f"{tmp_path / 'leak.py'}:w", "eager", "none", ({"n": 8},), StrategyOptions(backend="eager"), FAST)
+    # The machine's own settings of the recorded kinds (OPENBLAS_CORETYPE, MKL_DEBUG_CPU_TYPE… where
+    # the machine sets them) reach the trial and are recorded too, on purpose: expected beside the
+    # test's own. Read before the test sets anything; OMP_NUM_THREADS is compilescope's (threads=1).
+    machine = {k: v for k, v in os.environ.items() if is_recorded(k) and k != "OMP_NUM_THREADS"}
+    monkeypatch.setenv(FORK_SERVER_VAR, "0")  # a fresh interpreter: the start mode asserted below
     monkeypatch.setenv("NOT_FOR_TRIALS", "1")  # neither torch's nor named: never passed
     monkeypatch.setenv("MY_WORKLOAD_SETTING", "on")
     monkeypatch.setenv("COMPILESCOPE_PASS_ENV", "MY_WORKLOAD_SETTING")
@@ -83,7 +88,7 @@ def test_only_the_documented_environment_reaches_a_trial(tmp_path, monkeypatch):
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH") or str(tmp_path))  # what a process needs: passed
     result = LocalExecutor().run(TrialTask(spec, str(tmp_path / "cache")), timeout_s=120).result
     assert result.ok, (result.error, result.stderr_tail)
-    assert result.env.variables == {"MY_WORKLOAD_SETTING": "on", "TORCHDYNAMO_VERBOSE": "0"}
+    assert result.env.variables == {**machine, "MY_WORKLOAD_SETTING": "on", "TORCHDYNAMO_VERBOSE": "0"}
     assert result.env.cache_dir == str(tmp_path / "cache") and result.env.start == "spawned"
     env = worker_environment(2)
     assert env["OMP_NUM_THREADS"] == "2" and env["PYTHONPATH"] == os.environ["PYTHONPATH"]

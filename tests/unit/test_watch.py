@@ -142,7 +142,8 @@ def test_three_sizes():
 
 
 @pytest.mark.parametrize("budget, outcome", [(1, "failed"), (2, "passed")])
-def test_plugin_marker(pytester, budget, outcome):
+def test_plugin_marker(pytester_compiled, budget, outcome):
+    pytester = pytester_compiled
     # pytest in this process (torch already imported), the plugin loaded by its entry point
     pytester.makepyfile(PLUGIN_TEST.format(budget=budget))
     result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
@@ -155,7 +156,8 @@ def test_plugin_marker(pytester, budget, outcome):
         ])
 
 
-def test_plugin_fixture_and_report(pytester):
+def test_plugin_fixture_and_report(pytester_compiled):
+    pytester = pytester_compiled
     pytester.makepyfile("""
         import torch
 
@@ -176,3 +178,4 @@ def test_plugin_fixture_and_report(pytester):
         "*test_uses_fixture*2*1*0*dim 0 varied over 2, 3*",
         "*test_plain*0*0*0*",
     ])
+
