@@ -443,6 +443,10 @@ class TrialEnv:
     pid: int | None = None
     cache_dir: str = ""
     variables: dict[str, str] = field(default_factory=dict)
+    load: tuple[float, ...] = ()  # the one-minute load average at the trial's start and end (not compared)
+    cpus: int | None = None  # the CPUs the trial's process could run on
+    cpu_governor: str = ""  # the CPU frequency governor, where the kernel shows it
+    cpu_mhz: float | None = None  # the CPU's frequency at the trial's start, where shown
 
     def differences(self, other: TrialEnv) -> tuple[str, ...]:
         """What makes two trials' figures not comparable, as ``name differs (A x, B y)``: the

@@ -61,6 +61,7 @@ def runs(tmp_path_factory):
     (tmp / "w.py").write_text(WORKLOADS)
     plans = {
         "base": ("w", ("--cache", "cold,warm"), {}),
+        "again": ("w", ("--cache", "cold,warm"), {}),  # the same configuration once more: an A/A pair
         "errors": ("w", (), {"CMP_RAISE": "1", "COMPILESCOPE_PASS_ENV": "CMP_RAISE"}),
         "aot": ("w", ("--backend", "aot_eager", "--threads", "2"), {}),
         "other": ("other", (), {}),
@@ -216,3 +217,67 @@ def test_a_verdict_never_calls_a_ratio_outside_5_percent_matched(runs, ratio, si
     assert head.startswith(want) and f"×{ratio:.2f} stream-weighted" in head
     if abs(ratio - 1) > 0.05:
         assert "matched" not in head
+
+
+# --------------------------------------------------------------------------------------------
+# A regression needs evidence against both runs' noise
+# --------------------------------------------------------------------------------------------
+
+
+def test_two_runs_of_one_configuration_report_no_change_and_pass_the_gate(runs):
+    """The A/A test: the same configuration run twice (on a machine other tests load) flags
+    nothing, either way round, and --fail-on-regression exits 0."""
+    tmp, paths = runs
+    for a, b in (("base", "again"), ("again", "base")):
+        report = compare_runs(load(paths[a]), load(paths[b]))
+        flagged = [(c.trial, c.shape, c.figure, c.a_text, c.b_text, c.why) for c in report.changes if c.flag]
+        assert flagged == [], flagged
+        proc = _cli("compare", str(paths[a]), str(paths[b]), "--fail-on-regression", "5%", cwd=tmp)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        assert "no regression beyond the noise" in proc.stdout
+
+
+def _slower(result, factor, *, compile_factor=1.0, samples=20):
+    """``result`` with its compiled trials' steady samples ``factor`` times slower (``samples``
+    interleaved pairs, drawn about the recorded ones) and compile times ``compile_factor`` longer,
+    recorded on a quiet machine."""
+    import random
+
+    rng = random.Random(5)
+
+    def stretch(t):
+        steady = tuple(dataclasses.replace(
+            s, compiled_s=tuple(s.compiled_s[i % len(s.compiled_s)] * factor * rng.uniform(0.99, 1.01)
+                                for i in range(samples)),
+            eager_s=tuple(s.eager_s[i % len(s.eager_s)] * rng.uniform(0.99, 1.01) for i in range(samples)))
+            for s in t.steady) if t.spec.strategy != "eager" else t.steady
+        compiles = tuple(dataclasses.replace(r, compile_time_s=(r.compile_time_s or 0) * compile_factor)
+                         for r in t.compiles)
+        calls = tuple(dataclasses.replace(c, latency_s=(c.latency_s or 0) * compile_factor) if c.compiled else c
+                      for c in t.calls)
+        quiet = dataclasses.replace(t.env, load=(0.5,), cpus=2)  # the figures, not this machine's load, are tested
+        return dataclasses.replace(t, steady=steady, compiles=compiles, calls=calls, env=quiet)
+
+    return dataclasses.replace(result, trials=tuple(stretch(t) for t in result.trials))
+
+
+def test_a_real_slowdown_is_still_flagged_beyond_both_runs_noise(runs):
+    _, paths = runs
+    base = _slower(load(paths["cold"]), 1.0)
+    report = compare_runs(base, _slower(load(paths["cold"]), 3.0, compile_factor=6.0))
+    speed = [c for c in report.changes if c.figure == "speedup" and c.trial == "default (cold)"]
+    assert speed and all(c.flag == "regression" and "Mann–Whitney" in c.why for c in speed), speed
+    compile_s = next(c for c in report.changes if c.figure == "compile s")
+    assert compile_s.flag == "regression" and "the runs' own noise" in compile_s.why
+
+
+def test_timings_from_a_busy_machine_are_shown_never_flagged(runs):
+    _, paths = runs
+    base = _slower(load(paths["cold"]), 1.0)
+    loaded = _slower(load(paths["cold"]), 3.0, compile_factor=6.0)
+    loaded = dataclasses.replace(loaded, trials=tuple(
+        dataclasses.replace(t, env=dataclasses.replace(t.env, load=(9.5,), cpus=2)) for t in loaded.trials))
+    report = compare_runs(base, loaded)
+    timed = [c for c in report.changes if c.figure in ("speedup", "compile s", "first call") and c.trial != "eager"]
+    assert timed and not any(c.flag for c in timed)
+    assert any("the machine was busy (B load 9.5 on 2 CPU(s))" in c.why for c in timed)

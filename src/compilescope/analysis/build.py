@@ -63,6 +63,7 @@ from .outcomes import (
     CHANGE_OUTCOME, FIRST_CALL_STATUS, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls,
     speedup, tolerance_side, trial_limit,
 )
+from .noise import ALPHA, busy, holm, mann_whitney_p, reachable, sign_test_p
 from .regimes import break_even_request, iqr_separated, summarize_samples
 from .verdict import verdict_clauses
 
@@ -295,12 +296,26 @@ def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: in
     return ""
 
 
-def classify_speed(steady: Stats, eager: Stats) -> str:
-    """faster / slower than eager only beyond the noise (the IQRs apart) and the tolerance."""
+def classify_speed(steady: Stats, eager: Stats, significant: bool = True) -> str:
+    """faster / slower than eager only beyond the tolerance and beyond the noise: the IQRs
+    apart and the samples' test ``significant`` (:mod:`.noise`, held over all of the trial's
+    shapes at once); within the tolerance "matched"; else "indistinct" — a ratio the samples
+    could not tell apart from eager's."""
     side = tolerance_side(eager.median / steady.median)
-    if side and iqr_separated((steady.q1, steady.q3), (eager.q1, eager.q3)):
+    if not side:
+        return "matched"
+    if significant and iqr_separated((steady.q1, steady.q3), (eager.q1, eager.q3)):
         return "faster" if side > 0 else "slower"
-    return "matched"
+    return "indistinct"
+
+
+def judge_speeds(rows: Sequence[ShapeRow]) -> tuple[ShapeRow, ...]:
+    """Each measured row's speed class with the test held across the trial's shapes (Holm, at
+    :data:`~.noise.ALPHA`): a trial of 13 shapes is one family of claims, not 13 chances."""
+    verdicts = holm([r.p_value if r.speed_class else None for r in rows])
+    return tuple(dataclasses.replace(r, speed_class=classify_speed(r.steady, r.eager, ok))  # type: ignore[arg-type]
+                 if r.speed_class and r.steady is not None and r.eager is not None else r
+                 for r, ok in zip(rows, verdicts))
 
 
 def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check: NumericsCheck | None,
@@ -318,9 +333,10 @@ def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check:
     e_stats = summarize_samples(state.eager_s) if state else None
     note = steady_note(trial, state, partial_calls, error_calls)
     compiled_steady = s_stats if not note else None
-    ratio, speed_class = None, ""
+    ratio, speed_class, p_value = None, "", None
     if rec.compiles_code and compiled_steady is not None and e_stats is not None and compiled_steady.median > 0:
         ratio, speed_class = speedup(e_stats.median, compiled_steady.median), classify_speed(compiled_steady, e_stats)
+        p_value = mann_whitney_p(state.compiled_s, state.eager_s) if state is not None else None
     if check is not None and partial_calls:  # a frame ran eagerly: not a check of compiled code
         check = dataclasses.replace(check, ran_eagerly=True)
     return ShapeRow(
@@ -331,7 +347,7 @@ def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check:
         steady=compiled_steady if rec.compiles_code else s_stats, eager=e_stats,
         eager_trial=summarize_samples(e_trial.compiled_s) if e_trial is not None else None,
         speedup=ratio, speed_class=speed_class, numerics=check, steady_note=note,  # type: ignore[arg-type]
-        error_calls=error_calls, partial_fallback_calls=partial_calls,
+        error_calls=error_calls, partial_fallback_calls=partial_calls, p_value=p_value,
     )
 
 
@@ -339,9 +355,10 @@ def shape_rows(rec: TrialRecords, eager: TrialResult | None) -> tuple[ShapeRow, 
     steady = {shape_key(s.shape): s for s in rec.trial.steady}
     numerics = {shape_key(n.shape): n for n in rec.trial.numerics}
     eager_steady = {shape_key(s.shape): s for s in (eager.steady if eager is not None else ())}
-    return tuple(shape_row(rec, shape, steady.get(shape_key(shape)), numerics.get(shape_key(shape)),
+    rows = tuple(shape_row(rec, shape, steady.get(shape_key(shape)), numerics.get(shape_key(shape)),
                            eager_steady.get(shape_key(shape)))
                  for shape in distinct_shapes(tuple(c.shape for c in rec.trial.calls)))
+    return judge_speeds(rows)
 
 
 def measured_rows(rows: Sequence[ShapeRow]) -> list[ShapeRow]:
@@ -367,6 +384,9 @@ def steady_summary(rows: Sequence[ShapeRow], trial: TrialResult) -> SteadySummar
         size_note=_size_note([shapes[r.shape] for r in measured if r.speed_class == "faster"],
                              [shapes[r.shape] for r in measured if r.speed_class == "slower"]),
         noisy=any(s is not None and s.noisy for r in measured for s in (r.steady, r.eager)),
+        indistinct=_group(measured, "indistinct"),
+        too_few=sum(1 for r in measured if r.speed_class == "indistinct" and r.steady and r.eager
+                    and not reachable(r.steady.n, r.eager.n, len(measured))),
     )
 
 
@@ -379,7 +399,17 @@ def saving(rows: Sequence[ShapeRow]) -> tuple[float | None, float | None, bool]:
     n = sum(r.requests for r in measured)
     value = sum(r.requests * (r.eager.median - r.steady.median) for r in measured if r.eager and r.steady) / n
     noise = sum(r.requests * (r.eager.iqr + r.steady.iqr) / 2 for r in measured if r.eager and r.steady) / n
-    return value, noise, abs(value) > noise
+    return value, noise, abs(value) > noise and backed(measured, value > 0)
+
+
+def backed(measured: Sequence[ShapeRow], faster: bool) -> bool:
+    """A stream-wide difference has evidence in the samples: a shape's test says so in its
+    direction, or the shapes lean that way more often than chance (:func:`~.noise.sign_test_p`)."""
+    if any(r.speed_class == ("faster" if faster else "slower") for r in measured):
+        return True
+    above = sum(1 for r in measured if r.speedup is not None and r.speedup > 1)
+    below = sum(1 for r in measured if r.speedup is not None and r.speedup < 1)
+    return (above > below) == faster and above != below and sign_test_p(above, below) < ALPHA
 
 
 def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None) -> dict[str, Any]:
@@ -575,6 +605,20 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
     return out
 
 
+def busy_note(trials: Sequence[TrialResult]) -> Note | None:
+    """A warning when the machine was busy while trials ran (their recorded load average above
+    the CPUs they could use): as pyperf warns, timings taken so are unreliable."""
+    loads = [(t.spec.label, busy(t.env), t.env.cpus) for t in trials]
+    hit = [(label, load, cpus) for label, load, cpus in loads if load is not None]
+    if not hit:
+        return None
+    worst = max(load for _, load, _ in hit)
+    cpus = hit[0][2]
+    return Note("warning", f"the machine was busy during {len(hit)} of {len(trials)} trial(s) ({', '.join(h[0] for h in hit)}): "
+                           f"load average up to {worst:.1f} on {cpus} CPU(s); other work competed with the "
+                           "measurement, so timings and speed verdicts are less reliable — re-run on a quiet machine")
+
+
 def eager_trial(result: RunResult) -> TrialResult | None:
     """The run's eager trial, when it ran through: one whose requests partly raised still gives
     the eager figures of the shapes that did not (its stream totals need every request)."""
@@ -617,6 +661,9 @@ def build_run_report(result: RunResult) -> RunReport:
     notes = []
     if result.missing:
         notes.append(Note("warning", f"{len(result.missing)} planned trial(s) did not finish: {', '.join(result.missing)}"))
+    loaded = busy_note(result.trials)
+    if loaded is not None:
+        notes.append(loaded)
     return finish_run_report(RunReport(
         workload=result.workload,
         requests=len(result.stream),

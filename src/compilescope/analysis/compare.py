@@ -24,9 +24,21 @@ Rules, stated once:
   (15 errors against 0 is a regression, whatever else improved);
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
   ``SINGLE_SAMPLE_TOLERANCE`` (wider than the tolerance of sampled figures: one sample's
-  jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``. Less compile time is an
-  improvement only for the same work: when the compile counts, errors or fallbacks differ,
-  compile seconds are shown, not flagged.
+  jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``, and beyond the noise that
+  the two runs' own single samples of one and the same work show: every trial of a run
+  imports torch in a fresh process, so the spread of those import times, within each run and
+  across both, is how far one sample of start-up work moves between processes on that machine
+  (:func:`single_sample_noise`); a change must exceed that factor with the tolerance on top.
+  Less compile time is an improvement only for the same work: when the compile counts, errors
+  or fallbacks differ, compile seconds are shown, not flagged;
+* **evidence against both runs' noise** — a speedup change is flagged only when, beyond the
+  IQRs and the tolerance, the per-sample ratios (eager over compiled, pair by pair, as they
+  were interleaved) of A and B differ by the Mann–Whitney U test with every speedup change of
+  the comparison held together at :data:`~compilescope.analysis.noise.ALPHA` (Holm), and the
+  change exceeds how far the same eager work moved between two processes of either run (the
+  eager trial's p50 against the same-process eager p50); timings of a trial that ran on a busy
+  machine (its recorded load above its CPUs) are shown, never flagged. Two runs of the same
+  configuration (an A/A comparison) so report no change.
 """
 
 from __future__ import annotations
@@ -34,11 +46,15 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+import math
+from dataclasses import dataclass, field
+
 from ..errors import OptionError
-from ..model import RunResult, TrialEnv, TrialResult
+from ..model import RunResult, TrialEnv, TrialResult, shape_label
 from ..report import Change, CompareReport, Flag, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
 from .build import build_run_report
+from .noise import busy, holm, mann_whitney_p
 from .regimes import TOLERANCE, iqr_separated
 
 SINGLE_SAMPLE_TOLERANCE = 0.25
@@ -59,6 +75,50 @@ BETTER = {
     "speedup": "eager p50 / compiled p50 in the same process: higher is better",
     "steady p50": "eager trial, raw: never flagged",
 }
+MIN_IMPORT_S = 0.1  # a trial whose imports took less (forked, in-process) says nothing of start-up noise
+
+
+@dataclass
+class _Noise:
+    """What both runs show of their own noise, for one pair of trials."""
+
+    single: float = 1.0  # the factor one sample of start-up work moves by between processes
+    busy: str = ""  # why this pair's timings are not evidence (a busy machine), "" if they are
+    spread: dict[str, float] = field(default_factory=dict)  # shape → between-process eager spread (factor)
+    ratios_a: dict[str, list[float]] = field(default_factory=dict)  # shape → per-sample eager/compiled
+    ratios_b: dict[str, list[float]] = field(default_factory=dict)
+
+
+def single_sample_noise(a: RunResult, b: RunResult) -> float:
+    """The factor by which one sample of the same start-up work (importing torch in a fresh
+    process) moved between the trials of A, of B, and across both: max / min of their import
+    times (1 when fewer than two trials timed their imports)."""
+    imports = [t.import_s for r in (a, b) for t in r.trials if t.import_s is not None and t.import_s >= MIN_IMPORT_S]
+    return max(imports) / min(imports) if len(imports) > 1 else 1.0
+
+
+def _busy_text(ta: TrialResult, tb: TrialResult) -> str:
+    found = [(side, busy(t.env), t.env.cpus) for side, t in (("A", ta), ("B", tb))]
+    hit = [f"{side} load {load:.1f} on {cpus} CPU(s)" for side, load, cpus in found if load is not None]
+    return f"the machine was busy ({', '.join(hit)}): timings are not evidence" if hit else ""
+
+
+def _pair_ratios(trial: TrialResult) -> dict[str, list[float]]:
+    """Per shape, eager over compiled for each interleaved pair of steady samples."""
+    return {shape_label(s.shape): [e / c for c, e in zip(s.compiled_s, s.eager_s) if c > 0]
+            for s in trial.steady if s.eager_s and s.compiled_s}
+
+
+def _spread(t: TrialReport) -> dict[str, float]:
+    """Per shape, the factor between the eager trial's p50 and the same-process eager p50."""
+    out = {}
+    for r in t.rows:
+        if r.eager is not None and r.eager_trial is not None and r.eager.median > 0 and r.eager_trial.median > 0:
+            ratio = r.eager_trial.median / r.eager.median
+            out[r.shape] = max(ratio, 1 / ratio)
+    return out
+
+
 def _rel(a: float | None, b: float | None) -> float | None:
     if a is None or b is None or a == 0:
         return None
@@ -80,7 +140,9 @@ def _speedup_interval(steady: Stats, eager: Stats) -> tuple[float, float, float]
     return (e / steady.q3 if steady.q3 > 0 else 0.0, e / steady.median, e / steady.q1 if steady.q1 > 0 else 0.0)
 
 
-def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
+def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow, noise: _Noise) -> Change | None:
+    """The speedup change of one shape; a flag is only a candidate until :func:`_held` has held
+    the comparison's tests together."""
     if ra.steady is None or rb.steady is None or ra.eager is None or rb.eager is None:
         return None
     if min(ra.steady.median, rb.steady.median, ra.steady.q1, rb.steady.q1) <= 0:
@@ -93,8 +155,32 @@ def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", "within the IQRs", **texts)
     if abs(rel) < TOLERANCE:
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", f"below {TOLERANCE:.0%}", **texts)
+    if noise.busy:
+        return Change(trial, ra.shape, "speedup", am, bm, rel, "", noise.busy, **texts)
+    spread = noise.spread.get(ra.shape, 1.0)
+    if max(bm / am, am / bm) <= spread * (1 + TOLERANCE):
+        return Change(trial, ra.shape, "speedup", am, bm, rel, "",
+                      f"within how far eager moved between two processes (×{spread:.2f})", **texts)
     return Change(trial, ra.shape, "speedup", am, bm, rel, "improvement" if rel > 0 else "regression",
                   "IQRs do not overlap", **texts)
+
+
+def _held(changes: list[Change], tests: dict[int, float | None]) -> list[Change]:
+    """The candidate speedup flags (``tests``: change index → the samples' p-value) kept only
+    where the test, held across all of them at once, says so."""
+    keys = list(tests)
+    significant = dict(zip(keys, holm([tests[k] for k in keys])))
+    out = []
+    for i, c in enumerate(changes):
+        if i in tests and not significant[i]:
+            p = tests[i]
+            why = ("too few samples to test" if p is None else
+                   f"the samples do not tell A and B apart (Mann–Whitney p={p:.2g}, held over {len(keys)} change(s))")
+            c = dataclasses.replace(c, flag="", why=why)
+        elif i in tests:
+            c = dataclasses.replace(c, why=f"IQRs apart, Mann–Whitney p={tests[i]:.2g} over {len(keys)} change(s)")
+        out.append(c)
+    return out
 
 
 def _eager_steady(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
@@ -106,9 +192,11 @@ def _eager_steady(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
                   "are compared by their speedup over their own process's eager)", fmt_time(a), fmt_time(b))
 
 
-def _single(trial: str, figure: str, a: float | None, b: float | None, same_work: str = "") -> Change:
+def _single(trial: str, figure: str, a: float | None, b: float | None, same_work: str = "",
+            noise: _Noise | None = None) -> Change:
     rel = _rel(a, b)
     texts = dict(a_text=fmt_time(a), b_text=fmt_time(b))
+    noise = noise or _Noise()
     if same_work:
         return Change(trial, "", figure, a, b, rel, "", same_work, **texts)
     if rel is None or abs(rel) <= SINGLE_SAMPLE_TOLERANCE:
@@ -116,8 +204,15 @@ def _single(trial: str, figure: str, a: float | None, b: float | None, same_work
     if abs((b or 0.0) - (a or 0.0)) < SINGLE_SAMPLE_MIN_S:
         return Change(trial, "", figure, a, b, rel, "", f"under {SINGLE_SAMPLE_MIN_S * 1e3:.0f} ms apart (one sample)",
                       **texts)
+    if noise.busy:
+        return Change(trial, "", figure, a, b, rel, "", noise.busy, **texts)
+    factor = max(1 + rel, 1 / (1 + rel)) if rel > -1 else math.inf
+    if factor <= noise.single * (1 + SINGLE_SAMPLE_TOLERANCE):
+        return Change(trial, "", figure, a, b, rel, "", f"within the runs' own single-sample noise (their torch "
+                      f"imports, the same work in every trial, moved ×{noise.single:.2f}; one sample)", **texts)
     return Change(trial, "", figure, a, b, rel, "regression" if rel > 0 else "improvement",
-                  f"beyond ±{SINGLE_SAMPLE_TOLERANCE:.0%} (one sample)", **texts)
+                  f"beyond ±{SINGLE_SAMPLE_TOLERANCE:.0%} and the runs' own noise (×{noise.single:.2f}; one sample)",
+                  **texts)
 
 
 def _count(trial: str, figure: str, a: int, b: int, why: str) -> Change:
@@ -150,7 +245,12 @@ def _how_it_ran(trial: str, ra: ShapeRow, rb: ShapeRow) -> Change | None:
                   (rb.cause if b_bad else ra.cause)[:200], text(ra), text(rb))
 
 
-def _trial_changes(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
+def _trial_changes(name: str, ta: TrialReport, tb: TrialReport, noise: _Noise | None = None,
+                   tests: dict[int, float | None] | None = None, offset: int = 0) -> list[Change]:
+    """The changes of one pair; ``tests`` collects, by index in the whole comparison (from
+    ``offset``), each candidate speedup flag's p-value for :func:`_held`."""
+    noise = noise or _Noise()
+    tests = {} if tests is None else tests
     out: list[Change] = []
     if ta.status != "ok" or tb.status != "ok":
         flag: Flag = ("regression" if ta.status == "ok" else "improvement" if tb.status == "ok" else "")
@@ -178,8 +278,8 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
             different.append(f"{ta.partial_fallbacks} against {tb.partial_fallbacks} partial eager fallbacks")
         same_work = ("not the same work (" + ", ".join(different) + "): compile time is not compared"
                      if different else "")
-        out.append(_single(name, "compile s", ta.stream.compile_s, tb.stream.compile_s, same_work))
-    out.append(_single(name, "first call", ta.first_call_s, tb.first_call_s))
+        out.append(_single(name, "compile s", ta.stream.compile_s, tb.stream.compile_s, same_work, noise))
+    out.append(_single(name, "first call", ta.first_call_s, tb.first_call_s, noise=noise))
     rows_b = {r.shape: r for r in tb.rows}
     for ra in ta.rows:
         rb = rows_b.get(ra.shape)
@@ -189,7 +289,10 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
             ran = _how_it_ran(name, ra, rb)
             if ran is not None:
                 out.append(ran)
-            change = _speedup(name, ra, rb)
+            change = _speedup(name, ra, rb, noise)
+            if change is not None and change.flag:
+                a_s, b_s = noise.ratios_a.get(ra.shape, []), noise.ratios_b.get(ra.shape, [])
+                tests[offset + len(out)] = mann_whitney_p(a_s, b_s) if a_s and b_s else None
         else:
             change = _eager_steady(name, ra, rb)
         if change is not None:
@@ -254,6 +357,8 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
     in_a, in_b = index(a, "A"), index(b, "B")
     changes: list[Change] = []
     pairs: list[Pair] = []
+    tests: dict[int, float | None] = {}
+    single = single_sample_noise(a, b)
     for k, i in in_a.items():
         j = in_b.get(k)
         if j is None:
@@ -261,7 +366,13 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
         ta, tb = report_a.trials[i], report_b.trials[j]
         pair = Pair(ta.label, tb.label, _differences(a.trials[i], b.trials[j], ta.compiles_code))
         pairs.append(pair)
-        changes.extend(_trial_changes(pair.name, ta, tb))
+        spread = _spread(ta)
+        for shape, factor in _spread(tb).items():
+            spread[shape] = max(factor, spread.get(shape, 1.0))
+        noise = _Noise(single, _busy_text(a.trials[i], b.trials[j]), spread,
+                       _pair_ratios(a.trials[i]), _pair_ratios(b.trials[j]))
+        changes.extend(_trial_changes(pair.name, ta, tb, noise, tests, len(changes)))
+    changes = _held(changes, tests)
     only_a = tuple(a.trials[i].spec.label for k, i in in_a.items() if k not in in_b)
     only_b = tuple(b.trials[j].spec.label for k, j in in_b.items() if k not in in_a)
     if not pairs:
@@ -276,11 +387,13 @@ def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str =
     by_b = {t.label: t for t in b.trials}
     changes: list[Change] = []
     pairs = []
+    tests: dict[int, float | None] = {}
     for ta in a.trials:
         tb = by_b.get(ta.label)
         if tb is not None:
             pairs.append(Pair(ta.label, tb.label, ()))
-            changes.extend(_trial_changes(ta.label, ta, tb))
+            changes.extend(_trial_changes(ta.label, ta, tb, None, tests, len(changes)))
+    changes = _held(changes, tests)  # no raw samples here: no speedup change is evidence
     labels_a = {t.label for t in a.trials}
     return CompareReport(a_name, b_name, tuple(changes), tuple(sorted(labels_a - set(by_b))),
                          tuple(sorted(set(by_b) - labels_a)), tuple(pairs), "label", a.workload)

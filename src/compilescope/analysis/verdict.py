@@ -3,7 +3,8 @@ and appears only when that figure supports it; none is printed without its figur
 
 * The steady-state headline follows the stream-weighted time (what the stream's mix of
   shapes pays), and a split — faster on some shapes, slower on others — is stated with both
-  ranges, never averaged away.
+  ranges, never averaged away; a shape counts as faster or slower only when its samples' test
+  says so (:mod:`.noise`), and the shapes they could not tell apart are said to be so.
 * A saving inside the noise the IQRs show is no saving: no break-even is projected from it.
 * Numerics are counted over the shapes that ran compiled; eager fallbacks are named.
 """
@@ -60,9 +61,16 @@ def steady_clauses(t: TrialReport) -> list[str]:
     if s.faster.count and s.slower.count:
         faster = f"faster on {s.faster.count} of {s.shapes} shapes ({s.size_note + ', ' if s.size_note else ''}{_range(s.faster)})"
         slower = f"slower on {s.slower.count} ({_range(s.slower)})"
-        matched = (f", no measurable difference on {s.matched.count} (within {TOLERANCE:.0%} or inside "
-                   "the noise)" if s.matched.count else "")
+        matched = f", matched on {s.matched.count} (within {TOLERANCE:.0%})" if s.matched.count else ""
         out.append(f"the shapes disagree: {faster}, {slower}{matched}")
+    if s.indistinct.count and s.shapes > 1:
+        few = ""
+        if s.too_few and s.too_few == s.indistinct.count:
+            few = f"; too few samples to test {'it' if s.too_few == 1 else 'them'}"
+        elif s.too_few:
+            few = f"; {s.too_few} of them with too few samples to test"
+        out.append(f"{s.indistinct.count} of {s.shapes} shapes could not be told apart from eager "
+                   f"({_range(s.indistinct)} inside the noise{few})")
     return out
 
 
@@ -109,7 +117,12 @@ def payback_clauses(t: TrialReport) -> list[str]:
     """Whether compiling pays for itself: the saving beyond the noise, the break-even, the lifetime."""
     out: list[str] = []
     if t.saving_per_request_s is not None and t.saving_noise_s is not None:
-        if not t.saving_significant:
+        if not t.saving_significant and abs(t.saving_per_request_s) > t.saving_noise_s:
+            out.append(
+                f"the steady-state difference ({_t(t.saving_per_request_s)} per request, IQR band "
+                f"±{_t(t.saving_noise_s)}) is not borne out by the samples' test: no break-even is projected"
+            )
+        elif not t.saving_significant:
             out.append(
                 f"the steady-state difference ({_t(t.saving_per_request_s)} per request) is inside the noise "
                 f"(±{_t(t.saving_noise_s)}): no break-even is projected"

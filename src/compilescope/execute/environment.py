@@ -74,3 +74,39 @@ def worker_environment(threads: int | None, environ: Mapping[str, str] = os.envi
     if threads is not None:
         env["OMP_NUM_THREADS"] = str(threads)
     return env
+
+
+def load_average() -> float | None:
+    """The machine's one-minute load average (``os.getloadavg``), None where unreadable."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (OSError, AttributeError):
+        return None
+
+
+def usable_cpus() -> int | None:
+    """The CPUs this process may run on (its affinity), else the machine's count."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (OSError, AttributeError):
+        return os.cpu_count()
+
+
+def cpu_frequency() -> tuple[str, float | None]:
+    """The first usable CPU's frequency governor and current frequency in MHz, where the
+    kernel shows them (``/sys/devices/system/cpu/cpuN/cpufreq``); ("", None) elsewhere."""
+    try:
+        cpu = min(os.sched_getaffinity(0))
+    except (OSError, AttributeError, ValueError):
+        cpu = 0
+    base = f"/sys/devices/system/cpu/cpu{cpu}/cpufreq/"
+
+    def read(name: str) -> str:
+        try:
+            with open(base + name, encoding="ascii", errors="replace") as fh:
+                return fh.read(64).strip()
+        except OSError:
+            return ""
+
+    khz = read("scaling_cur_freq")
+    return read("scaling_governor"), round(int(khz) / 1000, 1) if khz.isdigit() else None

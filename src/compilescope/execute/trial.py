@@ -46,7 +46,7 @@ from ..model import (
 from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
 from ..stream import distinct_shapes
 from ..workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
-from .environment import recorded_variables
+from .environment import cpu_frequency, load_average, recorded_variables, usable_cpus
 
 
 def _to_device(value: Any, device: str) -> Any:
@@ -333,7 +333,10 @@ def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable
 
 def trial_env(measure: MeasureOptions, cache_dir: str | None, start: ProcessStart) -> TrialEnv:
     """This process's :class:`TrialEnv`: what it runs on, the threads torch uses, the
-    recompile limit in force, and the torch-affecting variables it inherited."""
+    recompile limit in force, the torch-affecting variables it inherited, and the machine's
+    load and CPU frequency as it starts (:func:`finished_env` adds the load at its end)."""
+    governor, mhz = cpu_frequency()
+    load = load_average()
     return TrialEnv(
         torch=compat.torch_version(),
         python=platform.python_version(),
@@ -346,7 +349,17 @@ def trial_env(measure: MeasureOptions, cache_dir: str | None, start: ProcessStar
         pid=os.getpid(),
         cache_dir=cache_dir or "",
         variables=recorded_variables(os.environ, measure.threads),
+        load=() if load is None else (load,),
+        cpus=usable_cpus(),
+        cpu_governor=governor,
+        cpu_mhz=mhz,
     )
+
+
+def finished_env(env: TrialEnv) -> TrialEnv:
+    """``env`` with the load average as the trial ends appended."""
+    load = load_average()
+    return env if load is None else dataclasses.replace(env, load=(*env.load, load))
 
 
 def run_trial(
@@ -431,7 +444,7 @@ def run_trial(
         graph_breaks=tuple(capture.graph_breaks),
         steady=steady,
         numerics=numerics,
-        env=env,
+        env=finished_env(env),
         build_s=build_s,
         cache_load_s=cache_load_s,
         artifacts_bytes=None if artifacts is None else len(artifacts),

@@ -34,7 +34,7 @@ class Stats:
 
 
 RowStatus = Literal["compiled", "reused", "eager fallback", "error", "eager", "partial eager fallback"]
-SpeedClass = Literal["faster", "slower", "matched", ""]
+SpeedClass = Literal["faster", "slower", "matched", "indistinct", ""]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ class ShapeRow:
     steady_note: str  # why steady figures are missing ("eager fallback", an error…)
     error_calls: int = 0  # requests of this shape that raised
     partial_fallback_calls: int = 0  # requests of this shape that ran a frame eagerly, others compiled
+    p_value: float | None = None  # Mann–Whitney U of the compiled against the eager samples (two-sided)
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,8 @@ class SteadySummary:
     matched: SpeedGroup
     size_note: str  # "the larger ones" when every faster shape is larger than every slower one
     noisy: bool
+    indistinct: SpeedGroup = SpeedGroup(0, None, None, ())  # beyond the tolerance, not beyond the noise
+    too_few: int = 0  # of which: shapes with too few samples for the test ever to tell them apart
 
 
 @dataclass(frozen=True)
