@@ -18,13 +18,15 @@ from .execute.journal import Journal, JournalState, journal_path, read_journal
 from .execute.executor import Executor
 from .execute.local import Interrupted, LocalExecutor
 from .execute.scheduler import PlannedTrial, ProgressFn, plan_trials, run_plan
-from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec
+from .model import (
+    DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec, call_arguments,
+)
 from .options import check_backend, check_device, check_writable, parse_cache_modes, parse_dynamic_sources, parse_objective
 from .paths import write_atomic
 from .prepare import prepare_run, prepare_run_with_target
 from .schema import from_data, to_data
 from .strategies import get_strategy
-from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from .workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -260,8 +262,8 @@ def advise(
     """Run the default strategy, propose the narrowest fix for each recorded cause, run every
     proposal as a cold trial of the same run, and judge them (see
     :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
-    from . import compat
     from .analysis.advise import judge, observed_sizes, propose
+    from .analysis.outcomes import limit_in_force
     from .analysis.build import build_run_report
     from .strategies import repeated_block
     from .stream import distinct_shapes
@@ -274,13 +276,13 @@ def advise(
                         command=command, lifetime=lifetime, executor=executor)
     default = next(t for t in first.trials if t.spec.strategy == "default")
     distinct = distinct_shapes(base.stream)
-    named_inputs = [bind_arguments(target, *as_call_args(seeded_inputs(loaded, shape))) for shape in distinct]
+    named_inputs = [bind_arguments(target, *call_arguments(seeded_inputs(loaded, shape))) for shape in distinct]
     sizes = observed_sizes(named_inputs)
     ranks = {k: v.dim() for named in named_inputs[:1] for k, v in named.items() if hasattr(v, "dim")}
     stream_values = {d: [int(shape[d]) for shape in base.stream] for d in base.stream[0]} if base.stream else {}
     found = repeated_block(target, None)
     block = None if isinstance(found, str) else found[0].__name__
-    limit = base.options.recompile_limit or compat.recompile_limit_value()
+    limit = limit_in_force(base.options.recompile_limit)
     proposals, fixes = (propose(default, base.options, sizes, len(distinct), limit, block=block, ranks=ranks)
                         if default.ok else ([], []))
     trials = list(first.trials)

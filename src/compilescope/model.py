@@ -38,7 +38,22 @@ def shape_key(shape: Shape) -> tuple[tuple[str, int], ...]:
     return tuple(shape.items())
 
 
-Inputs = Any  # a tuple of positional args, or a dict of keyword args
+Inputs = Any  # what make_inputs returns: see call_arguments
+
+
+def call_arguments(inputs: Inputs) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``make_inputs``' return value as a call's (positional, keyword) arguments — the one
+    rule, for a :class:`Workload` and :func:`compilescope.warm_up` alike: a ``dict`` is
+    keyword arguments; a pair ``(tuple, dict)`` is positional and keyword arguments; any
+    other tuple or list is the positional arguments; anything else is the one positional
+    argument."""
+    if isinstance(inputs, dict):
+        return (), dict(inputs)
+    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[0], tuple) and isinstance(inputs[1], dict):
+        return inputs[0], dict(inputs[1])
+    if isinstance(inputs, (tuple, list)):
+        return tuple(inputs), {}
+    return (inputs,), {}
 
 
 @dataclass(frozen=True)
@@ -46,10 +61,16 @@ class Workload:
     """A thing to compile and the inputs to feed it.
 
     ``build()`` returns the function or ``nn.Module`` to compile (called once per trial, in the
-    trial's own process). ``make_inputs(shape)`` returns the positional arguments (a tuple) or
-    keyword arguments (a dict) for one request of that shape; it is called with the torch RNG
-    seeded from the shape, so inputs are reproducible. ``dims`` names the shape dimensions a
-    stream varies, in order.
+    trial's own process). ``make_inputs(shape)`` returns one request's arguments for that
+    shape (:func:`call_arguments`): a tuple or list of positional arguments, a dict of keyword
+    arguments, a pair ``(args_tuple, kwargs_dict)`` of both, or a single positional argument.
+    It is called with the torch RNG seeded from the shape, so inputs are reproducible.
+    ``dims`` names the shape dimensions a stream varies, in order.
+
+    Migration: ``run``, ``advise`` and ``forecast`` once read a returned pair ``(tuple, dict)``
+    as two positional arguments, where ``warm_up`` read it as positional plus keyword
+    arguments; all read it as the latter now. A function whose two positional arguments are
+    a tuple and a dict gets them from ``[a_tuple, a_dict]`` or ``((a_tuple, a_dict), {})``.
 
     ``step(fn, *args, **kwargs)``, when given, is how one request runs the (compiled) target:
     a training workload compiles the model and runs forward, loss, backward and the optimizer
@@ -186,6 +207,11 @@ class CompiledTarget:
     params: tuple[str, ...] = ()
 
 
+def made_entry(outcome: str) -> bool:
+    """Whether a compile attempt with this outcome left a cache entry (its report row asks too)."""
+    return outcome == "compiled"
+
+
 @dataclass(frozen=True)
 class CompileRecord:
     """One Dynamo frame compile, attempted: compiled, failed, or refused by the recompile
@@ -236,7 +262,7 @@ class CompileRecord:
     @property
     def made_entry(self) -> bool:
         """It left a cache entry: it compiled (a failed compile and a refusal leave none)."""
-        return self.outcome == "compiled"
+        return made_entry(self.outcome)
 
     @property
     def is_recompile(self) -> bool:

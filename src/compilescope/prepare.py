@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .errors import OptionError, WorkloadError
-from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, Shape, StrategyOptions, TrialSpec
+from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, Shape, StrategyOptions, TrialSpec, call_arguments
 from .options import check_backend, check_device, check_sizes, parse_dynamic_sources, parse_strategies
 from .strategies import apply_marks
 from .stream import parse_stream
-from .workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from .workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
 
 
 def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
@@ -23,7 +23,7 @@ def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...]
         return
     import torch
 
-    args, kwargs = as_call_args(seeded_inputs(workload, shape))
+    args, kwargs = call_arguments(seeded_inputs(workload, shape))
     named = bind_arguments(target, args, kwargs)  # type: ignore[arg-type]
     probe = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}
     apply_marks(marks, probe)

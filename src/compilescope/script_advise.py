@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import compat
 from .analysis.advice import group_causes
 from .analysis.build import caller_inputs
 from .analysis.counts import count_compiles, graphs_needed
+from .analysis.outcomes import limit_in_force
 from .errors import CompilescopeError
 from .model import ProbeResult
 from .report import ScriptAdvice, ScriptProposal, ScriptRun
@@ -69,7 +69,7 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
     sources: list[str] = []
     described: list[str] = []
     relation = False
-    compiled = tuple(r for r in base.compiles if r.outcome == "compiled")
+    compiled = tuple(r for r in base.compiles if r.made_entry)
     by_function: dict[str, list[Any]] = {}
     for r in compiled:
         by_function.setdefault(r.display_name, []).append(r)
@@ -90,7 +90,7 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         proposals.append(ScriptProposal("dynamic_sources", {"dynamic_sources": ",".join(sources)}, "; ".join(described)))
     refused = count_compiles(base.compiles).refused
     if refused:
-        limit = max(graphs_needed(base.compiles), base.recompile_limit or compat.recompile_limit_value()) * 2
+        limit = max(graphs_needed(base.compiles), limit_in_force(None, base.recompile_limit)) * 2
         proposals.append(ScriptProposal(f"recompile_limit {limit}", {"recompile_limit": limit},
                                         f"{refused} compile(s) refused by the recompile limit", target="refused"))
     if sources or relation:

@@ -32,6 +32,7 @@ from typing import Any
 from . import compat
 from .analysis.advice import group_causes
 from .analysis.counts import count_compiles, distinct_breaks
+from .analysis.outcomes import RequestOutcome, classify
 from .collect.capture import CaptureSession
 from .collect.records import CodeKey, TargetInfo
 from .errors import CompilescopeError
@@ -335,10 +336,13 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
     over budget names them."""
     lines = []
     for r in records:
-        if r.refused:
+        outcome = classify([r])
+        if outcome is RequestOutcome.REFUSED:
             what = "refused by the recompile limit (the call ran eagerly)"
+        elif outcome is RequestOutcome.RECOMPILE:
+            what = "recompiled"
         else:
-            what = "recompiled" if r.is_recompile else "compiled (no cache entry of this frame was left to reject it)"
+            what = "compiled (no cache entry of this frame was left to reject it)"
         lines.append(f"  {r.compile_id} {r.display_name} ({r.display_location}) {what}{':' if r.reasons else ''}")
         for reason, entry in zip(r.reasons, r.rejected_by):
             lines.append(f"    - {entry}: {reason.rstrip()}")

@@ -24,14 +24,6 @@ from .model import Inputs, Shape, Workload
 from .zoo import BUILTINS
 
 
-def as_call_args(inputs: Inputs) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    if isinstance(inputs, dict):
-        return (), dict(inputs)
-    if isinstance(inputs, (list, tuple)):
-        return tuple(inputs), {}
-    return (inputs,), {}
-
-
 def bind_arguments(target: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """Name the call's arguments as the compiled frame sees them (``x`` for ``forward(self, x)``)."""
     fn = target.forward if isinstance(target, torch.nn.Module) else target

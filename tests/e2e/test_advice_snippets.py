@@ -17,7 +17,8 @@ from compilescope import watch
 from compilescope.analysis.advise import AdviceReport, Snippet
 from compilescope.model import MeasureOptions
 from compilescope.render.console import advice_renderables, to_text
-from compilescope.workload import as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.workload import bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.model import call_arguments
 
 FAST = MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.02)
 REAL = str(Path(__file__).resolve().parents[1] / "real_models.py")  # wherever pytest runs from
@@ -53,7 +54,7 @@ def run_snippet(snippet: Snippet, workload_ref: str, stream: tuple[dict[str, int
         with watch() as w:
             exec(snippet.setup, ns)  # noqa: S102 — the point: the text runs as printed
             for shape in stream:
-                args, kwargs = as_call_args(seeded_inputs(loaded, shape))
+                args, kwargs = call_arguments(seeded_inputs(loaded, shape))
                 named = bind_arguments(model, args, kwargs)
                 call_ns = dict(ns, **named)
                 if snippet.before_call:
@@ -123,7 +124,7 @@ def test_snippets_name_only_inputs_the_caller_passes(advised):
     name, ref, stream, advice = advised
     loaded = load_workload(ref)
     model = build_target(loaded)
-    inputs = set(bind_arguments(model, *as_call_args(seeded_inputs(loaded, stream[0]))))
+    inputs = set(bind_arguments(model, *call_arguments(seeded_inputs(loaded, stream[0]))))
     for row in advice.rows:
         if row.proposal is None:
             continue

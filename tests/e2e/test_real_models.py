@@ -22,7 +22,8 @@ from compilescope.collect.graphs import eager_frames
 from compilescope.api import advise, run
 from compilescope.model import ProbeResult, StrategyOptions
 from compilescope.schema import load
-from compilescope.workload import as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.workload import bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.model import call_arguments
 
 from .test_advice_snippets import FAST, check_snippets
 
@@ -36,7 +37,7 @@ _SOURCES = re.compile(r"dynamic_sources=\"(?P<sources>[^\"]+)\"")
 
 def _inputs(name: str) -> set[str]:
     loaded = load_workload(f"{REF}:{name}")
-    return set(bind_arguments(build_target(loaded), *as_call_args(seeded_inputs(loaded, loaded.default_stream[0]))))
+    return set(bind_arguments(build_target(loaded), *call_arguments(seeded_inputs(loaded, loaded.default_stream[0]))))
 
 
 @pytest.fixture(scope="module", params=MODELS)
@@ -50,13 +51,14 @@ def probed(request, tmp_path_factory):
         sys.path.insert(0, {str(ROOT)!r})
         import torch
         from tests.real_models import WORKLOADS
-        from compilescope.workload import as_call_args, seeded_inputs
+        from compilescope.workload import seeded_inputs
+        from compilescope.model import call_arguments
 
         w = WORKLOADS[{name!r}]()
         model = torch.compile(w.build(), backend="eager")
         with torch.no_grad():
             for shape in w.default_stream:
-                args, kwargs = as_call_args(seeded_inputs(w, shape))
+                args, kwargs = call_arguments(seeded_inputs(w, shape))
                 model(*args, **kwargs)
     """))
     out = tmp / "probe.json"
@@ -82,7 +84,7 @@ def _apply_marks(name: str, marks: list[tuple[str, int, str]], sources: str | No
         compiled = torch.compile(model, backend="eager")
         with watch() as w, torch.no_grad():
             for shape in loaded.default_stream:
-                args, kwargs = as_call_args(seeded_inputs(loaded, shape))
+                args, kwargs = call_arguments(seeded_inputs(loaded, shape))
                 named = bind_arguments(model, args, kwargs)
                 for input_name, dim, rest in marks:
                     eval(f"torch._dynamo.mark_dynamic({input_name}, {dim}{rest})", {"torch": torch}, named)

@@ -8,7 +8,8 @@ import torch
 
 from compilescope.analysis.numerics import flatten_outputs
 from compilescope.errors import WorkloadError
-from compilescope.workload import BUILTINS, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.workload import BUILTINS, bind_arguments, build_target, load_workload, seeded_inputs
+from compilescope.model import call_arguments
 
 WORKLOAD_FILE = textwrap.dedent(
     """
@@ -56,7 +57,7 @@ def test_builtins_build_and_run_their_default_stream(name):
     target = build_target(w)
     with torch.set_grad_enabled(w.grad):
         for shape in w.default_stream[:2]:
-            args, kwargs = as_call_args(seeded_inputs(w, shape))
+            args, kwargs = call_arguments(seeded_inputs(w, shape))
             out = w.step(target, *args, **kwargs) if w.step else target(*args, **kwargs)
             leaves = [v for _, v in flatten_outputs(out) if torch.is_tensor(v)]
             assert leaves and all(bool(torch.isfinite(v).all()) for v in leaves)

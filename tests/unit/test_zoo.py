@@ -10,7 +10,8 @@ import torch
 
 from compilescope.execute.trial import run_trial
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
-from compilescope.workload import as_call_args, build_target, load_workload, seeded_inputs
+from compilescope.workload import build_target, load_workload, seeded_inputs
+from compilescope.model import call_arguments
 
 FAST = MeasureOptions(warmup=1, samples=3, min_samples=2, budget_s=0.02)
 
@@ -88,6 +89,6 @@ def test_convnet_pools_with_ceil_mode_so_odd_sizes_change_the_shapes():
     w = load_workload("convnet")
     model = build_target(w)
     with torch.no_grad():
-        (x,) = as_call_args(seeded_inputs(w, {"batch": 1, "size": 45}))[0]
+        (x,) = call_arguments(seeded_inputs(w, {"batch": 1, "size": 45}))[0]
         assert model.features(x).shape[-1] == 6  # 45 → 23 → 12 → 6, rounding up each time
     assert len({s["size"] for s in w.default_stream}) > 8  # more sizes than the default recompile limit

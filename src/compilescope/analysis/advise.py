@@ -34,10 +34,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult
+from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, relation_multiple, relation_step
 from .counts import count_compiles
+from .outcomes import tolerance_side, within_tolerance
 from .regimes import TOLERANCE
 
 
@@ -292,7 +293,7 @@ def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> 
     theirs = {r.shape: r.speedup for r in static.rows}
     ratios = [theirs[r.shape] / r.speedup for r in default.rows
               if r.speedup and theirs.get(r.shape) and r.status != "eager"]
-    slower = [x for x in ratios if x > 1 + TOLERANCE]
+    slower = [x for x in ratios if tolerance_side(x) > 0]
     if ratios and len(slower) * 2 > len(ratios):
         return (f"static graphs were ×{min(slower):.2f}–{max(slower):.2f} faster relative to eager on "
                 f"{len(slower)} of {len(ratios)} shapes")
@@ -351,7 +352,7 @@ def entries_per_frame(t: TrialReport) -> dict[str, int]:
     """Cache entries each compiled frame holds at the end of the stream (by frame name)."""
     out: dict[str, int] = {}
     for r in t.compile_rows:
-        if r.outcome == "compiled" and r.phase == "stream":
+        if made_entry(r.outcome) and r.phase == "stream":
             frame = f"{r.epoch}:{r.compile_id.split('/')[0]}"
             out[frame] = out.get(frame, 0) + 1
     names = {f"{r.epoch}:{r.compile_id.split('/')[0]}": r.name for r in t.compile_rows}
@@ -388,14 +389,14 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     recommendation, tie = None, ""
     if candidates:
         lowest = min(_score(r) for r in candidates)
-        best = next(r for r in candidates if _score(r) <= lowest * (1 + TOLERANCE))
+        best = next(r for r in candidates if within_tolerance(_score(r), lowest))
         fastest = min(candidates, key=lambda r: (_score(r), candidates.index(r)))
         if best is not fastest:
             tie = (f"{best.label} is within {TOLERANCE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
                    f"{fmt_s(fastest.score)}): the narrower change is preferred")
         else:
             runner = sorted((r for r in candidates if r is not best), key=lambda r: _score(r))
-            if runner and _score(runner[0]) <= lowest * (1 + TOLERANCE):
+            if runner and within_tolerance(_score(runner[0]), lowest):
                 tie = (f"{best.label} and {runner[0].label} are within {TOLERANCE:.0%} (the noise) of each other "
                        f"({fmt_s(best.score)} against {fmt_s(runner[0].score)})")
         if best.proposal is EAGER:

@@ -60,7 +60,7 @@ from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
 from .presented import finish_probe_report, finish_run_report
 from .outcomes import (
-    CHANGE_OUTCOME, FIRST_CALL_STATUS, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls,
+    CHANGE_OUTCOME, FIRST_CALL_STATUS, FIRST_COMPILE_CAUSE, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls,
     speedup, tolerance_side, trial_limit,
 )
 from .noise import ALPHA, busy, holm, mann_whitney_p, reachable, sign_test_p
@@ -276,8 +276,7 @@ def first_call_status(rec: TrialRecords, first: CallRecord, made: Sequence[Compi
         return status, _partial_text(rec.partial[first.index], first.index, rec.trial.compiles, rec.limit, rec.names)
     if outcome.compiled:
         reasons = [g for r in made for g in r.guard_failures]
-        return status, reasons[0].describe() if reasons else (
-            "first compile" if not made[0].is_recompile else "recompiled")
+        return status, reasons[0].describe() if reasons else FIRST_COMPILE_CAUSE[outcome]
     return status, ""
 
 
@@ -286,9 +285,9 @@ def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: in
     if state is not None and state.error:
         return state.error
     if state is not None and state.ran_eagerly:
-        return "eager fallback"
+        return RequestOutcome.EAGER_FALLBACK.value
     if state is not None and partial_calls:
-        return "partial eager fallback"
+        return RequestOutcome.PARTIAL.value
     if state is None and error_calls:
         return "a request raised"
     if state is None and (trial.ok or trial.ran_through):

@@ -55,6 +55,7 @@ from ..report import Change, CompareReport, Flag, Pair, RunReport, ShapeRow, Sta
 from ..units import fmt_time
 from .build import build_run_report
 from .noise import busy, holm, mann_whitney_p
+from .outcomes import within_tolerance
 from .regimes import TOLERANCE, iqr_separated
 
 SINGLE_SAMPLE_TOLERANCE = 0.25
@@ -153,12 +154,13 @@ def _speedup(trial: str, ra: ShapeRow, rb: ShapeRow, noise: _Noise) -> Change | 
     texts = dict(a_text=_ratio_text(am), b_text=_ratio_text(bm))
     if rel is None or not iqr_separated((a1, a3), (b1, b3)):
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", "within the IQRs", **texts)
-    if abs(rel) < TOLERANCE:
+    if within_tolerance(am, bm):
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", f"below {TOLERANCE:.0%}", **texts)
     if noise.busy:
         return Change(trial, ra.shape, "speedup", am, bm, rel, "", noise.busy, **texts)
     spread = noise.spread.get(ra.shape, 1.0)
-    if max(bm / am, am / bm) <= spread * (1 + TOLERANCE):
+    moved = max(bm / am, am / bm)
+    if moved <= spread or within_tolerance(moved, spread):
         return Change(trial, ra.shape, "speedup", am, bm, rel, "",
                       f"within how far eager moved between two processes (×{spread:.2f})", **texts)
     return Change(trial, ra.shape, "speedup", am, bm, rel, "improvement" if rel > 0 else "regression",

@@ -28,7 +28,7 @@ def count_compiles(records: Sequence[CompileRecord]) -> CompileCounts:
 def graphs_needed(records: Iterable[CompileRecord]) -> int:
     """The most cache entries one frame asked for (its compiles and the attempts the recompile
     limit refused): what the limit must hold for no request to run that frame eagerly."""
-    per_frame = Counter(f"{r.epoch}:{r.compile_id.frame}" for r in records if r.outcome in ("compiled", "refused"))
+    per_frame = Counter(f"{r.epoch}:{r.compile_id.frame}" for r in records if r.made_entry or r.refused)
     return max(per_frame.values(), default=0)
 
 

@@ -48,11 +48,12 @@ and a difference of exactly the tolerance is a difference.
 
 **A speedup** (:func:`speedup`) is eager p50 / compiled p50.
 
-**A shape's label** is :func:`compilescope.model.shape_label` (``16``, ``batch=4,seq=32``).
-
-**What ``make_inputs`` returns** (:func:`call_arguments`): a ``dict`` is keyword arguments; a
-pair ``(tuple, dict)`` is positional and keyword arguments; any other tuple or list is the
-positional arguments; anything else is the one positional argument.
+**A shape's label** (:func:`compilescope.model.shape_label`: ``16``, ``batch=4,seq=32``) and
+**what ``make_inputs`` returns** (:func:`compilescope.model.call_arguments`: a ``dict`` is
+keyword arguments; a pair ``(tuple, dict)`` is positional and keyword arguments; any other
+tuple or list is the positional arguments; anything else is the one positional argument) are
+defined with the records, where the report model and the trial runner read them too, and
+re-exported here.
 """
 
 from __future__ import annotations
@@ -60,14 +61,14 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
-from ..model import CallRecord, CompileRecord, shape_label
+from ..model import CallRecord, CompileRecord, call_arguments, shape_label
 from .regimes import TOLERANCE
 
 __all__ = [
-    "CHANGE_OUTCOME", "FIRST_CALL_STATUS", "TIMELINE_EVENT", "Classified", "RequestOutcome", "by_call",
-    "call_arguments", "classify", "classify_calls", "forecast_word", "limit_in_force", "repeat_word", "shape_label",
+    "CHANGE_OUTCOME", "FIRST_CALL_STATUS", "FIRST_COMPILE_CAUSE", "TIMELINE_EVENT", "Classified", "RequestOutcome", "by_call",
+    "call_arguments", "classify", "classify_calls", "dry_run_word", "forecast_word", "limit_in_force", "repeat_word", "shape_label",
     "speedup", "tolerance_side", "trial_limit", "within_tolerance",
 ]
 
@@ -195,6 +196,10 @@ FIRST_CALL_STATUS: dict[RequestOutcome, str] = {
 """How a shape's first request ran, in the shape table (a refusal is an eager fallback whose
 cause names the limit)."""
 
+FIRST_COMPILE_CAUSE: dict[RequestOutcome, str] = {RequestOutcome.COMPILE: "first compile",
+                                                  RequestOutcome.RECOMPILE: "recompiled"}
+"""A compiling first call's cause when no guard failed (a frame's first compile)."""
+
 ForecastWord = Literal["hit", "compile", "eager", "error", "unknown"]
 
 
@@ -211,6 +216,15 @@ def forecast_word(outcome: RequestOutcome, compiled_a_frame: bool) -> ForecastWo
     return "eager" if outcome.ran_eagerly else "hit"
 
 
+def dry_run_word(word: ForecastWord, compiled_a_frame: bool, past_a_refusal: bool, error: str | None) -> ForecastWord:
+    """A dry run's request that raised on the ``meta`` device without compiling, once the
+    recompile limit has refused a frame, is ``eager``: the limit refused its compile before
+    the eager code ran, which could not run on ``meta`` (on real tensors it would have)."""
+    if word == "error" and not compiled_a_frame and past_a_refusal and error is not None and "meta" in error.lower():
+        return "eager"
+    return word
+
+
 def repeat_word(first: ForecastWord, eager_part: bool = False) -> ForecastWord:
     """A request repeating an earlier shape: Dynamo's caches only grow, so it hits what the
     first request compiled, and a frame the limit refused stays refused (eager); the first's
@@ -221,6 +235,14 @@ def repeat_word(first: ForecastWord, eager_part: bool = False) -> ForecastWord:
 
 
 # ----------------------------------------------------------------------------- the recompile limit
+
+
+@overload
+def limit_in_force(asked: int | None, recorded: int | None = None, *, here: Literal[True] = True) -> int: ...
+
+
+@overload
+def limit_in_force(asked: int | None, recorded: int | None = None, *, here: bool) -> int | None: ...
 
 
 def limit_in_force(asked: int | None, recorded: int | None = None, *, here: bool = True) -> int | None:
@@ -269,19 +291,3 @@ def speedup(eager_s: float | None, compiled_s: float | None) -> float | None:
     if eager_s is None or compiled_s is None or compiled_s <= 0:
         return None
     return eager_s / compiled_s
-
-
-# ----------------------------------------------------------------------------- the inputs rule
-
-
-def call_arguments(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """``make_inputs``' return value as a call's (positional, keyword) arguments: a ``dict`` is
-    keyword arguments; a pair ``(tuple, dict)`` is both; any other tuple or list is the
-    positional arguments; anything else is the one positional argument."""
-    if isinstance(inputs, dict):
-        return (), dict(inputs)
-    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[0], tuple) and isinstance(inputs[1], dict):
-        return inputs[0], dict(inputs[1])
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs), {}
-    return (inputs,), {}

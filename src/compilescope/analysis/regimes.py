@@ -41,6 +41,28 @@ def summarize_samples(samples: Sequence[float]) -> Stats | None:
     return Stats(len(samples), statistics.median(samples), q1, q3)
 
 
+def percentile(values: Sequence[float], q: float) -> float | None:
+    """The ``q``-th percentile (0–100) by linear interpolation between the closest ranks —
+    the inclusive method of :func:`summarize_samples`' quartiles (numpy's default); None
+    without values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low = int(rank)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> float | None:
+    """Σ weight × value / Σ weight (a stream-weighted figure: each shape by its requests);
+    None when the weights sum to zero."""
+    total = sum(weights)
+    if not total:
+        return None
+    return sum(w * v for v, w in zip(values, weights)) / total
+
+
 def cumulative(latencies: Sequence[float | None]) -> list[float]:
     total, out = 0.0, []
     for value in latencies:

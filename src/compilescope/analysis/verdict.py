@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .regimes import TOLERANCE  # a ratio within it of 1 is "matched eager"; one outside it is never called a match
+from .outcomes import tolerance_side  # a ratio within the tolerance of 1 is "matched eager"; one outside it never is
+from .regimes import TOLERANCE
 
 if TYPE_CHECKING:
     from ..report import SpeedGroup, TrialReport
@@ -41,16 +42,17 @@ def steady_clauses(t: TrialReport) -> list[str]:
     if s.noisy:
         where += ", noisy"
     w = s.weighted_ratio
-    if t.saving_significant and w >= 1 + TOLERANCE:
+    side = tolerance_side(w)
+    if t.saving_significant and side > 0:
         head = f"steady-state execution improved on this stream's mix of shapes ({where})"
-    elif t.saving_significant and w <= 1 / (1 + TOLERANCE):
+    elif t.saving_significant and side < 0:
         head = f"steady-state execution was slower than eager on this stream's mix of shapes ({where})"
     elif t.saving_significant and w != 1:
         # beyond the noise but under the tolerance: say so, since a break-even follows from it
         way = "faster" if w > 1 else "slower"
         head = (f"steady-state execution was marginally {way} than eager: under {TOLERANCE:.0%}, "
                 f"but beyond the noise ({where})")
-    elif abs(w - 1) <= TOLERANCE:
+    elif side == 0:
         head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, inside the noise ({where})"
     else:
         # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,

@@ -35,17 +35,18 @@ from ..model import (
     GraphBreak,
     MeasureOptions,
     NumericsCheck,
-    Shape,
     ProcessStart,
+    Shape,
     SteadyState,
     TrialEnv,
     TrialResult,
     TrialSpec,
+    call_arguments,
     trial_status,
 )
 from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
 from ..stream import distinct_shapes
-from ..workload import Workload, as_call_args, bind_arguments, build_target, load_workload, seeded_inputs
+from ..workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
 from .environment import cpu_frequency, load_average, recorded_variables, usable_cpus
 
 
@@ -178,7 +179,7 @@ class _Runner:
         self.target_info = TargetInfo(prepared.named_target if prepared.named_target is not None else target)
 
     def inputs(self, shape: Shape) -> tuple[tuple[Any, ...], dict[str, Any], dict[str, Any]]:
-        args, kwargs = as_call_args(_to_device(seeded_inputs(self.workload, shape), self.measure.device))
+        args, kwargs = call_arguments(_to_device(seeded_inputs(self.workload, shape), self.measure.device))
         return args, kwargs, bind_arguments(self.target, args, kwargs)
 
     def _poll(self, call_index: int | None, named: dict[str, Any], phase: str) -> Polled:
@@ -401,7 +402,7 @@ def run_trial(
             return TrialResult(spec, "unavailable", error=reason, env=env, build_s=build_s), None
 
     def make_inputs(shape: Shape) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        return as_call_args(_to_device(seeded_inputs(workload, shape), measure.device))
+        return call_arguments(_to_device(seeded_inputs(workload, shape), measure.device))
 
     cache_load_s = None
     if load_artifacts is not None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import compat
-from ..collect.graphs import eager_frames
+from ..analysis.outcomes import dry_run_word, limit_in_force, repeat_word
 from ..errors import OptionError, ResultsError
 from ..model import (
     CallRecord, CompileId, CompileRecord, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec,
@@ -94,25 +94,16 @@ def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
 
 
 def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileRecord]) -> list[Observed]:
-    """Each stream call's outcome: ``compile`` when it compiled a frame, else ``eager`` when it
-    ran no compiled graph, had a frame refused at the limit or skipped a blocked frame
-    (:func:`eager_frames`), else ``hit``; ``error`` when it raised."""
-    partial = eager_frames(calls, compiles)
-    by_call: dict[int, list[CompileRecord]] = {}
-    for r in compiles:
-        if r.phase == "stream" and r.call_index is not None:
-            by_call.setdefault(r.call_index, []).append(r)
+    """Each stream call's outcome (:func:`~compilescope.analysis.outcomes.classify`) in the
+    forecast's words (:func:`~compilescope.analysis.outcomes.forecast_word`): ``compile``
+    when it compiled a frame, else ``eager`` when it ran eagerly, wholly or a frame of it,
+    else ``hit``; ``error`` when it raised."""
+    from ..analysis.outcomes import classify_calls, forecast_word
+
     out = []
-    for c in calls:
-        mine = by_call.get(c.index, [])
-        eager_part = bool(c.ran_eagerly) or c.index in partial or any(r.refused for r in mine)
-        if c.error is not None:
-            outcome: Outcome = "error"
-        elif c.compile_ids:
-            outcome = "compile"
-        else:
-            outcome = "eager" if eager_part else "hit"
-        out.append(Observed(outcome, eager_part, c.compile_ids, _guards(mine), c.error))
+    for c in classify_calls(calls, compiles):
+        word = forecast_word(c.outcome, bool(c.made))
+        out.append(Observed(word, c.outcome.ran_eagerly, c.compile_ids, _guards(c.records), c.call.error))
     return out
 
 
@@ -127,21 +118,12 @@ def dry_outcomes(trial: TrialResult) -> tuple[list[Observed], int]:
         return observed, 0
     since, out, fallbacks = min(refused), [], 0
     for index, o in enumerate(observed):
-        if o.outcome == "error" and not o.compile_ids and index >= since and _meta_error(o.error):
-            o = dataclasses.replace(o, outcome="eager", eager_part=True, error=None)
+        word = dry_run_word(o.outcome, bool(o.compile_ids), index >= since, o.error)
+        if word != o.outcome:
+            o = dataclasses.replace(o, outcome=word, eager_part=True, error=None)
             fallbacks += 1
         out.append(o)
     return out, fallbacks
-
-
-def _meta_error(text: str | None) -> bool:
-    return text is not None and "meta" in text.lower()
-
-
-def _repeat(first: Observed) -> Outcome:
-    if first.outcome == "error":
-        return "error"
-    return "eager" if first.eager_part else "hit"
 
 
 def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[ForecastRequest]:
@@ -153,7 +135,7 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
     for index, shape in enumerate(stream):
         key = shape_key(shape)
         if key in firsts:
-            out.append(ForecastRequest(index, key, _repeat(firsts[key]), "repeat"))
+            out.append(ForecastRequest(index, key, repeat_word(firsts[key].outcome, firsts[key].eager_part), "repeat"))
             continue
         seen = firsts[key] = next(it)
         out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards, seen.error))
@@ -295,7 +277,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     first_error = next((r.error for r in requests if r.error), None)
     if first_error:
         notes.append(f"{counts['error']} request(s) could not run on the meta device; the first: {first_error}")
-    limit = options.recompile_limit if options.recompile_limit is not None else compat.recompile_limit_value()
+    limit = limit_in_force(options.recompile_limit)
     return StrategyForecast(
         strategy=strategy, requests=tuple(requests), hits=counts["hit"], compiles=counts["compile"],
         eager=counts["eager"], errors=counts["error"], traced=len(distinct), recompile_limit=limit,

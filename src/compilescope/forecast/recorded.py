@@ -8,13 +8,15 @@ new stream, in stream order, as Dynamo checks a frame's cache: the most recent e
 * **eager**: none does and the frame already holds ``recompile_limit`` entries;
 * **compile**: none does; the guards that failed are named in PyTorch's words. The new entry
   is the recording's entry of the same attempt number when it accepts the request (the entry
-  PyTorch made there), or, under ``static``, any recorded entry compiled for the same sizes.
-  Otherwise it is *new*: its guards were not recorded, so they are estimated by PyTorch's
-  rule — under automatic dynamic (``default``) a dim whose size differs from an earlier
-  entry's becomes dynamic, under ``dynamic`` every dim of size ≥ 2 is, and the symbolic
-  relations of the latest entry that has some are carried over as this request decides
-  them (a backend's parity guard on an odd size becomes its negation); otherwise the entry
-  accepts just that shape — and every request after it is marked ``estimated``.
+  PyTorch made there), or, under a static strategy, any recorded entry compiled for the same
+  sizes. Otherwise it is *new*: its guards were not recorded, so they are estimated by
+  PyTorch's rule for the strategy's dynamic mode (:attr:`Strategy.dynamic
+  <compilescope.strategies.Strategy.dynamic>`) — under automatic dynamic (``default``) a dim
+  whose size differs from an earlier entry's becomes dynamic, under ``dynamic`` every dim of
+  size ≥ 2 is, and the symbolic relations of the latest entry that has some are carried over
+  as this request decides them (a backend's parity guard on an odd size becomes its
+  negation); otherwise the entry accepts just that shape — and every request after it is
+  marked ``estimated``.
 
 A request's inputs are made as the workload makes them (once per distinct shape; only their
 sizes, dtypes and scalar values are read, no model is built or run) and named by the
@@ -35,8 +37,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..analysis.outcomes import call_arguments, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
-from ..model import CompileRecord, EntryGuard, RunResult, Shape, TrialResult, shape_key
+from ..model import CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
 
@@ -236,13 +239,14 @@ def _carried_relations(entries: Sequence[_Entry], request: Request) -> list[Entr
     return []
 
 
-def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], strategy: str) -> _Entry:
-    """PyTorch's rule for a new entry whose guards were not recorded (see the module docstring)."""
+def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode: str) -> _Entry:
+    """PyTorch's rule for a new entry whose guards were not recorded, under the strategy's
+    dynamic ``mode`` (see the module docstring)."""
     guards: list[EntryGuard] = []
     for source, sizes in request.sizes.items():
-        if strategy == "default":
+        if mode == "automatic":
             dynamic = _was_dynamic(entries, source, sizes)
-        elif strategy == "dynamic":
+        elif mode == "dynamic":
             dynamic = set(range(len(sizes)))
         else:
             dynamic = set()
@@ -250,7 +254,7 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], strat
         guards.append(EntryGuard("tensor", source, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
                                  example=sizes, dtype=request.dtypes.get(source)))
         guards += [EntryGuard("specialization", source, i, None, f"2 <= {source}.size()[{i}]") for i in sorted(dynamic)]
-    if strategy in ("default", "dynamic"):
+    if mode in ("automatic", "dynamic"):
         guards += _carried_relations(entries, request)
     else:
         guards += [EntryGuard("value", s, None, v, f"{s} == {v!r}") for s, v in request.scalars.items()]
@@ -269,21 +273,25 @@ class Step:
 class FrameModel:
     """One frame's cache as Dynamo checks it, grown from the recorded entries of that frame."""
 
-    def __init__(self, frame: int, recorded: Sequence[CompileRecord], strategy: str, limit: int) -> None:
+    def __init__(self, frame: int, recorded: Sequence[CompileRecord], strategy: str, limit: int,
+                 options: StrategyOptions | None = None) -> None:
+        from ..strategies import get_strategy
+
         self.frame, self.strategy, self.limit = frame, strategy, limit
+        self.mode = get_strategy(strategy).mode(options)  # its dynamic mode: how a new entry is estimated
         self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id)) for r in recorded]
         self.entries: list[_Entry] = []
 
     def _choose(self, request: Request) -> _Entry:
         attempt = len(self.entries)
         candidates = self.recorded[attempt:attempt + 1]
-        if self.strategy == "static":  # a static entry depends on its shape only
+        if self.mode == "static":  # a static entry depends on its shape only
             candidates += self.recorded
         used = {e.recorded for e in self.entries}
         for e in candidates:
             if e.recorded not in used and e.guards and not check(e.guards, request)[0]:
                 return dataclasses.replace(e, cid=f"{self.frame}/{attempt}")
-        return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.strategy)
+        return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.mode)
 
     def step(self, request: Request) -> Step:
         step = Step("hit")
@@ -308,16 +316,12 @@ class FrameModel:
 def entry_frame(compiles: Sequence[CompileRecord]) -> tuple[int | None, list[str]]:
     """The compiled function's own frame (the first naming the target, else the first
     compiled) and a note for each other frame (after a graph break)."""
-    done = [r for r in compiles if r.outcome == "compiled" and r.phase in ("stream", "startup")]
+    done = [r for r in compiles if r.made_entry and r.phase in ("stream", "startup")]
     if not done:
         return None, []
     first = next((r for r in done if r.target is not None), done[0])
     others = {r.compile_id.frame: r.display_name for r in done if r.compile_id.frame != first.compile_id.frame}
     return first.compile_id.frame, [f"frame {f} ({name})" for f, name in sorted(others.items())]
-
-
-def _limit(trial: TrialResult) -> int:
-    return trial.spec.options.recompile_limit or trial.env.recompile_limit_default or 8
 
 
 def _request_row(index: int, shape: Shape, step: Step, estimated: str | None) -> ForecastRequest:
@@ -335,17 +339,17 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
     if frame is None or not any(r.entry_guards for r in trial.compiles if r.compile_id.frame == frame):
         raise OptionError(f"{source} recorded no cache entry's guards for {trial.spec.strategy!r} "
                           "(a file written before compilescope recorded them, or nothing compiled)")
-    recorded = sorted((r for r in trial.compiles if r.outcome == "compiled" and r.compile_id.frame == frame),
+    recorded = sorted((r for r in trial.compiles if r.made_entry and r.compile_id.frame == frame),
                       key=lambda r: r.compile_id.attempt)
-    limit = recompile_limit or _limit(trial)
-    model = FrameModel(frame, recorded, trial.spec.strategy, limit)
+    limit = limit_in_force(recompile_limit, trial_limit(trial, here=True))
+    model = FrameModel(frame, recorded, trial.spec.strategy, limit, trial.spec.options)
     why = f"{', '.join(others)} after a graph break guard values that are not inputs" if others else None
     seen: dict[tuple[tuple[str, int], ...], Outcome] = {}
     rows, unknown, made = [], 0, {}
     for index, shape in enumerate(stream):
         key = shape_key(shape)
         if key in seen:  # caches only grow: what was accepted is accepted again, a refusal stays
-            rows.append(ForecastRequest(index, key, "eager" if seen[key] == "eager" else "hit", "repeat",
+            rows.append(ForecastRequest(index, key, repeat_word(seen[key]), "repeat",
                                         estimated=why is not None, why=why))
             continue
         request = made.get(key) or made.setdefault(key, inputs(shape))
@@ -382,11 +386,9 @@ def workload_inputs(workload: Any, params: Sequence[str]) -> Callable[[Shape], R
     import PyTorch's reference implementations, seconds a forecast of milliseconds would pay.)"""
     import torch
 
-    from ..workload import as_call_args
-
     def make(shape: Shape) -> Request:
         with torch.no_grad():
-            args, kwargs = as_call_args(workload.make_inputs(dict(shape)))
+            args, kwargs = call_arguments(workload.make_inputs(dict(shape)))
         named = dict(zip(params, args)) | kwargs
         sizes, dtypes, scalars = {}, {}, {}
         for name, value in named.items():

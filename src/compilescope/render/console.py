@@ -369,7 +369,7 @@ def backward_lines(report: RunReport) -> list[Text]:
     lines = []
     for t in trials:
         for c in t.compile_rows:
-            if c.outcome != "compiled" or c.phase != "stream":
+            if not c.made_entry or c.phase != "stream":
                 continue
             forward = c.compile_s or 0.0
             text = T(f"  {t.label}: {c.compile_id} {c.name}"

@@ -481,7 +481,7 @@ def render_probe(report: ProbeReport) -> str:
         fig.add_trace(go.Scatter(
             x=[((c.start_us or 0) - t0) / 1e6 for c in points], y=[c.compile_s or 0.0 for c in points],
             mode="markers+lines", name=f.name, marker={"size": 10, "color": COLORS[i % len(COLORS)],
-                                                        "symbol": ["x" if c.outcome != "compiled" else "circle" for c in points]},
+                                                        "symbol": ["x" if not c.made_entry else "circle" for c in points]},
             hovertext=[f"{e(f.name)} {e(c.compile_id)} · {e(c.outcome)}<br>{fmt_time(c.compile_s)}" for c in points],
             hoverinfo="text"))
     fig.update_layout(title="compiles over time, per function (✕ failed or refused)", xaxis_title="seconds since the "

@@ -10,15 +10,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from ..model import shape_label
 from ..report.warmup import StrategyMeasured, WarmupReport
 from ..units import fmt_time
 
 MAX_SHAPES_SHOWN = 12
 MAX_LISTED = 10
-
-
-def shape_label(shape: dict[str, int]) -> str:
-    return str(next(iter(shape.values()))) if len(shape) == 1 else ",".join(f"{k}={v}" for k, v in shape.items())
 
 
 def shapes_text(shapes: Any) -> str:

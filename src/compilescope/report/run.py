@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..model import NumericsCheck
+from ..model import NumericsCheck, made_entry
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a steady-state figure as noisy
 
@@ -107,6 +107,11 @@ class CompileRow:
     exclusive_s: tuple[tuple[str, float], ...]  # (phase, seconds) that add up to compile_s
     start_us: int | None
     with_backward_s: float | None = None  # compile_s + backward_s: the frame compile's whole time
+
+    @property
+    def made_entry(self) -> bool:
+        """The attempt compiled and left a cache entry (not failed, not refused)."""
+        return made_entry(self.outcome)
 
 
 @dataclass(frozen=True)

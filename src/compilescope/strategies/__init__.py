@@ -1,11 +1,13 @@
 """Compile strategies: one registry entry each, turning a built workload into a callable.
 
-The runner, the CLI and the option parsers know nothing of individual strategies; a new
-strategy is one :func:`register` call at the end of this file (its functions above it, or in
-a module of its own as :mod:`.bucket`): its name, what it does, the options only it reads
-(``takes``), how to check them, when it is unavailable, and how to prepare a target. A
-strategy may declare itself unavailable for a workload or for the installed torch (with the
-reason), which the runner records instead of failing.
+The runner, the CLI, the forecast and the warm-up planner know nothing of individual
+strategies by name; a new strategy is one :func:`register` call at the end of this file (its
+functions above it, or in a module of its own as :mod:`.bucket`): its name, what it does,
+how ``torch.compile`` treats sizes under it (``dynamic``, a :data:`DynamicMode`; ``static``
+follows from it), the options only it reads (``takes``), how to check them, when it is
+unavailable, and how to prepare a target. A strategy may declare itself unavailable for a
+workload or for the installed torch (with the reason), which the runner records instead of
+failing.
 
 Importing this module does not import torch (``--help`` lists the names): each function
 imports torch when it runs.
@@ -19,9 +21,7 @@ import inspect
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..collect.graphs import GraphRunLog
 from ..errors import OptionError
@@ -87,6 +87,14 @@ Prepare = Callable[[Callable[..., Any], StrategyOptions, PrepareContext], Prepar
 Unavailable = Callable[[Callable[..., Any], StrategyOptions], "str | None"]
 
 
+DynamicMode = Literal["none", "automatic", "static", "dynamic", "marked"]
+"""How ``torch.compile`` treats input sizes under a strategy: ``none`` (it compiles nothing),
+``automatic`` (``dynamic=None``: static first, a size that changes becomes dynamic),
+``static`` (``dynamic=False``: each graph accepts only the sizes it was traced for),
+``dynamic`` (``dynamic=True``: every size symbolic from the first compile), ``marked`` (the
+dims the options name are dynamic, the rest automatic)."""
+
+
 @dataclass(frozen=True)
 class Strategy:
     name: str
@@ -96,6 +104,18 @@ class Strategy:
     validate: Callable[[StrategyOptions], None] | None = None
     unavailable: Unavailable | None = None
     takes: tuple[str, ...] = ()  # options only this strategy reads ("marks", "dynamic_sources")
+    dynamic: DynamicMode = "automatic"
+    dynamic_with_marks: DynamicMode | None = None  # the mode when marks are given, where they change it
+
+    def mode(self, options: StrategyOptions | None = None) -> DynamicMode:
+        """The dynamic mode under ``options``."""
+        if options is not None and options.marks and self.dynamic_with_marks is not None:
+            return self.dynamic_with_marks
+        return self.dynamic
+
+    def static(self, options: StrategyOptions | None = None) -> bool:
+        """Each graph accepts only the sizes it was traced for."""
+        return self.mode(options) == "static"
 
 
 _REGISTRY: dict[str, Strategy] = {}
@@ -141,11 +161,21 @@ def _closing(scope: contextlib.AbstractContextManager[Any]) -> Callable[[], None
     return lambda: scope.__exit__(None, None, None)
 
 
-def _compiled(dynamic: bool | None) -> Prepare:
+TORCH_DYNAMIC: dict[DynamicMode, bool | None] = {"automatic": None, "static": False, "dynamic": True, "marked": None}
+"""The ``dynamic=`` argument of ``torch.compile`` each mode compiles with."""
+
+
+def _compiled(mode: DynamicMode) -> Prepare:
     def prepare(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-        return Prepared(ctx.compile(target, options, dynamic=dynamic))
+        return Prepared(ctx.compile(target, options, dynamic=TORCH_DYNAMIC[mode]))
 
     return prepare
+
+
+def _plain(name: str, description: str, mode: DynamicMode) -> Strategy:
+    """A strategy that is ``torch.compile`` with the ``dynamic=`` of its mode, nothing else."""
+    return Strategy(name, description, compiles=True, prepare=_compiled(mode), validate=_validate_compile,
+                    dynamic=mode)
 
 
 def apply_marks(marks: tuple[MarkSpec, ...], arguments: Mapping[str, Any]) -> None:
@@ -336,25 +366,27 @@ def _prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: P
     return prepare_bucket(target, options, ctx)
 
 
-register(Strategy("eager", "no compilation: the baseline", compiles=False, prepare=lambda t, o, c: Prepared(t)))
-register(Strategy("default", "torch.compile(dynamic=None): static first, automatic dynamic after a size change",
-                  compiles=True, prepare=_compiled(None), validate=_validate_compile))
-register(Strategy("static", "torch.compile(dynamic=False): one graph per distinct shape",
-                  compiles=True, prepare=_compiled(False), validate=_validate_compile))
-register(Strategy("dynamic", "torch.compile(dynamic=True): symbolic sizes from the first compile",
-                  compiles=True, prepare=_compiled(True), validate=_validate_compile))
+register(Strategy("eager", "no compilation: the baseline", compiles=False, prepare=lambda t, o, c: Prepared(t),
+                  dynamic="none"))
+register(_plain("default", "torch.compile(dynamic=None): static first, automatic dynamic after a size change",
+                "automatic"))
+register(_plain("static", "torch.compile(dynamic=False): one graph per distinct shape", "static"))
+register(_plain("dynamic", "torch.compile(dynamic=True): symbolic sizes from the first compile", "dynamic"))
 register(Strategy("mark-dynamic", "torch.compile + torch._dynamo.mark_dynamic(input, dim, min, max) before each call",
-                  compiles=True, prepare=_prepare_mark_dynamic, validate=_needs_marks("mark-dynamic"), takes=("marks",)))
+                  compiles=True, prepare=_prepare_mark_dynamic, validate=_needs_marks("mark-dynamic"), takes=("marks",),
+                  dynamic="marked"))
 register(Strategy("dynamic-sources", "torch.compile with torch.compiler.config dynamic_sources (e.g. L['x']:0)",
                   compiles=True, prepare=_prepare_dynamic_sources, validate=_validate_dynamic_sources,
-                  unavailable=_dynamic_sources_unavailable, takes=("dynamic_sources",)))
+                  unavailable=_dynamic_sources_unavailable, takes=("dynamic_sources",), dynamic="marked"))
 register(Strategy("regional", "compile each instance of the repeated block in place; the rest runs eager",
                   compiles=True, prepare=_prepare_regional, validate=_validate_compile,
-                  unavailable=_block_unavailable))
+                  unavailable=_block_unavailable, dynamic="automatic"))
 register(Strategy("nested", "compile the whole model with the repeated block in nested_compile_region",
-                  compiles=True, prepare=_prepare_nested, validate=_validate_compile, unavailable=_nested_unavailable))
+                  compiles=True, prepare=_prepare_nested, validate=_validate_compile, unavailable=_nested_unavailable,
+                  dynamic="automatic"))
 register(Strategy("bucket", "pad the varying dims up to bucket sizes, compile static, slice outputs back",
-                  compiles=True, prepare=_prepare_bucket, validate=_validate_compile))
+                  compiles=True, prepare=_prepare_bucket, validate=_validate_compile, dynamic="static",
+                  dynamic_with_marks="marked"))
 register(Strategy("shapes-spec", "torch.compile(shapes_spec=ParamsSpec) from --mark (unbacked dynamic dims)",
                   compiles=True, prepare=_prepare_shapes_spec, validate=_needs_marks("shapes-spec"),
-                  unavailable=_shapes_spec_unavailable, takes=("marks",)))
+                  unavailable=_shapes_spec_unavailable, takes=("marks",), dynamic="marked"))

@@ -80,8 +80,10 @@ def prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: Pr
         ]
     varying = {d for d in base if len({s.get(d) for s in ctx.stream}) > 1}
     input_dims = {d: t for d, t in input_dims.items() if d in varying}
-    marked = bool(options.marks)
-    compiled = ctx.compile(target, options, dynamic=None if marked else False)
+    from . import TORCH_DYNAMIC, get_strategy
+
+    marked = get_strategy("bucket").mode(options) == "marked"
+    compiled = ctx.compile(target, options, dynamic=TORCH_DYNAMIC["marked" if marked else "static"])
 
     def current_shape(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Shape:
         leaves = dict(_tensor_leaves(args, kwargs))

@@ -7,13 +7,15 @@ an already-compiled callable and says what each cost.
         serve(compiled)  # a covered shape compiling again raises when the block ends
 
 ``make_inputs(shape)`` builds one request's inputs from a plan shape (a dict such as
-``{"batch": 4, "seq": 32}``). The one rule for what it returns: a ``dict`` is keyword
-arguments; a pair ``(tuple, dict)`` is positional and keyword arguments; any other tuple or
-list is the positional arguments; anything else is the one positional argument.
+``{"batch": 4, "seq": 32}``), by the one rule a :class:`~compilescope.Workload`'s
+``make_inputs`` follows (:func:`compilescope.analysis.outcomes.call_arguments`): a ``dict``
+is keyword arguments; a pair ``(tuple, dict)`` is positional and keyword arguments; any
+other tuple or list is the positional arguments; anything else is the one positional argument.
 
 Compiles are counted as everywhere in compilescope (:mod:`compilescope.analysis.counts`,
 through :func:`compilescope.watch`'s capture): a refusal at the recompile limit is not a
-compile, and a shape *hits* when it neither compiled nor was refused.
+compile, and a shape *hits* when its call's outcome
+(:func:`compilescope.analysis.outcomes.classify`) is a hit: it neither compiled nor was refused.
 
 ``strict=True`` keeps a watch installed after the warm-up with the plan as its budget: zero
 compiles for the shapes the plan covers. A later compile of a covered shape (the same
@@ -39,6 +41,7 @@ from typing import Any
 
 from .. import compat
 from ..analysis.counts import count_compiles
+from ..analysis.outcomes import RequestOutcome, call_arguments, classify, limit_in_force
 from ..errors import OptionError
 from ..model import CompileRecord, Shape, shape_label
 from ..watch import RecompileBudgetExceeded, Watch, compile_lines, deliver_pending
@@ -49,28 +52,18 @@ MakeInputs = Callable[[Shape], Any]
 
 @dataclass(frozen=True)
 class WarmedShape:
-    """One start-up call: its wall seconds, the frame compiles it made, whether it hit."""
+    """One start-up call: its wall seconds, the frame compiles it made, its outcome."""
 
     shape: Shape
     seconds: float
     compiles: int
     refused: int
     compile_ids: tuple[str, ...]
+    outcome: RequestOutcome = RequestOutcome.HIT
 
     @property
     def hit(self) -> bool:
-        return not self.compiles and not self.refused
-
-
-def split_inputs(inputs: Any) -> tuple[tuple[Any, ...], dict[str, Any]]:
-    """The module docstring's rule: dict → kwargs; (tuple, dict) → both; tuple/list → args."""
-    if isinstance(inputs, dict):
-        return (), dict(inputs)
-    if isinstance(inputs, tuple) and len(inputs) == 2 and isinstance(inputs[0], tuple) and isinstance(inputs[1], dict):
-        return inputs[0], dict(inputs[1])
-    if isinstance(inputs, (tuple, list)):
-        return tuple(inputs), {}
-    return (inputs,), {}
+        return self.outcome is RequestOutcome.HIT
 
 
 def _resolve(plan: WarmupPlan | StrategyPlan, strategy: str | None) -> StrategyPlan:
@@ -205,9 +198,9 @@ class PlanWatch(Watch):
         super()._take(records, breaks, owners)
         for r in (r for r in records if self._matches(r, owners)):  # the warmed callable's compiles only
             shape = self.covered.get(self._current) if self._current is not None else None
-            if shape is not None and (r.is_compile or r.refused):
+            if shape is not None:  # every record is a compile or a refusal: each one is over budget
                 self.violations.append((shape, r))
-            elif r.is_compile or r.refused:
+            else:
                 self.uncovered.append(r)
 
     def start_plan(self) -> PlanWatch:
@@ -313,7 +306,7 @@ def _inputs(make_inputs: MakeInputs, shape: Shape, workload: str) -> tuple[tuple
     if wrong:
         raise OptionError(f"make_inputs({dict(shape)}) returned {wrong}: return the call's inputs — a tensor, a "
                           f"tuple or list of arguments, a dict of keyword arguments, or (args, kwargs){made}"[:300])
-    return split_inputs(inputs)
+    return call_arguments(inputs)
 
 
 def _not_inputs(inputs: Any) -> str:
@@ -343,7 +336,7 @@ def _call(fn: Any, make_inputs: MakeInputs, shape: Shape, watch: Watch, workload
     mine = watch.records[seen:]
     counts = count_compiles(mine)
     return WarmedShape(dict(shape), seconds, counts.compiles, counts.refused,
-                       tuple(str(r.compile_id) for r in mine if r.is_compile))
+                       tuple(str(r.compile_id) for r in mine if r.is_compile), classify(mine))
 
 
 def _covered(fn: Any, sp: StrategyPlan, make_inputs: MakeInputs, workload: str = "") -> dict[str, Shape]:
@@ -389,7 +382,7 @@ def warm_up(fn: Callable[..., Any], plan: WarmupPlan | StrategyPlan | str | Path
         raise OptionError(f"warm_up: make_inputs is a {type(make_inputs).__name__}, not a function of a shape")
     chosen = _artifacts_file(plan, folder, sp, artifacts)
     _check_origin(plan, workload, chosen is not None)
-    in_force = recompile_limit if recompile_limit is not None else compat.recompile_limit_value()
+    in_force = limit_in_force(recompile_limit)
     note = check_limit(sp, in_force, set_limit and recompile_limit is None)
     load_s = _load_artifacts(chosen)
     workload = plan.workload if isinstance(plan, WarmupPlan) else ""  # named when make_inputs fails

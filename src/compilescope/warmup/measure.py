@@ -25,7 +25,7 @@ from ..errors import OptionError
 from ..execute.executor import Capabilities, Executor
 from ..execute.scheduler import PlannedTrial, cache_key, plan_trials, run_plan
 from ..execute.task import CallCallback, TrialOutcome, TrialTask
-from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key
+from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key, shape_label
 from ..paths import write_atomic
 from ..report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, Verdict, VerdictRow, WarmupReport
 from ..stream import distinct_shapes
@@ -79,27 +79,18 @@ def trial_plan(plan: WarmupPlan, stream: tuple[Shape, ...], caches: Sequence[str
     return items
 
 
-def _label(shape: Shape) -> str:
-    return str(next(iter(shape.values()))) if len(shape) == 1 else ",".join(f"{k}={v}" for k, v in shape.items())
-
-
 def after_startup(trial: TrialResult) -> tuple[AfterStartup, ...]:
-    """The stream requests that compiled a frame or ran eagerly, with the guards that failed."""
-    from ..collect.graphs import eager_frames
+    """The stream requests that compiled a frame or ran eagerly, with the guards that failed:
+    each compile and refusal a request caused, or its eager fallback when it caused none."""
+    from ..analysis.outcomes import classify_calls
 
-    by_call: dict[int, list[Any]] = {}
-    for r in trial.compiles:
-        if r.phase == "stream" and r.call_index is not None and (r.is_compile or r.refused):
-            by_call.setdefault(r.call_index, []).append(r)
-    partly = eager_frames(trial.calls, trial.compiles)
     out = []
-    for c in trial.calls:
-        records = by_call.get(c.index, [])
-        for r in records:
+    for c in classify_calls(trial.calls, trial.compiles):
+        for r in c.records:
             what = f"compile {r.compile_id}" if r.is_compile else f"refused {r.compile_id} (recompile limit): eager"
-            out.append(AfterStartup(c.index, _label(c.shape), what, tuple(r.reasons)))
-        if not records and (c.ran_eagerly or c.index in partly):
-            out.append(AfterStartup(c.index, _label(c.shape), "eager fallback"))
+            out.append(AfterStartup(c.call.index, shape_label(c.call.shape), what, tuple(r.reasons)))
+        if not c.records and c.outcome.ran_eagerly:
+            out.append(AfterStartup(c.call.index, shape_label(c.call.shape), "eager fallback"))
     return tuple(out)
 
 
@@ -125,24 +116,23 @@ SteadyRow = tuple[float | None, float | None, float | None, int, tuple[str, ...]
 def steady_row(trial: TrialResult | None, recorded: Sequence[Shape]) -> SteadyRow:
     """Steady state per request: each shape's median (and quartiles) weighted by how often the
     recording has the shape; the shapes without samples, with why."""
-    from ..analysis.regimes import summarize_samples
+    from ..analysis.regimes import summarize_samples, weighted_mean
 
     if trial is None or not trial.steady:
         return None, None, None, 0, ("no steady-state samples",)
     weights = Counter(shape_key(s) for s in recorded)
-    total = q1 = q3 = 0.0
-    n, counted, missing = 0, 0, []
+    measured, missing = [], []
     for s in trial.steady:
         stats = summarize_samples(s.compiled_s)
         if stats is None or s.error or s.ran_eagerly:
-            missing.append(f"{_label(s.shape)}: {s.error or ('ran eagerly' if s.ran_eagerly else 'no samples')}")
+            missing.append(f"{shape_label(s.shape)}: {s.error or ('ran eagerly' if s.ran_eagerly else 'no samples')}")
             continue
-        w = weights.get(shape_key(s.shape), 0)
-        total, q1, q3 = total + w * stats.median, q1 + w * stats.q1, q3 + w * stats.q3
-        n, counted = n + 1, counted + w
-    if not counted:
-        return None, None, None, n, tuple(missing)
-    return total / counted, q1 / counted, q3 / counted, n, tuple(missing)
+        measured.append((stats, weights.get(shape_key(s.shape), 0)))
+    w = [n for _, n in measured]
+    if not sum(w):
+        return None, None, None, len(measured), tuple(missing)
+    return (weighted_mean([st.median for st, _ in measured], w), weighted_mean([st.q1 for st, _ in measured], w),
+            weighted_mean([st.q3 for st, _ in measured], w), len(measured), tuple(missing))
 
 
 def _rows(measured: Sequence[StrategyMeasured], lifetime: int) -> list[VerdictRow]:
@@ -166,6 +156,7 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
             cache: str = "cold") -> Verdict | None:
     """Which strategy pays over the lifetime: start-up (``cache`` start) + lifetime × steady per
     request; a strategy whose plan compiled after start-up is ranked after those that held."""
+    from ..analysis.outcomes import within_tolerance
     from ..analysis.regimes import TOLERANCE, iqr_separated
     from ..units import fmt_time
 
@@ -191,7 +182,7 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
     if len(ranked) > 1:
         other = ranked[1]
         why += f", against {other.strategy}'s {fmt_time(other.total_s)}"
-        if other.total_s <= best.total_s * (1 + TOLERANCE) and (other.strategy in held) == (best.strategy in held):
+        if within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
             why += f" (within {TOLERANCE:.0%}: a tie)"
         if other.strategy not in same:  # a break-even of steady states within noise is no figure
             why += _break_even(best, other) + _break_even(other, best)

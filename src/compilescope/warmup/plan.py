@@ -12,7 +12,8 @@ measured (:mod:`compilescope.warmup.measure`) or verified on a held-out stream:
    nothing (and run nothing eagerly) after the list;
 3. make it smallest: drop each shape in turn, latest first, keeping a drop when the replay
    still compiles nothing after start-up, within :data:`MAX_DRY_RUNS` dry runs — skipped for a
-   static strategy, where each graph accepts only its own sizes (so no drop can hold);
+   static strategy (:meth:`Strategy.static <compilescope.strategies.Strategy.static>`), where
+   each graph accepts only its own sizes (so no drop can hold);
 4. record the cache entries one frame needs and the ``recompile_limit`` that takes (``None``
    when PyTorch's default suffices; never raised silently: the plan's notes say it).
 """
@@ -26,15 +27,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import compat
+from ..analysis.outcomes import limit_in_force
 from ..errors import OptionError
 from ..model import MeasureOptions, Shape, StrategyOptions, shape_key
 from ..stream import distinct_shapes
+from ..strategies import get_strategy
 from .planfile import StrategyPlan, Uncovered, WarmupPlan
 
 DEFAULT_PLAN_STRATEGIES = ("default", "static", "dynamic")
 MAX_DRY_RUNS = 16  # the drop-each-shape check's bound, per strategy
 MAX_REPAIRS = 3  # rounds of adding still-compiling shapes when the first list does not hold
-STATIC = frozenset({"static"})  # strategies whose graphs accept only the sizes they were traced for
 
 
 @dataclass(frozen=True)
@@ -71,9 +73,22 @@ class _Missed(Exception):
 
 
 def _stop_at_miss(k: int) -> Any:
+    """A dry trial's sink that stops at the first call from ``k`` on that does not hit (in the
+    forecast's words, :func:`~compilescope.analysis.outcomes.forecast_word`)."""
+    from ..analysis.outcomes import classify_calls, forecast_word
+
+    calls: list[Any] = []
+    records: list[Any] = []
+
     def sink(record: Any, compiles: Any, breaks: Any) -> None:
-        if record.index >= k and record.error is None and (record.compile_ids or record.ran_eagerly):
-            raise _Missed(dict(record.shape), "compile" if record.compile_ids else "eager")
+        calls.append(record)
+        records.extend(compiles)
+        if record.index < k:
+            return
+        seen = classify_calls(calls, records)[-1]
+        word = forecast_word(seen.outcome, bool(seen.made))
+        if word in ("compile", "eager"):
+            raise _Missed(dict(record.shape), word)
     return sink
 
 
@@ -97,7 +112,7 @@ def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct:
     observed, _ = dry_outcomes(trial)
     if len(observed) != len(shapes):
         raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(shapes)} calls")
-    limit = options.recompile_limit if options.recompile_limit is not None else compat.recompile_limit_value()
+    limit = limit_in_force(options.recompile_limit)
     k = len(startup)
     after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, o.guards, o.error, limit))
                   for i, o in enumerate(observed[k:]))
@@ -140,7 +155,7 @@ def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequenc
         return start, ("one start-up shape: nothing to drop" if n else "no start-up shape needed")
     if not start.holds:
         return start, "not checked: the list does not keep every recorded shape off the request path"
-    if strategy in STATIC:
+    if get_strategy(strategy).static(options):
         return start, (f"not checked by dry run: under {strategy} each of the {n} start-up shapes is the only graph "
                        "accepting its sizes (a static entry accepts only the sizes it was traced for), so no drop can "
                        "hold")
@@ -179,7 +194,7 @@ def _limit_needed(frame_entries: int, default: int) -> int | None:
 def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
                   max_dry_runs: int = MAX_DRY_RUNS) -> StrategyPlan | str:
     """One strategy's plan, or why the strategy cannot have one for this workload."""
-    default = compat.recompile_limit_value()
+    default = limit_in_force(None)
     distinct = distinct_shapes(tuple(stream))
     given = options.recompile_limit
     # plan under the limit asked for, else under one high enough to refuse nothing
@@ -231,7 +246,6 @@ def plan_warmup(
     :class:`~compilescope.errors.CompilescopeError` on bad input."""
     from ..prepare import prepare_run
     from ..forecast.engine import DRY_BACKENDS, dry_note
-    from ..strategies import get_strategy
 
     if backend not in DRY_BACKENDS:
         raise OptionError(f"warmup backend {backend!r}: use one of {', '.join(DRY_BACKENDS)}")

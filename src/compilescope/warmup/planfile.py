@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from ..analysis.outcomes import limit_in_force
 from ..errors import OptionError, ResultsError
 from ..model import SCHEMA_VERSION, Shape, StrategyOptions, shape_key
 
@@ -46,7 +47,7 @@ class StrategyPlan:
     compiles: int = 0
     frame_entries: int = 0
     recompile_limit: int | None = None
-    recompile_limit_default: int = 8
+    recompile_limit_default: int = field(default_factory=lambda: limit_in_force(None))  # PyTorch's, where planned
     minimal: str = ""
 
     def covered(self, shape: Shape) -> bool:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from .. import compat
 from ..analysis.counts import count_compiles
+from ..analysis.regimes import percentile
 from ..errors import OptionError
 from ..execute.executor import Executor
 from ..forecast.engine import DRY_BACKENDS, Observed, forecast_strategy, request_outcomes
@@ -83,17 +84,6 @@ def _run(specs: list[TrialSpec], executor: Executor | None, timeout_s: float) ->
 
 
 FEW = 20  # held-out requests below which the percentiles are said to be read with care
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The ``q``-th percentile (0..100), linear between the closest ranks (numpy's default)."""
-    if not values:
-        return None
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low = int(rank)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def latency(trial: TrialResult, observed: list[Observed]) -> Latency:

@@ -12,7 +12,7 @@ import compilescope
 from compilescope.errors import CompilescopeError, OptionError
 from compilescope.model import StrategyOptions
 from compilescope.warmup import StrategyPlan, Uncovered, WarmupPlan, save_plan
-from compilescope.warmup.api import split_inputs
+from compilescope.analysis.outcomes import call_arguments as split_inputs
 
 
 def sincos(x):
