@@ -141,6 +141,23 @@ def tolerance_tests(tree: ast.Module) -> list[int]:
     return sorted(set(lines))
 
 
+def strategy_name_matches(tree: ast.Module) -> list[int]:
+    """The lines comparing a strategy's name with a registered name (what a strategy does is
+    its descriptor's: ``Strategy.dynamic``, ``static()``, ``compiles``, ``takes``)."""
+    from compilescope.strategies import strategy_names
+
+    names = set(strategy_names())
+    lines = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Compare):
+            sides = [n.left, *n.comparators]
+            about = any("strategy" in name.lower() for s in sides for name in _names(s))
+            literal = {c.value for s in sides for c in ast.walk(s) if isinstance(c, ast.Constant)}
+            if about and literal & names:
+                lines.append(n.lineno)
+    return lines
+
+
 SECOND = {
     "a classifier": '''
 def status(call, records):
@@ -157,6 +174,7 @@ def status(call, records):
     "a tolerance test": "if abs(w - 1) <= TOLERANCE:\n    pass\n",
     "a tolerance product": "tie = a <= b * (1 + TOLERANCE)\n",
     "an outcome comparison": 'made = [r for r in records if r.outcome == "compiled"]\n',
+    "a strategy by name": 'if strategy in ("default", "dynamic"):\n    pass\n',
 }
 
 
@@ -165,7 +183,7 @@ def test_the_detectors_catch_what_they_forbid():
         "a classifier": classifiers, "a ternary classifier": classifiers, "a repeat rule": classifiers,
         "a literal limit": literal_limits, "a literal default": literal_limits,
         "a tolerance test": tolerance_tests, "a tolerance product": tolerance_tests,
-        "an outcome comparison": outcome_comparisons,
+        "an outcome comparison": outcome_comparisons, "a strategy by name": strategy_name_matches,
     }
     for what, code in SECOND.items():
         assert found[what](ast.parse(code)), what
@@ -234,3 +252,9 @@ def _code(fn: ast.FunctionDef) -> list[ast.stmt]:
     if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
         body = body[1:]
     return body
+
+
+def test_forecast_and_warm_up_read_strategy_descriptors_not_names():
+    found = [f"{name}:{line}" for name, tree in _modules() if name.startswith(("forecast/", "warmup/"))
+             for line in strategy_name_matches(tree)]
+    assert not found, f"a strategy's behaviour matched by its name (read Strategy.dynamic / static()): {found}"

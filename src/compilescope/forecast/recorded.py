@@ -480,14 +480,15 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
     started = time.perf_counter()
     if not Path(results).is_file():
         raise OptionError(f"--from-results {str(results)!r} is not a file")
+    from ..strategies import get_strategy, strategy_names
+
     result = load(results)
-    present = [t.spec.strategy for t in getattr(result, "trials", ()) if t.spec.strategy != "eager"]
+    baseline = {n for n in strategy_names() if not get_strategy(n).compiles}  # what compiles nothing has no guards
+    present = [t.spec.strategy for t in getattr(result, "trials", ()) if t.spec.strategy not in baseline]
     asked = strategies if strategies is not None else (",".join(dict.fromkeys(present)) or "default")
     loaded, base, names = prepare_run(workload, stream, asked, measure=MeasureOptions(device="cpu"))
     if isinstance(result, RunResult) and result.workload != base.workload:
         raise OptionError(f"{results} measured workload {result.workload!r}, not {base.workload!r}")
-    from ..strategies import get_strategy
-
     names = tuple(n for n in names if get_strategy(n).compiles)
     trials = recorded_trials(result, names, function, str(results))
     missing = [n for n in names if n not in trials]
