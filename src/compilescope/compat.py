@@ -655,7 +655,9 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
 def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
     """Apply setting-only remedies for a whole program and return their undo — checked on
     2.13.0: ``dynamic_sources`` lives in ``torch.compiler.config``; ``recompile_limit``,
-    ``automatic_dynamic_shapes`` and ``assume_static_by_default`` in ``torch._dynamo.config``;
+    ``automatic_dynamic_shapes``, ``assume_static_by_default`` and the two settings PyTorch's
+    graph-break hints name (``capture_dynamic_output_shape_ops``, ``capture_scalar_outputs``)
+    in ``torch._dynamo.config``;
     ``inductor.NAME`` in ``torch._inductor.config``. An unknown name raises ``KeyError``."""
     import contextlib
 
@@ -666,7 +668,8 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
         for key, value in settings.items():
             if key == "dynamic_sources":
                 stack.enter_context(torch.compiler.config.patch(dynamic_sources=value))
-            elif key in ("recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default"):
+            elif key in ("recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
+                         "capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
                 stack.enter_context(torch._dynamo.config.patch(**{key: value}))
             elif key.startswith("inductor.") and hasattr(inductor_config, key.removeprefix("inductor.")):
                 stack.enter_context(inductor_config.patch(**{key.removeprefix("inductor."): value}))

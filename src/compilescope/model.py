@@ -398,6 +398,7 @@ class StrategyOptions:
     dynamic_sources: str | None = None
     block: str | None = None
     buckets: tuple[int, ...] = ()  # empty: powers of two
+    config: str = ""  # Dynamo settings for the whole trial, "NAME=VALUE,…" (advise measures PyTorch's own hints)
 
 
 @dataclass(frozen=True)

@@ -224,11 +224,15 @@ def check_writable(path: Path, what: str) -> None:
     check_output(path, what)
 
 
+SETTINGS = ("dynamic_sources", "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
+            "capture_dynamic_output_shape_ops", "capture_scalar_outputs")  # and inductor.NAME (compat.patch_settings)
+
+
 def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
     """``NAME=VALUE`` items (``probe --config``): VALUE as JSON when it parses, else text."""
     import json
 
-    known = ("dynamic_sources", "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default")
+    known = SETTINGS
     out: dict[str, object] = {}
     for item in items:
         name, sep, value = item.partition("=")

@@ -72,6 +72,7 @@ def _reading(path: Path, wait_s: float) -> Iterator[None]:
 
 
 KEY_FIELDS_ADDED: dict[str, object] = {"startup": []}  # a TrialSpec field → its default, as data
+OPTION_FIELDS_ADDED: dict[str, object] = {"config": ""}  # a StrategyOptions field → its default, as data
 
 
 def trial_key(spec: TrialSpec, torch_version: str) -> str:
@@ -82,6 +83,9 @@ def trial_key(spec: TrialSpec, torch_version: str) -> str:
     for name in KEY_FIELDS_ADDED:
         if data.get(name) == KEY_FIELDS_ADDED[name]:
             del data[name]
+    for name, default in OPTION_FIELDS_ADDED.items():
+        if isinstance(data.get("options"), dict) and data["options"].get(name) == default:
+            del data["options"][name]
     text = json.dumps({"spec": data, "torch": torch_version, "device": spec.measure.device}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 

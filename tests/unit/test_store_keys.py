@@ -7,12 +7,14 @@ import json
 
 from compilescope.model import StrategyOptions, TrialSpec
 from compilescope.schema import to_data
-from compilescope.store import KEY_FIELDS_ADDED, trial_key
+from compilescope.store import KEY_FIELDS_ADDED, OPTION_FIELDS_ADDED, trial_key
 
 
 def _key_without(spec: TrialSpec, fields: set[str]) -> str:
-    """The key as a compilescope whose TrialSpec had none of ``fields`` computed it."""
+    """The key as a compilescope whose TrialSpec (and StrategyOptions) had none of ``fields``
+    (and :data:`OPTION_FIELDS_ADDED`) computed it."""
     data = {k: v for k, v in to_data(spec).items() if k not in fields}
+    data["options"] = {k: v for k, v in data["options"].items() if k not in OPTION_FIELDS_ADDED}
     text = json.dumps({"spec": data, "torch": "2.13.0", "device": spec.measure.device}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
@@ -31,3 +33,10 @@ def test_an_added_field_with_a_value_makes_another_trial():
 def test_every_added_field_default_is_the_specs_own():
     spec = to_data(TrialSpec("sincos", "default", "cold", ({"n": 16},)))
     assert {name: spec[name] for name in KEY_FIELDS_ADDED} == KEY_FIELDS_ADDED
+
+
+def test_an_options_field_added_keeps_older_keys_and_its_value_makes_another_trial():
+    spec = TrialSpec("sincos", "default", "cold", ({"n": 16},), StrategyOptions(backend="eager"))
+    hinted = dataclasses.replace(spec, options=StrategyOptions(backend="eager", config="capture_scalar_outputs=True"))
+    assert trial_key(hinted, "2.13.0") != trial_key(spec, "2.13.0")
+    assert {n: to_data(spec)["options"][n] for n in OPTION_FIELDS_ADDED} == OPTION_FIELDS_ADDED

@@ -201,7 +201,7 @@ _PINNED = re.compile(r"==\s*-?\d+\s*$")
 
 
 def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequence[str] = (),
-                  padding_rejected: str = "") -> str:
+                  padding_rejected: str = "", padding_accepted: str = "") -> str:
     """What can remove relation guards: they exist because the dims are already dynamic, so
     marking dims dynamic cannot. Each step is read from the guards themselves: the multiple
     to pad to from the ``// N`` they use (unless padding was measured and rejected:
@@ -213,7 +213,9 @@ def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequ
     dims = ", ".join(involves) or "the dims they name"
     steps = []
     if multiple is not None and not pinned:
-        if padding_rejected:
+        if padding_accepted:
+            steps.append(f"padding {dims} to a multiple of {multiple} was measured and kept ({padding_accepted})")
+        elif padding_rejected:
             steps.append(f"padding {dims} to a multiple of {multiple} was measured and rejected ({padding_rejected})")
         else:
             steps.append(f"pad {dims} to a multiple of {multiple} (parity/divisibility guards then always hold)")

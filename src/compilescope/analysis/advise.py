@@ -11,7 +11,10 @@ then judge the proposals by their measured trials — nothing is recommended unm
   distinct shapes) when the stream has more shapes than the limit;
 * causes no shape setting fixes (dtype, rank, requires_grad, grad mode, Python values, module
   attributes, globals, containers, 0/1 specialisation, a size threshold) → the code-level
-  remedy, listed as unmeasured (and never one that was measured and rejected).
+  remedy, listed as unmeasured (and never one that was measured and rejected);
+* PyTorch's own hints: a graph break whose text says to set a Dynamo setting
+  (``capture_dynamic_output_shape_ops``, ``capture_scalar_outputs``) → the default run under
+  that setting, which must reduce the graph breaks or the compiles.
 
 Only the inputs the caller passes are marked: a guard on a frame temporary (``___stack0``
 in a resume frame) or on a parameter path is no source a user can name. Each proposal's
@@ -29,6 +32,7 @@ default, a proposal or no compilation — and of candidates within the noise (th
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
@@ -156,7 +160,31 @@ def propose(
     proposals += _distribution_proposals(base, sizes, ranks, _dynamic_slower(default_report, static),
                                          stream_values, max_waste)
     proposals += _block_proposals(default, records, base, block)
+    proposals += hint_proposals(default, base)
     return proposals, fixes
+
+
+HINT = re.compile(r"torch\._dynamo\.config\.(\w+)\s*=\s*(True|False)")
+HINTED = ("capture_dynamic_output_shape_ops", "capture_scalar_outputs")  # settings a trial can run under
+
+
+def hint_proposals(default: TrialResult, base: StrategyOptions) -> list[Proposal]:
+    """PyTorch's own hints, measured: a graph break whose text says to set a Dynamo setting
+    (``torch._dynamo.config.capture_dynamic_output_shape_ops = True``) becomes a proposal that
+    runs the default under that setting; it must reduce the graph breaks or the compiles."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for b in default.graph_breaks:
+        for name, value in HINT.findall(b.reason or ""):
+            if name in HINTED:
+                found.setdefault((name, value), []).append(b.reason.strip().splitlines()[0][:120])
+    out = []
+    for (name, value), reasons in found.items():
+        setting = f"{name}={value}"
+        why = f"PyTorch's hint on {len(reasons)} graph break(s): {list(dict.fromkeys(reasons))[0]}"
+        out.append(Proposal(setting, "default", replace(base, config=setting), (why,),
+                            Snippet(f"torch._dynamo.config.{name} = {value}\ncompiled = {_compile_call(base)}"),
+                            target="breaks"))
+    return out
 
 
 def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[str, ...],
@@ -359,10 +387,75 @@ def entries_per_frame(t: TrialReport) -> dict[str, int]:
     return {names[k]: v for k, v in out.items()}
 
 
+def _bounded(r: Judged) -> bool:
+    """A proposal whose marks carry a range taken from the sizes the stream happened to feed."""
+    return (r.proposal is not None and r.proposal.strategy == "mark-dynamic"
+            and any(m.min is not None or m.max is not None for m in r.proposal.options.marks))
+
+
+def _pick(candidates: list[Judged], scores: Mapping[int, float]) -> Judged:
+    """The candidate to recommend given each one's score (by index): the lowest, or of those
+    within the tolerance (the noise) of it the narrowest change — candidates are in order of
+    how narrow a change each is — save that a range taken from the few sizes seen is picked
+    only when nothing else is within the noise of it (a new size outside it raises or
+    recompiles)."""
+    lowest = min(scores.values())
+    near = [r for i, r in enumerate(candidates) if within_tolerance(scores[i], lowest)]
+    return next((r for r in near if not _bounded(r)), near[0])
+
+
+HORIZON_MAX = 10 ** 12  # requests: beyond this no change of pick is looked for
+
+
+def horizon(candidates: list[Judged], objective: str, life: int, requests: int, given: bool) -> str:
+    """The horizon the pick was judged over and where it changes: ``total`` weighs the stream
+    and the rest of the lifetime at each candidate's steady cost, so a longer (or shorter)
+    lifetime can pick another candidate; the others do not depend on it."""
+    over = (f"{life:,} requests (--lifetime)" if given else
+            f"this {requests:,}-request stream (no --lifetime given)")
+    if objective != "total":
+        return f"judged on the stream's {objective}: the lifetime ({over}) does not change the pick"
+    if not candidates:
+        return f"judged over {over}"
+
+    def pick_at(n: int) -> Judged:
+        return _pick(candidates, {i: _score(replace(r, score=score(r.trial, objective, n)))
+                                  for i, r in enumerate(candidates)})
+
+    grid = sorted({requests, life, *(int(requests * 1.25 ** k) for k in range(200)
+                                      if requests * 1.25 ** k <= HORIZON_MAX), HORIZON_MAX})
+    changes: list[tuple[int, Judged]] = []
+    before = pick_at(grid[0])
+    for lo, hi in zip(grid, grid[1:]):
+        after = pick_at(hi)
+        if after.label != before.label:
+            while hi - lo > 1:  # the first request count at which the pick is the new one
+                mid = (lo + hi) // 2
+                if pick_at(mid).label == before.label:
+                    lo = mid
+                else:
+                    hi = mid
+            changes.append((hi, pick_at(hi)))
+        before = after
+    here = pick_at(life).label
+    text = f"judged over {over}: {here} is the pick"
+    later = [(n, r) for n, r in changes if n > life]
+    earlier = [(n, r) for n, r in changes if requests < n <= life]
+    if earlier:
+        n, _ = earlier[-1]
+        text += f" (from {n:,} requests; {pick_at(n - 1).label} below that)"
+    if later:
+        text += "; " + "; ".join(f"from {n:,} requests, {r.label}" for n, r in later[:3])
+    else:
+        text += "; a longer lifetime does not change it"
+    return text
+
+
 def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime: int | None,
           fixes: list[CodeFix], recompile_limit: int | None = None) -> AdviceReport:
     """Each measured proposal accepted or rejected with why; staying eager judged beside them;
-    the recommendation by the objective, ties (within the tolerance) to the narrowest change."""
+    every other trial the advice ran shown for reference; the recommendation by the objective,
+    ties (within the tolerance) to the narrowest change, with the horizon it was judged over."""
     life = lifetime if lifetime is not None else report.requests
     by_label = {t.label: t for t in report.trials}
     default = next((t for t in report.trials if t.strategy == "default"), None)
@@ -377,28 +470,24 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
             continue
         why = _rejection(t, default, p.target) or _at_limit(t, p, recompile_limit)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
-                           why or "measured: " + _gain(t, default)))
+                           why or "measured: " + _gain(t, default, p.target)))
     if eager is not None and eager.status == "ok" and not eager.call_errors:
         rows.append(Judged(eager.label, EAGER, eager, score(eager, objective, life), "accepted",
                            "no compilation: " + (f"{fmt_s(eager.stream_s)} over the stream" if eager.stream_s else
                                                  "the stream ran eagerly")))
+    shown = {r.label for r in rows}
+    for t in report.trials:  # every trial the advice ran is shown, a reference run included
+        if t.label not in shown:
+            rows.append(Judged(t.label, None, t, score(t, objective, life), "reference", _reference_why(t)))
     # candidates in order of how narrow a change each is: the default (none), the proposals
     # narrowest first, then not compiling at all
-    candidates = [r for r in rows if r.score is not None and r.trial.status == "ok"
+    candidates = [r for r in rows if r.score is not None and r.trial.status == "ok" and r.verdict != "reference"
                   and (r.proposal is None or r.verdict == "accepted")]
     recommendation, tie = None, ""
+    when = horizon(candidates, objective, life, report.requests, lifetime is not None)
     if candidates:
-        lowest = min(_score(r) for r in candidates)
-        best = next(r for r in candidates if within_tolerance(_score(r), lowest))
-        fastest = min(candidates, key=lambda r: (_score(r), candidates.index(r)))
-        if best is not fastest:
-            tie = (f"{best.label} is within {TOLERANCE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
-                   f"{fmt_s(fastest.score)}): the narrower change is preferred")
-        else:
-            runner = sorted((r for r in candidates if r is not best), key=lambda r: _score(r))
-            if runner and within_tolerance(_score(runner[0]), lowest):
-                tie = (f"{best.label} and {runner[0].label} are within {TOLERANCE:.0%} (the noise) of each other "
-                       f"({fmt_s(best.score)} against {fmt_s(runner[0].score)})")
+        best = _pick(candidates, {i: _score(r) for i, r in enumerate(candidates)})
+        tie = _tie(best, candidates)
         if best.proposal is EAGER:
             compiled = [r for r in candidates if r is not best]
             if compiled:
@@ -410,7 +499,31 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
             recommendation = replace(best, verdict="recommended")
             rows = [recommendation if r is best or (r.proposal is EAGER and best.proposal is EAGER) else r
                     for r in rows]
-    return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie)
+    return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie, when)
+
+
+def _tie(best: Judged, candidates: list[Judged]) -> str:
+    """Why ``best`` was picked when another candidate is within the noise of it ('' otherwise)."""
+    lowest = min(_score(r) for r in candidates)
+    fastest = min(candidates, key=lambda r: (_score(r), candidates.index(r)))
+    if best is not fastest and _bounded(fastest):
+        return (f"{fastest.label} is within {TOLERANCE:.0%} (the noise) of {best.label} ({fmt_s(fastest.score)} "
+                f"against {fmt_s(best.score)}), and its range is taken from the sizes this stream fed: "
+                f"{best.label} is preferred")
+    if best is not fastest:
+        return (f"{best.label} is within {TOLERANCE:.0%} (the noise) of {fastest.label} ({fmt_s(best.score)} against "
+                f"{fmt_s(fastest.score)}): the narrower change is preferred")
+    runner = sorted((r for r in candidates if r is not best), key=lambda r: _score(r))
+    if runner and within_tolerance(_score(runner[0]), lowest):
+        return (f"{best.label} and {runner[0].label} are within {TOLERANCE:.0%} (the noise) of each other "
+                f"({fmt_s(best.score)} against {fmt_s(runner[0].score)})")
+    return ""
+
+
+def _reference_why(t: TrialReport) -> str:
+    if t.strategy == "static":
+        return "measured for reference, not a proposal: are the dynamic graph's calls slower than static graphs'?"
+    return "measured for reference, not a proposal"
 
 
 def _score(r: Judged) -> float:
@@ -436,22 +549,30 @@ def _at_limit(t: TrialReport, p: Proposal, limit: int | None) -> str:
 
 
 def _checked_fixes(fixes: list[CodeFix], rows: list[Judged]) -> list[CodeFix]:
-    """A code-change hint that a measured proposal tried and that was rejected is not offered
-    again as unmeasured text: the relation hint then says how padding measured."""
-    rejected = [r for r in rows if r.verdict == "rejected" and r.proposal is not None
-                and r.proposal.strategy == "bucket" and r.proposal.name.startswith("multiples of")]
-    if not rejected:
+    """A code-change hint that a measured proposal tried is not offered again as unmeasured
+    text: one answer per cause. The relation hint says how padding measured — accepted when
+    any padded variant was (padded and marked dynamic, say), rejected only when every one was."""
+    padded = [r for r in rows if r.proposal is not None and r.proposal.strategy == "bucket"
+              and r.proposal.name.startswith("multiples of")]
+    if not padded:
         return fixes
-    how = "; ".join(f"{r.label}: {r.why}" for r in rejected)
+    kept = [r for r in padded if r.verdict in ("accepted", "recommended")]
+    if kept:
+        how = "; ".join(f"{r.label}: {r.verdict}" for r in kept)
+        return [replace(f, step=relation_step(f.relations, f.involves, f.lines, padding_accepted=how)) if f.relations
+                else f for f in fixes]
+    how = "; ".join(f"{r.label}: {r.why}" for r in padded if r.verdict == "rejected")
     return [replace(f, step=relation_step(f.relations, f.involves, f.lines, padding_rejected=how)) if f.relations
             else f for f in fixes]
 
 
-def _gain(t: TrialReport, default: TrialReport | None) -> str:
+def _gain(t: TrialReport, default: TrialReport | None, target: str = "recompiles") -> str:
     if default is None:
         return f"{t.stream.compiles} compile(s)"
     text = (f"{t.stream.compiles} compile(s) against {default.stream.compiles}, "
             f"{t.stream.recompiles} recompile(s) against {default.stream.recompiles}")
+    if target == "breaks" or len(t.graph_breaks) != len(default.graph_breaks):
+        text += f", {len(t.graph_breaks)} graph break(s) against {len(default.graph_breaks)}"
     if default.fallbacks or t.fallbacks:
         text += f", {t.fallbacks} request(s) eager against {default.fallbacks}"
     return text
@@ -480,6 +601,12 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
             return "did not reduce what it targets: its steady time per request is no lower than the default's"
         return ""
     if target == "total":
+        return ""
+    if target == "breaks":
+        if default is not None and len(t.graph_breaks) >= len(default.graph_breaks) \
+                and t.stream.compiles >= default.stream.compiles:
+            return (f"did not reduce what it targets: {len(t.graph_breaks)} graph break(s), {t.stream.compiles} "
+                    f"compile(s) against the default's {len(default.graph_breaks)} and {default.stream.compiles}")
         return ""
     if target == "fallbacks":
         if default is not None and default.fallbacks + default.partial_fallbacks == 0:

@@ -61,4 +61,6 @@ def advice_summary(advice: AdviceReport) -> dict[str, Any]:
             "label": rec.label, "code": rec.proposal.code if rec.proposal else None,
             "snippet": dataclasses.asdict(rec.proposal.snippet) if rec.proposal else None},
         "code_fixes": [{"cause": f.cause, "step": f.step} for f in advice.code_fixes],
+        "tie": advice.tie,
+        "horizon": advice.horizon,
     }

@@ -474,13 +474,14 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
         ("trial", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("compile time", "right"),
         ("stream total", "right"), ("fallbacks", "right"), ("numerics", "left"), ("score", "right"), ("why", "left")),
         keep=("verdict", "compiles (re)", "compile time", "stream total", "fallbacks", "numerics", "score"))
-    styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
+    styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim", "reference": "dim"}
     for row in advice.rows:
         t = row.trial
         numerics = "FAIL" if t.numerics_failed else (f"{t.numerics_checked} pass" if t.numerics_checked else "—")
         table.add_row(
             T(row.label), T(row.verdict, styles[row.verdict]), T(f"{t.stream.compiles} ({t.stream.recompiles})"),
-            T(fmt_time(t.stream.compile_s)), T(fmt_time(t.stream_s)), T(t.fallbacks), T(numerics),
+            T(fmt_time(t.stream.compile_s) if t.compiles_code else "—"), T(fmt_time(t.stream_s)), T(t.fallbacks),
+            T(numerics),
             T(fmt_time(row.score)), T(row.why),
         )
     parts: list[RenderableType] = [table]
@@ -499,6 +500,8 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
         parts.append(T("no measured proposal beat the default on this objective", "yellow"))
     if advice.tie:
         parts.append(T("  " + advice.tie, "yellow"))
+    if advice.horizon:
+        parts.append(T("  " + advice.horizon, "dim"))
     if advice.code_fixes:
         parts.append(T("needs a code change (not measured):", "bold"))
         for fix in advice.code_fixes:

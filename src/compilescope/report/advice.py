@@ -37,7 +37,7 @@ class Proposal:
     options: StrategyOptions
     addresses: tuple[str, ...]  # the causes it targets
     snippet: Snippet  # what to write to apply it
-    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total"] = "recompiles"  # what it must reduce
+    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total", "breaks"] = "recompiles"  # what it must reduce
     alternative: Snippet | None = None  # the same fix another way (a setting instead of a code change)
 
     @property
@@ -63,7 +63,7 @@ class Judged:
     proposal: Proposal | None  # None: the default baseline
     trial: TrialReport
     score: float | None
-    verdict: Literal["baseline", "recommended", "accepted", "rejected"]
+    verdict: Literal["baseline", "recommended", "accepted", "rejected", "reference"]  # reference: ran, not a candidate
     why: str
 
 
@@ -75,3 +75,4 @@ class AdviceReport:
     code_fixes: tuple[CodeFix, ...]
     recommendation: Judged | None
     tie: str = ""  # when the pick is within the noise of the runner-up: which, and by how much
+    horizon: str = ""  # the requests the pick was judged over, and from how many another is picked

@@ -143,12 +143,34 @@ def get_strategy(name: str) -> Strategy:
 
 
 def limit_scope(options: StrategyOptions) -> contextlib.AbstractContextManager[None]:
-    """Where ``torch.compile`` lacks ``recompile_limit=``, the runner patches the config for the trial."""
+    """The settings a trial runs under, patched for the whole trial: the recompile limit where
+    ``torch.compile`` lacks ``recompile_limit=``, and ``options.config`` (``NAME=VALUE,…``)."""
     from .. import compat
 
+    stack = contextlib.ExitStack()
     if options.recompile_limit is not None and not compat.compile_accepts("recompile_limit"):
-        return compat.recompile_limit(options.recompile_limit)
-    return contextlib.nullcontext()
+        stack.enter_context(compat.recompile_limit(options.recompile_limit))
+    if options.config:
+        stack.callback(compat.patch_settings(config_settings(options.config)))
+    return stack
+
+
+def config_settings(config: str) -> dict[str, Any]:
+    """``NAME=VALUE,…`` as settings: each VALUE as JSON when it parses (``true``, ``8``), ``True``
+    and ``False`` as Python writes them, else text."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in filter(None, (i.strip() for i in config.split(","))):
+        name, _, value = item.partition("=")
+        if value in ("True", "False"):
+            out[name] = value == "True"
+            continue
+        try:
+            out[name] = json.loads(value)
+        except ValueError:
+            out[name] = value
+    return out
 
 
 def _validate_compile(options: StrategyOptions) -> None:

@@ -58,7 +58,8 @@ def derived(path: Path) -> dict[str, object]:
             out[f"advice {objective}"] = {  # the trials' own figures are in "run"
                 "rows": [(r.label, r.score, r.verdict, r.why) for r in advice.rows],
                 "recommendation": advice.recommendation.label if advice.recommendation else None,
-                "tie": advice.tie, "code_fixes": [dataclasses.asdict(f) for f in advice.code_fixes]}
+                "tie": advice.tie, "horizon": advice.horizon,
+                "code_fixes": [dataclasses.asdict(f) for f in advice.code_fixes]}
     return out
 
 

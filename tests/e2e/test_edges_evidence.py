@@ -1,0 +1,52 @@
+"""No claim beyond the evidence, end to end: a setting PyTorch's graph-break hint names is run
+as a trial of its own and measured (advise's hint proposals)."""
+
+from __future__ import annotations
+
+import pytest
+
+from compilescope import StrategyOptions, execute_run, prepare_run, variant
+
+NONZERO = """
+import torch
+from compilescope import Workload
+
+
+def build():
+    def f(x):
+        idx = torch.nonzero(x > 0)
+        return (x[idx[:, 0]] * 2).sum() + x.sum()
+    return f
+
+
+w = Workload("nz", build, lambda s: (torch.randn(s["n"]),), ("n",), tuple({"n": n} for n in (16, 32, 16)))
+"""
+
+
+@pytest.fixture(scope="module")
+def nonzero_runs(tmp_path_factory):
+    from compilescope.analysis.advise import hint_proposals
+
+    tmp = tmp_path_factory.mktemp("hint")
+    (tmp / "w.py").write_text(NONZERO)
+    options = StrategyOptions(backend="eager")
+    from compilescope.model import MeasureOptions
+
+    quick = MeasureOptions(samples=3, min_samples=3, budget_s=0.01, warmup=1)
+    _, base, _ = prepare_run(f"{tmp / 'w.py'}:w", None, "default", options=options, measure=quick)
+    first = execute_run(base, ["default"], "cold")
+    (default,) = first.trials
+    proposals = hint_proposals(default, options)
+    second = execute_run(base, [variant(p.strategy, p.name, p.options) for p in proposals], "cold")
+    return default, proposals, second
+
+
+def test_a_graph_break_hint_is_run_under_its_setting_and_removes_the_break(nonzero_runs):
+    default, proposals, second = nonzero_runs
+    assert default.graph_breaks and "capture_dynamic_output_shape_ops = True" in default.graph_breaks[0].reason
+    assert [p.name for p in proposals] == ["capture_dynamic_output_shape_ops=True"]
+    (hinted,) = second.trials
+    assert hinted.spec.label == "default[capture_dynamic_output_shape_ops=True] (cold)" and hinted.ok
+    assert hinted.graph_breaks == ()
+    compiles = lambda t: sum(1 for r in t.compiles if r.phase == "stream" and r.is_compile)  # noqa: E731
+    assert compiles(hinted) < compiles(default)

@@ -1,0 +1,143 @@
+"""advise's judgement claims no more than its measurements: it states the horizon it judged
+over and where the pick changes, never picks a range taken from the few sizes seen on a gap
+inside the noise, gives one answer per cause, and shows every trial it ran. Trials are built
+from records, as a run writes them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from compilescope.analysis.advise import EAGER, judge, score
+from compilescope.analysis.build import build_run_report
+from compilescope.model import (
+    CallRecord, CompileId, CompileRecord, MarkSpec, RunResult, SteadyState, StrategyOptions, TrialResult, TrialSpec,
+)
+from compilescope.report import CodeFix, Proposal, Snippet
+
+STREAM = tuple({"n": n} for n in (16, 32, 16, 64, 32, 16))
+
+
+def _trial(strategy: str, first_s: float, steady_s: float, *, variant: str = "", compiles: int = 1,
+           eager_s: float = 1e-3, cache: str = "cold") -> TrialResult:
+    """A trial whose first request compiles for ``first_s`` and whose steady calls take
+    ``steady_s`` (eager ``eager_s`` in the same process)."""
+    eager = strategy == "eager"
+    spec = TrialSpec("w", strategy, "none" if eager else cache, STREAM, variant=variant)
+    calls = tuple(CallRecord(i, s, first_s if (i < compiles and not eager) else steady_s,
+                             () if eager or i >= compiles else (f"0/{i}",),
+                             graphs_run=None if eager else ("0/0",), ran_eagerly=None if eager else False)
+                  for i, s in enumerate(STREAM))
+    records = () if eager else tuple(
+        CompileRecord(CompileId.parse(f"0/{i}"), "f", "f.py", 1, outcome="compiled", compile_time_s=first_s,
+                      call_index=i, phase="stream") for i in range(compiles))
+    steady = tuple(SteadyState(s, 3, tuple(steady_s * (1 + 0.001 * k) for k in range(12)),
+                               () if eager else tuple(eager_s * (1 + 0.001 * k) for k in range(12)),
+                               ran_eagerly=None if eager else False)
+                   for s in ({"n": 16}, {"n": 32}, {"n": 64}))
+    return TrialResult(spec, "ok", calls=calls, compiles=records, steady=steady)
+
+
+def _report(*trials: TrialResult):
+    return build_run_report(RunResult(workload="w", stream=STREAM, trials=trials))
+
+
+def _proposal(strategy: str, name: str, marks=()):
+    return Proposal(name, strategy, StrategyOptions(marks=tuple(marks)), ("L['x'] dim 0 varied",), Snippet("compiled = model"))
+
+
+def test_a_short_stream_states_its_horizon_and_from_how_many_requests_compiling_is_picked():
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 2.0, 0.5e-3))
+    advice = judge(report, [], "total", None, [])
+    assert advice.recommendation is not None and advice.recommendation.proposal is EAGER
+    text = advice.horizon
+    assert text.startswith("judged over this 6-request stream (no --lifetime given): eager is the pick; from ")
+    n = int(text.split("; from ")[1].split(" requests")[0].replace(",", ""))
+    assert text.endswith(f"from {n:,} requests, default (cold)")
+    by = {t.label: t for t in report.trials}
+
+    def picked(requests: int) -> str:
+        return judge(report, [], "total", requests, []).horizon.split(": ", 1)[1].split(" is the pick")[0]
+
+    assert picked(n) == "default (cold)" and picked(n - 1) == "eager"
+    # the same pick rule at that horizon: the default within 5% of eager is the narrower change
+    assert score(by["default (cold)"], "total", n) <= score(by["eager"], "total", n) * 1.05
+    assert judge(report, [], "p99", None, []).horizon.startswith("judged on the stream's p99: the lifetime")
+
+
+def test_a_range_from_the_sizes_seen_is_never_the_pick_inside_the_noise():
+    bounded = _proposal("mark-dynamic", "x:0:16:64", [MarkSpec("x", 0, 16, 64)])
+    unbounded = _proposal("mark-dynamic", "x:0", [MarkSpec("x", 0)])
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 0.5, 0.5e-3, compiles=3),
+                     _trial("mark-dynamic", 0.30, 0.5e-3, variant="x:0:16:64"),
+                     _trial("mark-dynamic", 0.31, 0.5e-3, variant="x:0"))
+    advice = judge(report, [bounded, unbounded], "total", 10_000, [])
+    assert advice.recommendation.label == "mark-dynamic[x:0] (cold)"
+    assert "its range is taken from the sizes this stream fed" in advice.tie
+    # beyond the noise it may be picked: it is then the only candidate near the best
+    clear = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 0.5, 0.5e-3, compiles=3),
+                    _trial("mark-dynamic", 0.05, 0.2e-3, variant="x:0:16:64"),
+                    _trial("mark-dynamic", 0.31, 0.5e-3, variant="x:0"))
+    assert judge(clear, [bounded, unbounded], "total", 10_000, []).recommendation.label == \
+        "mark-dynamic[x:0:16:64] (cold)"
+
+
+def test_one_answer_per_cause_padding_kept_in_one_variant_is_not_said_to_be_rejected():
+    plain = Proposal("multiples of 8", "bucket", StrategyOptions(buckets=(16, 32, 64)), ("relation",),
+                     Snippet("compiled = model"))
+    marked = dataclasses.replace(plain, name="multiples of 8, marked dynamic")
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 0.5, 0.5e-3, compiles=3),
+                     _trial("bucket", 0.5, 0.5e-3, variant="multiples of 8", compiles=3),  # does not reduce
+                     _trial("bucket", 0.2, 0.5e-3, variant="multiples of 8, marked dynamic"))
+    fix = CodeFix("Eq(Mod(s0, 2), 0)", "", relations=("Eq(Mod(s0, 2), 0)", "s0 // 2"), involves=("L['x'] dim 0",))
+    advice = judge(report, [plain, marked], "total", 10_000, [fix])
+    verdicts = {r.label: r.verdict for r in advice.rows}
+    assert verdicts["bucket[multiples of 8] (cold)"] == "rejected"
+    assert verdicts["bucket[multiples of 8, marked dynamic] (cold)"] in ("accepted", "recommended")
+    (step,) = [f.step for f in advice.code_fixes]
+    assert "was measured and kept (bucket[multiples of 8, marked dynamic] (cold)" in step
+    assert "rejected" not in step
+
+
+def test_every_trial_the_advice_ran_is_shown():
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 0.5, 0.5e-3, compiles=3),
+                     _trial("static", 0.4, 0.4e-3, compiles=3))
+    advice = judge(report, [], "total", 10_000, [])
+    rows = {r.label: r for r in advice.rows}
+    assert set(rows) == {"eager", "default (cold)", "static (cold)"}
+    assert rows["static (cold)"].verdict == "reference" and "not a proposal" in rows["static (cold)"].why
+    assert advice.recommendation is None or advice.recommendation.label != "static (cold)"
+
+
+@pytest.mark.parametrize("objective", ["total", "p99", "steady"])
+def test_the_horizon_is_in_the_rendered_advice(objective):
+    from compilescope.render.console import advice_renderables, to_text
+
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 2.0, 0.5e-3))
+    advice = judge(report, [], objective, None, [])
+    text = " ".join(to_text(advice_renderables(advice), width=300).split())
+    assert advice.horizon and advice.horizon in text
+
+
+def test_pytorchs_own_hint_on_a_graph_break_is_a_measured_proposal():
+    from compilescope.analysis.advise import hint_proposals
+    from compilescope.model import GraphBreak
+
+    text = ("Dynamic shape operator\n  Explanation: Operator `aten.nonzero.default`'s output shape depends on input "
+            "Tensor data.\n  Hint: Enable tracing of dynamic shape operators with "
+            "`torch._dynamo.config.capture_dynamic_output_shape_ops = True`\n")
+    default = dataclasses.replace(_trial("default", 0.5, 0.5e-3, compiles=3),
+                                  graph_breaks=(GraphBreak(text, "w.py", 7), GraphBreak(text, "w.py", 7)))
+    (p,) = hint_proposals(default, StrategyOptions(backend="eager"))
+    assert (p.strategy, p.name, p.options.config, p.target) == (
+        "default", "capture_dynamic_output_shape_ops=True", "capture_dynamic_output_shape_ops=True", "breaks")
+    assert p.snippet.setup.startswith("torch._dynamo.config.capture_dynamic_output_shape_ops = True\n")
+    assert "PyTorch's hint on 2 graph break(s): Dynamic shape operator" in p.addresses[0]
+    same = dataclasses.replace(default, spec=dataclasses.replace(default.spec, variant=p.name))
+    fewer = dataclasses.replace(_trial("default", 0.5, 0.5e-3, compiles=1), spec=same.spec)
+    for measured, verdict in ((same, "rejected"), (fewer, "accepted")):
+        advice = judge(_report(_trial("eager", 1e-3, 1e-3), default, measured), [p], "total", 10_000, [])
+        row = next(r for r in advice.rows if r.label == "default[capture_dynamic_output_shape_ops=True] (cold)")
+        assert row.verdict in (verdict, "recommended" if verdict == "accepted" else verdict), row.why
+    assert "graph break(s)" in row.why
