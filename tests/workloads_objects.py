@@ -83,3 +83,45 @@ def alternates() -> Workload:
         return flip
 
     return Workload("alternates", build, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 8},))
+
+
+def _graph(s):
+    g = torch.Generator().manual_seed(s["nodes"] * 1000 + s["edges"])
+    return (torch.randn(s["nodes"], 4), torch.randint(0, s["nodes"], (2, s["edges"]), generator=g))
+
+
+class _Layer(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, h, edges):
+        active = (h.sum(1) > 0).nonzero().squeeze(1)  # a data-dependent size
+        return self.lin(h).index_add(0, edges[1], h[edges[0]]) + h[active].sum(0)
+
+
+class _LayerLoop(torch.nn.Module):
+    """Message-passing layers in a loop that branches on a value: Dynamo cannot resume the
+    frame after the break inside the loop, so the function's own frame runs eagerly and the
+    layers' frames are compiled instead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList([_Layer(), _Layer()])
+
+    def forward(self, nodes, edges):
+        h = nodes
+        for layer in self.layers:
+            h = layer(h, edges)
+            if bool((h.sum() > 0).item()):
+                h = h * 2
+        return h.sum(0)
+
+
+def graph_layers() -> Workload:
+    def build():
+        torch.manual_seed(0)
+        return _LayerLoop().eval()
+
+    return Workload("graph-layers", build, _graph, ("nodes", "edges"),
+                    tuple({"nodes": n, "edges": e} for n, e in ((6, 10), (6, 10), (9, 20))))

@@ -737,9 +737,10 @@ def compiled_callable_target(fn: Any) -> Any:
 # ----------------------------------------------------------------------------- new cache entries
 
 
-def observe_new_entries(on_entry: Callable[[Any, Mapping[str, Any]], None]) -> Callable[[], None]:
-    """Call ``on_entry(guard_manager, f_locals)`` once per new cache entry, at compile time,
-    after Dynamo built its guards: ``f_locals`` are the frame's inputs of the compiling call.
+def observe_new_entries(on_entry: Callable[[Any, Mapping[str, Any], Any], None]) -> Callable[[], None]:
+    """Call ``on_entry(guard_manager, f_locals, code)`` once per new cache entry, at compile
+    time, after Dynamo built its guards: ``f_locals`` are the frame's inputs of the compiling
+    call, ``code`` the frame's code object (the builder's ``f_code``; None if it has none).
 
     ``torch._dynamo.guards.guard_manager_testing_hook_fn`` is a module-level hook that
     ``CheckFunctionManager.__init__`` calls with ``(guard_manager, local_scope, builder)``
@@ -754,7 +755,8 @@ def observe_new_entries(on_entry: Callable[[Any, Mapping[str, Any]], None]) -> C
         if previous is not None:
             previous(guard_manager, local_scope, builder)
         try:
-            on_entry(guard_manager, local_scope if isinstance(local_scope, Mapping) else {})
+            on_entry(guard_manager, local_scope if isinstance(local_scope, Mapping) else {},
+                     getattr(builder, "f_code", None))
         except Exception:  # never break PyTorch's compile
             pass
 
@@ -843,6 +845,14 @@ def quiet_recompile_limit_warnings() -> Callable[[], None]:
 
 
 # ----------------------------------------------------------------------------- pytree containers
+
+
+def is_pytree_node(t: type) -> bool:
+    """``t`` is a registered pytree container (``torch.utils._pytree.SUPPORTED_NODES``) —
+    checked on 2.13.0."""
+    from torch.utils import _pytree as pytree
+
+    return t in pytree.SUPPORTED_NODES
 
 
 def pytree_children(value: Any) -> list[tuple[tuple[str, Any], Any]] | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import re
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -74,64 +75,93 @@ def is_plain(value: Any) -> bool:
     return isinstance(value, _PLAIN)
 
 
-def _attributes(value: Any) -> list[tuple[Step, Any]] | None:
-    """An object's instance attributes (``__dict__`` then ``__slots__``), or None when it has none."""
-    out: list[tuple[Step, Any]] = []
-    found = False
+_KINDS: dict[type, tuple[str, tuple[str, ...], str]] = {}  # type → (kind, its field or slot names, its name)
+
+
+def _kind(t: type) -> tuple[str, tuple[str, ...], str]:
+    """How a value of type ``t`` is walked, decided once per type: ``tensor``, ``plain``,
+    ``opaque`` (not descended), ``dict``, ``seq``, ``pytree``, ``dataclass`` (its fields) or
+    ``object`` (its ``__slots__``; its ``__dict__`` is read per value)."""
+    known = _KINDS.get(t)
+    if known is not None:
+        return known
+    names: tuple[str, ...] = ()
+    if issubclass(t, torch.Tensor):
+        kind = "tensor"
+    elif issubclass(t, _PLAIN):
+        kind = "plain"
+    elif issubclass(t, _OPAQUE):
+        kind = "opaque"
+    elif issubclass(t, dict):
+        kind = "dict"
+    elif issubclass(t, (list, tuple)):
+        kind = "seq"
+    elif compat.is_pytree_node(t):
+        kind = "pytree"
+    elif dataclasses.is_dataclass(t):
+        kind, names = "dataclass", tuple(f.name for f in dataclasses.fields(t))
+    else:
+        slots = [n for c in t.__mro__ for n in _slots(c) if n not in ("__dict__", "__weakref__")]
+        kind, names = "object", tuple(dict.fromkeys(slots))
+    known = _KINDS[t] = (kind, names, f"{t.__module__}.{t.__qualname__}")
+    return known
+
+
+def type_name(value: Any) -> str:
+    return _kind(type(value))[2]
+
+
+def is_plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN)
+
+
+def _steps(value: Any, kind: str, names: tuple[str, ...]) -> list[tuple[Step, Any]] | None:
+    if kind == "dict":
+        return [(("item", k), v) for k, v in value.items()]
+    if kind == "seq":
+        return [(("item", i), v) for i, v in enumerate(value)]
+    if kind == "pytree":
+        return compat.pytree_children(value)
+    if kind == "dataclass":
+        return [(("attr", n), getattr(value, n, None)) for n in names]
+    if kind != "object":
+        return None
     attrs = getattr(value, "__dict__", None)
-    if isinstance(attrs, dict):
-        found = True
-        out += [(("attr", k), v) for k, v in attrs.items() if isinstance(k, str)]
-    for cls in type(value).__mro__:
-        slots = cls.__dict__.get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            if name in ("__dict__", "__weakref__"):
-                continue
-            found = True
-            try:
-                out.append((("attr", name), getattr(value, name)))
-            except AttributeError:
-                continue
-    return out if found else None
+    if not isinstance(attrs, dict) and not names:
+        return None
+    out = [(("attr", k), v) for k, v in attrs.items() if isinstance(k, str)] if isinstance(attrs, dict) else []
+    for n in names:
+        try:
+            out.append((("attr", n), getattr(value, n)))
+        except AttributeError:
+            continue
+    return out
 
 
 def children(value: Any) -> list[tuple[Step, Any]] | None:
     """The next steps into ``value``, or None when it is a leaf or is not descended."""
-    if isinstance(value, torch.Tensor) or isinstance(value, _PLAIN) or isinstance(value, _OPAQUE):
-        return None
-    if isinstance(value, dict):
-        return [(("item", k), v) for k, v in value.items()]
-    if isinstance(value, (list, tuple)):
-        return [(("item", i), v) for i, v in enumerate(value)]
-    keyed = compat.pytree_children(value)
-    if keyed is not None:
-        return keyed
-    if dataclasses.is_dataclass(value):
-        return [(("attr", f.name), getattr(value, f.name, None)) for f in dataclasses.fields(value)]
-    if callable(value) and not hasattr(value, "__dict__"):
-        return None
-    return _attributes(value)
+    kind, names, _ = _kind(type(value))
+    return _steps(value, kind, names)
 
 
 def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -> Walk:
     """Every tensor, plain value and node inside ``value`` (itself included, at the empty path)."""
     out = Walk()
+    items = out.items
     on_path: set[int] = set()
 
     def visit(v: Any, path: tuple[Step, ...]) -> None:
-        if len(out.items) >= max_leaves:
+        if len(items) >= max_leaves:
             out.cut += 1
             return
-        if isinstance(v, torch.Tensor) or isinstance(v, _PLAIN):
-            out.items.append((path, v))
+        kind, names, name = _kind(type(v))
+        if kind == "tensor" or kind == "plain":
+            items.append((path, v))
             return
-        if isinstance(v, _OPAQUE):
-            return
-        steps = children(v)
+        steps = _steps(v, kind, names)
         if steps is None:
             return
-        length = len(v) if isinstance(v, (list, tuple, dict)) else None
-        out.items.append((path, Node(type_name(v), length)))
+        items.append((path, Node(name, len(v) if kind in ("dict", "seq") else None)))
         if len(path) >= max_depth:
             out.cut += len(steps)
             return
@@ -148,6 +178,7 @@ def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -
     return out
 
 
+@functools.lru_cache(maxsize=8192)
 def source(root: str, path: tuple[Step, ...]) -> str:
     """The path as Dynamo names a guard's source: ``L['cache']`` + ``.layers[0].keys``."""
     parts = [root]
@@ -203,8 +234,8 @@ def map_tensors(value: Any, fn: Callable[[torch.Tensor], torch.Tensor], max_dept
             return type(v)(*(go(x, depth + 1) for x in v))
         if isinstance(v, (list, tuple)):
             return type(v)(go(x, depth + 1) for x in v)
-        steps = _attributes(v) if not dataclasses.is_dataclass(v) else [
-            (("attr", f.name), getattr(v, f.name, None)) for f in dataclasses.fields(v)]
+        kind, names, _ = _kind(type(v))
+        steps = _steps(v, kind, names) if kind in ("dataclass", "object") else None
         if not steps:
             return v
         seen.add(id(v))

@@ -8,8 +8,18 @@ function (hit or not), one JSON line in the ``@shapes.jsonl`` stream format that
 
 ``shape`` holds the tensor inputs' sizes (``x.0`` = dim 0 of input ``x``), ``dtypes`` their
 dtypes, ``scalars`` the Python scalar arguments (``other`` names the type of anything
-else). Keyword arguments are named as the function's parameters. One function writes the
-given path; when several compiled functions are called, each gets its own file,
+else). Keyword arguments are named as the function's parameters. An object argument (a
+``DynamicCache``, a dataclass, a registered pytree container) is named in ``other`` by its
+type, and the tensors and plain values inside it are recorded by their access path, as
+Dynamo names them in guards (``L['cache'].layers[0].keys`` is ``cache.layers[0].keys``)::
+
+    {"shape": {"input_ids.0": 1, "input_ids.1": 1, "cache.layers[0].keys.0": 1, "cache.layers[0].keys.2": 13, ...},
+     "scalars": {"cache.layers[0].is_initialized": true, ...}, "other": {"cache": "DynamicCache"}}
+
+bounded by :data:`RECORD_DEPTH` steps and :data:`RECORD_LEAVES` values an object; what is
+past the bounds is counted in ``unrecorded`` (``{"cache": 12}``), never silently left out.
+
+One function writes the given path; when several compiled functions are called, each gets its own file,
 ``shapes.<function>.jsonl``. The last line of a file, written when the watch ends, says what
 was recorded and what was dropped::
 
@@ -75,6 +85,10 @@ class RecordSummary:
     errors: int  # calls whose arguments could not be read (never the call's own failure)
 
 
+RECORD_DEPTH = 6  # steps into an object argument (cache → layers → [i] → keys is 3)
+RECORD_LEAVES = 512  # tensors and values recorded inside one object argument
+
+
 def _item(value: Any, tensor: type) -> Any:
     if isinstance(value, tensor):
         return (value.shape, value.dtype)
@@ -84,7 +98,24 @@ def _item(value: Any, tensor: type) -> Any:
         return ("seq", type(value).__name__, tuple(_item(v, tensor) for v in value))
     if isinstance(value, dict):
         return ("map", tuple((str(k), _item(v, tensor)) for k, v in value.items()))
-    return ("other", type(value).__qualname__)
+    return _object(value, tensor)
+
+
+def _object(value: Any, tensor: type) -> Any:
+    """An object argument (a cache, a dataclass): its type and the tensors and plain values
+    inside it by access path (``.layers[0].keys``), bounded; how many were past the bounds."""
+    from .leaves import is_plain, source, walk
+
+    found = walk(value, RECORD_DEPTH, RECORD_LEAVES)
+    inside = []
+    for steps, v in found.leaves():
+        if not steps:
+            continue
+        if isinstance(v, tensor):
+            inside.append((source("", steps), (v.shape, v.dtype)))
+        elif is_plain(v) and (v is None or isinstance(v, (bool, int, float, str))):
+            inside.append((source("", steps), v))
+    return ("other", type(value).__qualname__, tuple(inside), found.cut)
 
 
 def _flatten(name: str, item: Any, line: dict[str, dict[str, Any]]) -> None:
@@ -101,6 +132,10 @@ def _flatten(name: str, item: Any, line: dict[str, dict[str, Any]]) -> None:
             _flatten(f"{name}[{k!r}]", v, line)
     elif isinstance(item, tuple) and item and item[0] == "other":
         line["other"][name] = item[1]
+        for path, v in item[2]:
+            _flatten(f"{name}{path}", v, line)
+        if item[3]:
+            line["unrecorded"][name] = item[3]
     else:
         line["scalars"][name] = item
 
@@ -244,7 +279,7 @@ class _Function:
         text = self.lines.get(key)
         if text is None:
             args, kwargs = key
-            out: dict[str, dict[str, Any]] = {"shape": {}, "dtypes": {}, "scalars": {}, "other": {}}
+            out: dict[str, dict[str, Any]] = {"shape": {}, "dtypes": {}, "scalars": {}, "other": {}, "unrecorded": {}}
             for i, item in enumerate(args):
                 _flatten(self.params[i] if i < len(self.params) else f"args[{i}]", item, out)
             for k, item in kwargs:
@@ -489,7 +524,7 @@ def call_signature(params: list[str], args: tuple[Any, ...], kwargs: dict[str, A
     dtypes and the scalars, named by the function's parameters — two calls with the same
     signature are the same request to a recording (and to :func:`compilescope.warm_up`)."""
     tensor = _tensor_type()
-    out: dict[str, dict[str, Any]] = {"shape": {}, "dtypes": {}, "scalars": {}, "other": {}}
+    out: dict[str, dict[str, Any]] = {"shape": {}, "dtypes": {}, "scalars": {}, "other": {}, "unrecorded": {}}
     for i, a in enumerate(args):
         _flatten(params[i] if i < len(params) else f"args[{i}]", _item(a, tensor), out)
     for k, v in kwargs.items():

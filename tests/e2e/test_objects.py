@@ -1,6 +1,7 @@
 """Objects that carry tensors: outputs compared by value, calls that change their arguments,
-steady samples that ran eagerly, and the ``causal-lm`` built-in (a decoder whose cache is an
-argument it extends and an output it returns)."""
+steady samples that ran eagerly, the tensors inside object arguments recorded and their guards
+forecast, and the ``causal-lm`` built-in (a decoder whose cache is an argument it extends and
+an output it returns)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ import torch
 from compilescope.analysis.build import build_run_report
 from compilescope.analysis.numerics import compare_outputs
 from compilescope.execute.trial import run_trial
+from compilescope.forecast import forecast_recorded, request_outcomes
 from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialSpec
+from compilescope.schema import dumps
+from compilescope.shapes_record import read_recorded
+from compilescope.stream import parse_stream
 from compilescope.workload import load_workload, seeded_inputs
 
 from .. import workloads_objects
@@ -76,12 +81,109 @@ def test_causal_lm_inputs_are_the_same_in_every_process_and_the_cache_has_the_sh
     assert prefill["cache"].get_seq_length() == 0 and prefill["input_ids"].shape == (1, 7)
 
 
-def test_causal_lm_run_compares_its_numerics_and_measures_decode_on_a_fresh_cache():
-    stream = ({"batch": 1, "past": 0, "seq": 4}, {"batch": 1, "past": 4, "seq": 1})
+@pytest.fixture(scope="module")
+def causal_lm_run(tmp_path_factory):
+    """``causal-lm`` under default (eager backend): a prefill of 4 tokens and two decode
+    steps, steady state and numerics included, saved as a results file."""
+    from compilescope import zoo
+
+    stream = zoo.decode_stream((4,), (2,))
     result = _trial("causal-lm", "default", stream)
+    path = tmp_path_factory.mktemp("causal-lm") / "run.json"
+    path.write_text(dumps(RunResult(workload="causal-lm", stream=stream, trials=(result,))))
+    return result, path
+
+
+def test_causal_lm_run_compares_its_numerics_and_measures_decode_on_a_fresh_cache(causal_lm_run):
+    result, _ = causal_lm_run
     assert result.ok, result.error
-    assert [str(r.compile_id) for r in result.compiles if r.phase == "stream"] == ["0/0", "0/1"]
+    # the prefill, the first decode step (input_ids 4 → 1), the second (the cache's length 4 → 5)
+    assert [str(r.compile_id) for r in result.compiles if r.phase == "stream"] == ["0/0", "0/1", "0/2"]
     assert not [r for r in result.compiles if r.phase != "stream"]  # no sample ran on a grown cache
     # logits and the extended cache compared by value: checked, not skipped as nondeterministic
-    assert len(result.numerics) == 2 and all(n.passed and n.comparable for n in result.numerics)
+    assert len(result.numerics) == 3 and all(n.passed and n.comparable for n in result.numerics)
     assert all("cache.layers[0].keys" in s.changed_inputs for s in result.steady)
+    guarded = {g.source for r in result.compiles for g in r.entry_guards if g.kind == "tensor"}
+    assert "L['cache'].layers[1].values" in guarded  # the guards on the tensors inside the cache are recorded
+
+
+def test_a_recorded_decode_loop_forecasts_as_it_ran(causal_lm_run, tmp_path):
+    """A generation loop over one growing cache, recorded by watch(record_shapes=…): the
+    recording holds the cache's sizes, replays as the workload's requests, and the guards of
+    the run above forecast each of the loop's calls as it really went."""
+    import compilescope
+    from compilescope import zoo
+    from compilescope.watch import deliver_pending
+
+    _, results = causal_lm_run
+    w = load_workload("causal-lm")
+    model = torch.compile(w.build(), backend="eager")
+    compiled = []
+    with torch.no_grad(), compilescope.watch(record_shapes=tmp_path / "loop.jsonl", action="warn") as watch:
+        cache = transformers_cache(w)
+        ids = torch.randint(0, zoo.CAUSAL_LM_VOCAB, (1, 4))
+        for _ in range(6):
+            seen = len(watch.records)
+            ids = model(input_ids=ids, cache=cache).logits[:, -1:].argmax(-1)
+            deliver_pending()
+            compiled.append(any(r.is_compile for r in watch.records[seen:]))
+    rows, _ = read_recorded(tmp_path / "loop.jsonl")
+    assert [r["shape"].get("cache.layers[0].keys.2") for r in rows] == [None, 4, 5, 6, 7, 8]
+    assert rows[0]["scalars"]["cache.layers[0].is_initialized"] is False and rows[0]["other"]["cache"] == "DynamicCache"
+    stream = parse_stream(f"@{tmp_path / 'loop.jsonl'}", w.dims, w.recorded_dims)
+    assert stream == zoo.decode_stream((4,), (5,))
+    forecast = forecast_recorded("causal-lm", stream, results, "default").strategy("default")
+    assert forecast.unknown == 0 and not forecast.estimated
+    assert [r.outcome == "compile" for r in forecast.requests] == compiled == [True, True, True, False, False, False]
+    assert "tensor 'cache.layers[0].keys' size mismatch at index 2. expected 4, actual 5" in [
+        g.text for g in forecast.requests[2].guards]
+
+
+def transformers_cache(w):
+    from transformers import DynamicCache
+
+    from compilescope import zoo
+
+    return DynamicCache(config=zoo.causal_lm_config())
+
+
+@pytest.mark.parametrize("strategy", ("default", "static", "dynamic"))
+def test_a_tensor_inside_an_object_argument_drives_recompiles_and_its_recorded_guards_forecast_them(strategy, tmp_path):
+    ref = REF + "reads_memory"
+    lengths = lambda *ns: tuple({"length": n} for n in ns)  # noqa: E731
+    recorded = _trial(ref, strategy, lengths(3, 5), measure=MeasureOptions(steady=False, numerics=False))
+    real = _trial(ref, strategy, lengths(3, 3, 7, 5, 9, 7, 1), measure=MeasureOptions(steady=False, numerics=False))
+    assert any(g.source == "L['memory'].keys" and g.kind == "tensor" for r in recorded.compiles for g in r.entry_guards)
+    path = tmp_path / "run.json"
+    path.write_text(dumps(RunResult(workload=ref, stream=recorded.spec.stream, trials=(recorded,))))
+    forecast = forecast_recorded(ref, real.spec.stream, path, strategy).strategy(strategy)
+    seen = [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert [r.outcome for r in forecast.requests] == seen and forecast.unknown == 0
+    assert "compile" in seen[2:]  # the memory's length, not x's, made the later compiles
+
+
+def test_a_recording_names_the_tensors_inside_an_object_argument(tmp_path):
+    import compilescope
+
+    w = load_workload(REF + "reads_memory")
+    f = torch.compile(w.build(), backend="eager")
+    with compilescope.watch(record_shapes=tmp_path / "rec.jsonl", action="warn"):
+        for n in (3, 5, 5):
+            f(**seeded_inputs(w, {"length": n}))
+    rows, _ = read_recorded(tmp_path / "rec.jsonl")
+    assert rows[0]["shape"] == {"x.0": 4, "memory.keys.0": 3, "memory.keys.1": 4}
+    assert rows[0]["dtypes"]["memory.keys"] == "float32" and rows[0]["scalars"] == {"memory.ready": True}
+    assert rows[0]["other"] == {"memory": "Memory"}
+    assert parse_stream(f"@{tmp_path / 'rec.jsonl'}", w.dims) == ({"length": 3}, {"length": 5}, {"length": 5})
+
+
+def test_recorded_guards_on_a_function_whose_own_frame_never_compiled_are_unknown(tmp_path):
+    ref = REF + "graph_layers"
+    w = load_workload(ref)
+    trial = _trial(ref, "default", w.default_stream, measure=MeasureOptions(steady=False, numerics=False))
+    assert not [r for r in trial.compiles if r.target is not None and r.outcome == "compiled"]
+    path = tmp_path / "run.json"
+    path.write_text(dumps(RunResult(workload=ref, stream=w.default_stream, trials=(trial,))))
+    forecast = forecast_recorded(ref, w.default_stream, path, "default").strategy("default")
+    assert [r.outcome for r in forecast.requests] == ["unknown"] * 3 and forecast.unknown == 3
+    assert "own frame (_LayerLoop.forward) never compiled" in forecast.requests[0].why

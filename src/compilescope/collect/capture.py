@@ -119,10 +119,10 @@ class CaptureSession:
                 unevaluated = {f"walk raised {type(exc).__name__}": 1}
         self._failures.setdefault((self.epoch, cid), []).append(Observed(code_key(code), text, walked, unevaluated))
 
-    def _on_entry(self, guard_manager: Any, f_locals: Mapping[str, Any]) -> None:
+    def _on_entry(self, guard_manager: Any, f_locals: Mapping[str, Any], code: Any = None) -> None:
         cid = compat.current_compile_id()
         if cid is not None:
-            self._entries[(self.epoch, cid)] = entry_guards(guard_manager, f_locals)
+            self._entries[(self.epoch, cid)] = entry_guards(guard_manager, f_locals, code)
 
     def _before_reset(self) -> None:
         records = compat.graph_break_reasons()

@@ -1,59 +1,91 @@
 """A new cache entry's guards on its inputs, as :class:`~compilescope.model.EntryGuard` records.
 
 Read once per compile (never on a call that hits) from the leaves
-:func:`compilescope.compat.entry_leaves` returns: the ``TENSOR_MATCH`` of each input tensor
-(static sizes, ``None`` where dynamic, with the sizes it was compiled for), each scalar
-input's ``EQUALS_MATCH`` and the shape environment's relations over the inputs' sizes and
-strides. Guards on ``L['self']`` (parameters, modules), globals and the frame's ambient
-state are left out: a stream of requests to the same program does not change them.
-Bounded: at most :data:`MAX_LEAVES` leaves read, :data:`MAX_ENTRY_GUARDS` guards kept an
-entry and :data:`MAX_GUARD_TEXT` characters a text; what is cut is counted.
+:func:`compilescope.compat.entry_leaves` returns, on the frame's inputs and on what they hold
+(a ``DynamicCache`` argument's ``L['cache'].layers[0].keys``): the ``TENSOR_MATCH`` of each
+tensor (static sizes, ``None`` where dynamic, with the sizes it was compiled for), each
+plain value's ``EQUALS_MATCH``/``TRUE_MATCH``/``FALSE_MATCH``/``NONE_MATCH`` (and an
+``ID_MATCH`` on ``None``, ``True`` or ``False``), each object's ``TYPE_MATCH`` (its type's
+qualified name, read from the input it was compiled for), each list's or dict's
+``LENGTH_CHECK``, and the shape environment's relations over the inputs' sizes and strides.
+
+An input is a parameter of the compiled frame (``L['x']``; a wrapper's ``L['args'][0]``,
+``L['kwargs']['ids']``) and what lies inside it through items and instance attributes. Guards
+on ``L['self']``, on a module met on the way (parameters, submodules), on a closure's cells,
+on globals, on types (``type(L['x'])…``) and on the frame's ambient state are left out: a
+stream of requests to the same program does not change them; so are identity checks of other
+objects. Bounded: at most :data:`MAX_LEAVES` leaves read, :data:`MAX_ENTRY_GUARDS` guards kept
+an entry and :data:`MAX_GUARD_TEXT` characters a text; what is cut is counted.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
+import torch
+
 from .. import compat
+from ..leaves import parse_source, resolve, type_name
 from ..model import EntryGuard
 from ..torchtext import parse_guard_failure, split_reason, tensor_match_fields, _literal
 
-MAX_ENTRY_GUARDS = 200
-MAX_LEAVES = 5_000  # leaves read (most are type and identity checks, not kept)
+MAX_ENTRY_GUARDS = 1000
+MAX_LEAVES = 20_000  # leaves read (most are type and identity checks, not kept)
 MAX_GUARD_TEXT = 400
-_INPUT_SOURCE = re.compile(r"^L\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<rest>(?:\[\d+\]|\[(?P<q2>['\"])[^'\"]+(?P=q2)\])*)$")
-_ITEM = re.compile(r"\[(?:(?P<i>\d+)|(['\"])(?P<k>[^'\"]+)\2)\]")
 _SIZE_OF = re.compile(r"\.(?:size|stride)\(\)\[\d+\]")
 _NOT_INPUT = re.compile(r"G\[|L\[(['\"])self\1\]|___")
 _EQUALS = re.compile(r"^(?P<src>.+?) == (?P<exp>.+)$")
+_IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
+_MISSING = object()
+
+
+class _Inputs:
+    """Which guard sources are the frame's inputs, and their values when the entry was made."""
+
+    def __init__(self, f_locals: Mapping[str, Any], params: Collection[str] | None) -> None:
+        self.f_locals, self.params = f_locals, params
+        self._cache: dict[str, Any] = {}
+
+    def value(self, source: str) -> Any:
+        """The input's value at ``source`` (``_MISSING``: not an input, or not found)."""
+        if source in self._cache:
+            return self._cache[source]
+        parsed = parse_source(source)
+        found: Any = _MISSING
+        if parsed is not None and parsed[0] != "self" and (self.params is None or parsed[0] in self.params):
+            name, steps = parsed
+            value = self.f_locals.get(name, _MISSING)
+            try:
+                for i in range(len(steps) + 1):
+                    if isinstance(value, torch.nn.Module) or value is _MISSING:
+                        value = _MISSING
+                        break
+                    if i < len(steps):
+                        value = resolve(value, steps[i:i + 1])
+            except LookupError:
+                value = _MISSING
+            found = value
+        self._cache[source] = found
+        return found
+
+    def skip(self, source: str) -> bool:
+        return self.value(source) is _MISSING
 
 
 def is_input_source(source: str) -> bool:
-    """``L['x']``, ``L['args'][0]``, ``L['kwargs']['ids']`` — not ``L['self']…`` nor globals."""
-    m = _INPUT_SOURCE.match(source)
-    return m is not None and m["name"] != "self"
-
-
-def _value(source: str, f_locals: Mapping[str, Any]) -> Any:
-    m = _INPUT_SOURCE.match(source)
-    if m is None:
-        return None
-    value: Any = f_locals.get(m["name"])
-    for item in _ITEM.finditer(m["rest"]):
-        try:
-            value = value[int(item["i"])] if item["i"] is not None else value[item["k"]]
-        except Exception:
-            return None
-    return value
+    """``L['x']``, ``L['args'][0]``, ``L['kwargs']['ids']``, ``L['cache'].layers[0].keys`` —
+    not ``L['self']…``, globals, types or dunders (by the text alone)."""
+    parsed = parse_source(source)
+    return parsed is not None and parsed[0] != "self"
 
 
 def _cut(text: str) -> str:
     return text if len(text) <= MAX_GUARD_TEXT else text[: MAX_GUARD_TEXT - 1] + "…"
 
 
-def _from_leaf(leaf: compat.EntryLeaf, f_locals: Mapping[str, Any]) -> list[EntryGuard]:
+def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
     if leaf.kind == "EPILOGUE":
         out = []
         for part in leaf.parts:
@@ -69,19 +101,43 @@ def _from_leaf(leaf: compat.EntryLeaf, f_locals: Mapping[str, Any]) -> list[Entr
         if fields is None:
             return [EntryGuard("other", leaf.source, text=_cut(text))]
         dtype, sizes = fields
-        value = _value(leaf.source, f_locals)
+        value = inputs.value(leaf.source)
         example = tuple(int(s) for s in value.shape) if hasattr(value, "shape") else ()
         return [EntryGuard("tensor", leaf.source, sizes=tuple(sizes), example=example, dtype=dtype)]
-    if leaf.kind == "EQUALS_MATCH" and (m := _EQUALS.match(text)):
+    if leaf.kind in ("EQUALS_MATCH", "TRUE_MATCH", "FALSE_MATCH") and (m := _EQUALS.match(text)):
         return [EntryGuard("value", leaf.source, None, _literal(m["exp"]), _cut(text))]
-    return []  # a type, identity or marking check: a stream of the same program does not change it
+    if leaf.kind == "NONE_MATCH" and _IS_NONE.match(text):
+        return [EntryGuard("value", leaf.source, None, None, _cut(text))]
+    value = inputs.value(leaf.source)
+    if leaf.kind == "ID_MATCH" and (value is None or isinstance(value, bool)):
+        return [EntryGuard("value", leaf.source, None, value, f"{leaf.source} is {value!r}")]
+    if leaf.kind == "TYPE_MATCH" and value is not _MISSING:
+        return [EntryGuard("type", leaf.source, None, type_name(value), f"type({leaf.source}) is {type_name(value)}")]
+    if leaf.kind == "LENGTH_CHECK" and isinstance(value, (list, tuple, dict)):
+        return [EntryGuard("length", leaf.source, None, len(value), _cut(text))]
+    return []  # an identity or marking check: a stream of the same program does not change it
 
 
-def entry_guards(guard_manager: Any, f_locals: Mapping[str, Any]) -> tuple[tuple[EntryGuard, ...], int]:
-    """The recorded guards of one new cache entry and how many were cut."""
-    leaves, cut = compat.entry_leaves(guard_manager, lambda s: not is_input_source(s), MAX_LEAVES)
+def frame_params(code: Any) -> tuple[str, ...] | None:
+    """A code object's parameter names (``*args`` and ``**kwargs`` included); None when unknown."""
+    try:
+        n = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04) + bool(code.co_flags & 0x08)
+        return tuple(code.co_varnames[:n])
+    except AttributeError:
+        return None
+
+
+def entry_guards(guard_manager: Any, f_locals: Mapping[str, Any], code: Any = None) -> tuple[tuple[EntryGuard, ...], int]:
+    """The recorded guards of one new cache entry and how many were cut (``code``: the
+    compiled frame's code, whose parameters are its inputs; without it every local is)."""
+    inputs = _Inputs(f_locals, frame_params(code) if code is not None else None)
+    leaves, cut = compat.entry_leaves(guard_manager, inputs.skip, MAX_LEAVES)
     out: list[EntryGuard] = []
+    seen: set[EntryGuard] = set()
     for leaf in leaves:
-        out += [g for g in _from_leaf(leaf, f_locals) if g not in out]
+        for g in _from_leaf(leaf, inputs):
+            if g not in seen:
+                seen.add(g)
+                out.append(g)
     cut += max(0, len(out) - MAX_ENTRY_GUARDS)
     return tuple(out[:MAX_ENTRY_GUARDS]), cut

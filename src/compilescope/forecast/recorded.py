@@ -18,12 +18,17 @@ new stream, in stream order, as Dynamo checks a frame's cache: the most recent e
   negation); otherwise the entry accepts just that shape — and every request after it is
   marked ``estimated``.
 
-A request's inputs are made as the workload makes them (once per distinct shape; only their
-sizes, dtypes and scalar values are read, no model is built or run) and named by the
-compiled function's parameters; strides are taken as contiguous. Symbolic-shape guards are evaluated by a small arithmetic evaluator
-(:func:`evaluate`); one it cannot evaluate is counted and taken as passing. Frames other
-than the compiled function's own (after a graph break) guard values that are not inputs:
-their requests are marked estimated, with the entry frame's outcome.
+A request's inputs are made as the workload makes them (once per distinct shape; only what
+they hold is read — sizes, dtypes, plain values, types and lengths, inside objects too
+(:func:`request_of`), no model is built or run) and named by the compiled function's
+parameters; strides are taken as contiguous. Symbolic-shape guards are evaluated by a small
+arithmetic evaluator (:func:`evaluate`). A guard that cannot be evaluated (an expression
+outside the evaluator, a value the request does not hold) is never taken as passing: unless
+an older entry surely accepts the request, it is **unknown**, with why, and so is every later
+request no entry surely accepts (:class:`FrameModel`). Frames other than the compiled
+function's own (after a graph break) guard values that are not inputs: their requests are
+marked estimated, with the entry frame's outcome; a trial that never compiled the function's
+own frame forecasts every request unknown (:func:`unmatched`).
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from typing import Any
 
 from ..analysis.outcomes import call_arguments, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
+from ..leaves import Node, parse_source, source, type_name, walk
 from ..model import CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
@@ -52,11 +58,50 @@ class Unevaluable(Exception):
 
 @dataclass(frozen=True)
 class Request:
-    """One request's inputs as the guards see them: each source's sizes and dtype, scalars."""
+    """One request's inputs as the guards see them, by source (``L['x']``,
+    ``L['cache'].layers[0].keys``): each tensor's sizes and dtype, each plain value, each
+    value's type and each list's, tuple's or dict's length. ``args``: the parameters the
+    request passes (a guard on another keeps the default it was compiled with, as every
+    request of the program does); None when not known."""
 
     sizes: Mapping[str, tuple[int, ...]]
     dtypes: Mapping[str, str] = field(default_factory=dict)
     scalars: Mapping[str, Any] = field(default_factory=dict)
+    types: Mapping[str, str] = field(default_factory=dict)
+    lengths: Mapping[str, int] = field(default_factory=dict)
+    args: frozenset[str] | None = None
+
+    def defaulted(self, source: str | None) -> bool:
+        """A source inside a parameter this request does not pass."""
+        parsed = parse_source(source or "")
+        return self.args is not None and parsed is not None and parsed[0] not in self.args
+
+
+def request_of(named: Mapping[str, Any]) -> Request:
+    """A request made of named arguments: the tensors, plain values and containers inside
+    each (objects' attributes too), bounded as :func:`compilescope.leaves.walk` is."""
+    import torch
+
+    sizes: dict[str, tuple[int, ...]] = {}
+    dtypes: dict[str, str] = {}
+    scalars: dict[str, Any] = {}
+    types: dict[str, str] = {}
+    lengths: dict[str, int] = {}
+    for name, value in named.items():
+        for steps, v in walk(value).items:
+            src = source(f"L['{name}']", steps)
+            if isinstance(v, torch.Tensor):
+                sizes[src] = tuple(int(n) for n in v.shape)
+                dtypes[src] = str(v.dtype).replace("torch.", "")
+                types[src] = type_name(v)
+            elif isinstance(v, Node):
+                types[src] = v.type
+                if v.length is not None:
+                    lengths[src] = v.length
+            else:
+                scalars[src] = v
+                types[src] = type_name(v)
+    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named))
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -85,10 +130,11 @@ def _size_ref(node: ast.Subscript, request: Request) -> int:
     if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and not call.args
             and call.func.attr in ("size", "stride") and isinstance(node.slice, ast.Constant)):
         raise Unevaluable(ast.unparse(node))
-    source = ast.unparse(call.func.value).replace('"', "'")
-    if source not in request.sizes or not isinstance(node.slice.value, int):
-        raise Unevaluable(source)
-    sizes = request.sizes[source]
+    src = ast.unparse(call.func.value).replace('"', "'")
+    if src not in request.sizes or not isinstance(node.slice.value, int):
+        raise Unevaluable(f"{_name(src)} is not a tensor of the request" if src in request.types
+                          else f"{_name(src)} is not in the request's inputs")
+    sizes = request.sizes[src]
     values = sizes if call.func.attr == "size" else _contiguous(sizes)
     if not 0 <= node.slice.value < len(values):
         raise Unevaluable(ast.unparse(node))
@@ -163,30 +209,67 @@ def _tensor_failures(g: EntryGuard, request: Request) -> list[str]:
     return out
 
 
-def check(guards: Sequence[EntryGuard], request: Request) -> tuple[list[str], int]:
-    """The texts of the guards of one entry that reject ``request``, and how many of its
-    guards could not be evaluated (taken as passing)."""
+def _same(expected: Any, actual: Any) -> bool:
+    if expected is None or isinstance(expected, bool) or actual is None or isinstance(actual, bool):
+        return actual is expected or (type(actual) is type(expected) and actual == expected)
+    try:
+        return bool(actual == expected)
+    except Exception:
+        return False
+
+
+def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
+    """One guard against ``request``: the texts of what fails, or why it cannot be told."""
+    src = g.source or ""
+    name = _name(src)
+    held = request.types.get(src) or ("torch.Tensor" if src in request.sizes else
+                                      type_name(request.scalars[src]) if src in request.scalars else None)
+    if g.kind in ("tensor", "value", "type", "length") and held is None:
+        if request.defaulted(src):  # a parameter no request passes: its default, as compiled
+            return [], None
+        return [], f"{name} is not in the request's inputs (not made, or past the walk's bounds)"
+    if g.kind == "tensor":
+        if src in request.sizes:
+            return _tensor_failures(g, request), None
+        return [f"{name} is {held}, not a tensor"], None
+    if g.kind == "value":
+        if src not in request.scalars:
+            return [f"{name} is {held}, not {g.expected!r}"], None
+        if _same(g.expected, request.scalars[src]):
+            return [], None
+        return [f"{name} is {g.expected!r}" if g.expected is None or isinstance(g.expected, bool)
+                else f"{name} == {g.expected!r}"], None
+    if g.kind == "type":
+        return ([] if held == g.expected else [f"type({name}) is {g.expected}"]), None
+    if g.kind == "length":
+        if src not in request.lengths:
+            return [f"{name} is {held}, not a container"], None
+        return ([] if request.lengths[src] == g.expected else [f"len({name}) == {g.expected}"]), None
+    if g.text and g.kind != "other":
+        try:
+            return ([] if evaluate(g.text, request) else [_name(g.text)]), None
+        except Unevaluable as exc:
+            sources = set(_SOURCE_IN_TEXT.findall(g.text))
+            if sources and all(request.defaulted(s) for s in sources):
+                return [], None
+            return [], f"{_name(g.text)} could not be evaluated ({exc})"
+    return [], f"{_name(g.text or src) or g.kind} could not be evaluated"
+
+
+_SOURCE_IN_TEXT = re.compile(r"L\[['\"][^'\"]+['\"]\](?:\[[^\]]+\]|\.[A-Za-z_]\w*)*")
+
+
+def check(guards: Sequence[EntryGuard], request: Request) -> tuple[list[str], list[str]]:
+    """The texts of the guards of one entry that reject ``request``, and why each guard that
+    could not be told could not (a source the request does not hold, an expression outside
+    the evaluator)."""
     failed: list[str] = []
-    unknown = 0
+    unknown: list[str] = []
     for g in guards:
-        if g.kind == "tensor":
-            if g.source in request.sizes:
-                failed += _tensor_failures(g, request)
-            else:
-                unknown += 1
-        elif g.kind == "value":
-            if g.source is None or g.source not in request.scalars:
-                unknown += 1
-            elif request.scalars[g.source] != g.expected:
-                failed.append(f"{_name(g.source)} == {g.expected!r}")
-        elif g.text and g.kind != "other":
-            try:
-                if not evaluate(g.text, request):
-                    failed.append(_name(g.text))
-            except Unevaluable:
-                unknown += 1
-        else:
-            unknown += 1
+        fails, why = _check_one(g, request)
+        failed += fails
+        if why is not None:
+            unknown.append(why)
     return failed, unknown
 
 
@@ -208,6 +291,7 @@ class _Entry:
     cid: str  # its compile id in the forecast
     guards: tuple[EntryGuard, ...]
     recorded: str | None = None  # the recorded entry it is (its compile id in the recording), if any
+    cut: int = 0  # guards past the recording's bounds: whether it accepts a request is not known
 
 
 def _was_dynamic(entries: Sequence[_Entry], source: str, sizes: tuple[int, ...]) -> set[int]:
@@ -266,12 +350,18 @@ class Step:
     outcome: Outcome
     compile_id: str | None = None
     rejected: list[tuple[str, list[str]]] = field(default_factory=list)
-    unknown: int = 0
+    unknown: int = 0  # guards that could not be evaluated
     new: bool = False  # compiled an entry whose guards were not recorded
+    why: str | None = None  # why the outcome is unknown
 
 
 class FrameModel:
-    """One frame's cache as Dynamo checks it, grown from the recorded entries of that frame."""
+    """One frame's cache as Dynamo checks it, grown from the recorded entries of that frame.
+
+    An entry that neither surely rejects nor surely accepts a request (a guard that cannot be
+    evaluated, guards cut at the recording's bounds) makes the request ``unknown`` unless an
+    older entry surely accepts it; from then on the cache's state is not known, so a later
+    request that no entry surely accepts is ``unknown`` too."""
 
     def __init__(self, frame: int, recorded: Sequence[CompileRecord], strategy: str, limit: int,
                  options: StrategyOptions | None = None) -> None:
@@ -279,8 +369,10 @@ class FrameModel:
 
         self.frame, self.strategy, self.limit = frame, strategy, limit
         self.mode = get_strategy(strategy).mode(options)  # its dynamic mode: how a new entry is estimated
-        self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id)) for r in recorded]
+        self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id), r.entry_guards_cut)
+                         for r in recorded]
         self.entries: list[_Entry] = []
+        self.unsure: str | None = None  # why the cache's state is not known, after an unknown request
 
     def _choose(self, request: Request) -> _Entry:
         attempt = len(self.entries)
@@ -289,18 +381,29 @@ class FrameModel:
             candidates += self.recorded
         used = {e.recorded for e in self.entries}
         for e in candidates:
-            if e.recorded not in used and e.guards and not check(e.guards, request)[0]:
+            if e.recorded not in used and e.guards and check(e.guards, request) == ([], []) and not e.cut:
                 return dataclasses.replace(e, cid=f"{self.frame}/{attempt}")
         return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.mode)
 
-    def step(self, request: Request) -> Step:
+    def step(self, request: Request, index: int | None = None) -> Step:
         step = Step("hit")
+        unsure: str | None = None
         for e in reversed(self.entries):  # the most recent entry first
             failed, unknown = check(e.guards, request)
-            step.unknown += unknown
-            if not failed:
-                return step
-            step.rejected.append((e.cid, failed))
+            step.unknown += len(unknown)
+            if failed:
+                step.rejected.append((e.cid, failed))
+                continue
+            if unknown or e.cut:
+                unsure = unsure or (f"whether entry {e.cid} accepts it is not known: "
+                                    + (unknown[0] if unknown else f"{e.cut} of its guards were past the recording's bounds"))
+                continue
+            return step  # surely accepted: a hit, whatever the entries before it do
+        if unsure is not None or self.unsure is not None:
+            step.outcome, step.why = "unknown", unsure or self.unsure
+            which = f"request {index}" if index is not None else "an earlier request"
+            self.unsure = self.unsure or f"follows {which}, whose outcome is unknown (the cache it meets is not known)"
+            return step
         if len(self.entries) >= self.limit:
             step.outcome = "eager"
             return step
@@ -328,7 +431,7 @@ def _request_row(index: int, shape: Shape, step: Step, estimated: str | None) ->
     guards = tuple(g for cid, texts in step.rejected for g in _forecast_guards(cid, texts))
     return ForecastRequest(index, shape_key(shape), step.outcome, "guards",
                            (step.compile_id,) if step.compile_id else (), guards,
-                           estimated=estimated is not None, why=estimated)
+                           estimated=estimated is not None and step.why is None, why=step.why or estimated)
 
 
 def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Callable[[Shape], Request],
@@ -345,15 +448,19 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
     model = FrameModel(frame, recorded, trial.spec.strategy, limit, trial.spec.options)
     why = f"{', '.join(others)} after a graph break guard values that are not inputs" if others else None
     seen: dict[tuple[tuple[str, int], ...], Outcome] = {}
+    first: dict[tuple[tuple[str, int], ...], int] = {}
     rows, unknown, made = [], 0, {}
     for index, shape in enumerate(stream):
         key = shape_key(shape)
         if key in seen:  # caches only grow: what was accepted is accepted again, a refusal stays
-            rows.append(ForecastRequest(index, key, repeat_word(seen[key]), "repeat",
-                                        estimated=why is not None, why=why))
+            word = repeat_word(seen[key])
+            rows.append(ForecastRequest(index, key, word, "repeat", estimated=why is not None and word != "unknown",
+                                        why=f"repeats request {first[key]}, whose outcome is unknown"
+                                        if word == "unknown" else why))
             continue
         request = made.get(key) or made.setdefault(key, inputs(shape))
-        step = model.step(request)
+        first[key] = index
+        step = model.step(request, index)
         unknown += step.unknown
         rows.append(_request_row(index, shape, step, why))
         seen[key] = step.outcome
@@ -364,16 +471,17 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
 
 def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: tuple[int, int], wall: float,
                        unknown: int, source: str) -> StrategyForecast:
-    counts = {o: sum(1 for r in rows if r.outcome == o) for o in ("hit", "compile", "eager", "error")}
+    counts = {o: sum(1 for r in rows if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
     notes = []
-    if unknown:
-        notes.append(f"{unknown} guard evaluation(s) could not be made (taken as passing)")
+    if counts["unknown"]:
+        first = next(r for r in rows if r.outcome == "unknown")
+        notes.append(f"{counts['unknown']} request(s) unknown, the first request {first.index}: {first.why}")
     return StrategyForecast(
         strategy=trial.spec.strategy, requests=tuple(rows), hits=counts["hit"], compiles=counts["compile"],
         eager=counts["eager"], errors=counts["error"], traced=sizes[0], recompile_limit=sizes[1],
         dry_wall_s=wall, stalls=tuple(r.index for r in rows if r.outcome == "compile"), notes=tuple(notes),
         estimated=sum(1 for r in rows if r.estimated), guards_unevaluated=unknown,
-        recorded_from=f"{source} [{trial.label}]",
+        recorded_from=f"{source} [{trial.label}]", unknown=counts["unknown"],
     )
 
 
@@ -389,16 +497,7 @@ def workload_inputs(workload: Any, params: Sequence[str]) -> Callable[[Shape], R
     def make(shape: Shape) -> Request:
         with torch.no_grad():
             args, kwargs = call_arguments(workload.make_inputs(dict(shape)))
-        named = dict(zip(params, args)) | kwargs
-        sizes, dtypes, scalars = {}, {}, {}
-        for name, value in named.items():
-            source = f"L['{name}']"
-            if isinstance(value, torch.Tensor):
-                sizes[source] = tuple(int(s) for s in value.shape)
-                dtypes[source] = str(value.dtype).replace("torch.", "")
-            elif isinstance(value, (int, float, bool, str)):
-                scalars[source] = value
-        return Request(sizes, dtypes, scalars)
+        return request_of(dict(zip(params, args)) | kwargs)
 
     return make
 
@@ -410,6 +509,31 @@ def _params(trial: TrialResult) -> tuple[str, ...]:
         raise OptionError(f"trial {trial.label} does not name the compiled function's parameters: its inputs "
                           "cannot be matched to the recorded guards")
     return named.params
+
+
+def unmatched(trial: TrialResult) -> str | None:
+    """Why the recorded guards of ``trial`` cannot be matched to requests (None: they can).
+    When Dynamo never compiled the function's own frame — its compile failed or was skipped
+    (a graph break it cannot resume from, inside a loop), so the frame ran eagerly — the frames
+    that did compile are functions it calls, whose guards are on their own locals."""
+    frame, _ = entry_frame(trial.compiles)
+    named = next((r.target for r in trial.compiles if r.compile_id.frame == frame and r.target is not None), None)
+    if named is not None and named.params:
+        return None
+    own = next((r for r in trial.compiles if r.target is not None and r.phase in ("stream", "startup")), None)
+    inner = list(dict.fromkeys(r.display_name for r in trial.compiles
+                               if r.made_entry and r.phase in ("stream", "startup")))
+    if own is not None and own.compile_id.frame != frame:
+        return (f"the compiled function's own frame ({own.display_name}) never compiled (its compile "
+                f"{own.outcome}; it runs eagerly), and the frames that did ({', '.join(inner[:3])}) guard their "
+                "own locals, not the requests' inputs")
+    return f"trial {trial.label} does not name the compiled function's parameters: its inputs cannot be matched"
+
+
+def unmatched_strategy(trial: TrialResult, stream: Sequence[Shape], why: str, source: str) -> StrategyForecast:
+    """Every request ``unknown``, with why the recorded guards say nothing of them."""
+    rows = [ForecastRequest(i, shape_key(s), "unknown", "guards", why=why) for i, s in enumerate(stream)]
+    return _strategy_forecast(trial, rows, (0, limit_in_force(None, trial_limit(trial, here=True))), 0.0, 0, source)
 
 
 RESUME = "torch_dynamo_resume_in_"  # the frame Dynamo makes of a function's code after a graph break
@@ -494,8 +618,9 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
     missing = [n for n in names if n not in trials]
     if not trials:
         raise OptionError(f"{results} has no trial of {', '.join(names)} that compiled")
-    rows = tuple(recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), str(results),
-                                   recompile_limit)
+    rows = tuple(unmatched_strategy(t, base.stream, why, str(results)) if (why := unmatched(t)) is not None
+                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), str(results),
+                                        recompile_limit)
                  for t in trials.values())
     if times is not None:
         rows = tuple(_with_times(s, times, base.workload) for s in rows)

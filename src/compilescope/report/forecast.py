@@ -94,8 +94,9 @@ class StrategyForecast:
     compile_times: CompileTimes | None = None
     notes: tuple[str, ...] = ()
     estimated: int = 0  # requests marked estimated (recorded guards)
-    guards_unevaluated: int = 0  # recorded guards that could not be evaluated (taken as passing)
+    guards_unevaluated: int = 0  # recorded guards that could not be evaluated
     recorded_from: str | None = None  # the results file and trial whose guards were evaluated
+    unknown: int = 0  # requests whose outcome cannot be predicted (each with its ``why``)
 
 
 @dataclass(frozen=True)

@@ -248,3 +248,40 @@ def test_a_probe_of_several_compiled_functions_is_forecast_for_the_one_named():
     with pytest.raises(OptionError, match="has no compiled function 'h' \\(it has: f, g\\)"):
         probe_function(compiles, "h", "probe.json")
     assert probe_function(compiles[:2], None, "probe.json") == tuple(compiles[:2])
+
+
+def test_a_guard_that_cannot_be_evaluated_makes_the_request_unknown_not_a_hit():
+    """An entry whose guard names a value the request does not hold neither accepts nor
+    rejects it: the request is unknown with why, and so is every later one that no entry
+    surely accepts — while one an entry surely accepts is still a hit."""
+    import types
+
+    from compilescope.forecast.recorded import FrameModel, request_of
+    from compilescope.model import CompileId, CompileRecord, EntryGuard
+
+    x = EntryGuard("tensor", "L['x']", sizes=(4,), example=(4,), dtype="float32")
+    inner = EntryGuard("tensor", "L['state'].keys", sizes=(3, 4), example=(3, 4), dtype="float32")
+    first = CompileRecord(CompileId(0, 0), "f", "f.py", 1, entry_guards=(x, inner))
+    model = FrameModel(0, [first], "static", 8)
+    request = lambda n, state: request_of({"x": torch.zeros(n), "state": state})  # noqa: E731
+    holding = lambda keys: types.SimpleNamespace(keys=keys)  # noqa: E731
+    assert model.step(request(4, holding(torch.zeros(3, 4))), 0).outcome == "compile"
+    unknown = model.step(request(4, types.SimpleNamespace()), 1)  # no keys: the guard cannot be evaluated
+    assert unknown.outcome == "unknown"
+    assert unknown.why.startswith("whether entry 0/0 accepts it is not known: state.keys is not in the request's inputs")
+    assert model.step(request(4, holding(torch.zeros(3, 4))), 2).outcome == "hit"  # surely accepted
+    later = model.step(request(8, holding(torch.zeros(3, 4))), 3)  # would compile, after an unknown
+    assert later.outcome == "unknown" and later.why.startswith("follows request 1")
+    rejected = model.step(request(4, holding(None)), 4)  # None where the entry has a tensor: surely rejected
+    assert rejected.rejected == [("0/0", ["state.keys is builtins.NoneType, not a tensor"])]
+
+
+def test_a_parameter_no_request_passes_keeps_the_default_it_was_compiled_with():
+    from compilescope.forecast.recorded import check, request_of
+    from compilescope.model import EntryGuard
+
+    guards = (EntryGuard("value", "L['mask']", None, None, "L['mask'] is None"),
+              EntryGuard("tensor", "L['x']", sizes=(None,), example=(4,), dtype="float32"))
+    assert check(guards, request_of({"x": torch.zeros(5)})) == ([], [])
+    assert check(guards, request_of({"x": torch.zeros(5), "mask": torch.ones(5)})) == (
+        ["mask is torch.Tensor, not None"], [])
