@@ -1,115 +1,160 @@
-"""Both forecasts against a real ``run`` of the same stream: per-request agreement and wall time.
+"""The forecast against a real ``run`` of the same stream: per-request agreement, unknowns, cost.
 
-    python benchmarks/forecast_vs_run.py [--workload sincos] [--stream SPEC|default] [--backend aot_eager]
-                                         [--strategies default,static,dynamic] [--record half|SPEC|none]
-                                         [--quick] [--no-dry-run]
+    python benchmarks/forecast_vs_run.py [--workload W ...] [--stream SPEC|default|text:N]
+                                         [--backend aot_eager] [--strategies default,static,dynamic]
+                                         [--record none|half|SPEC] [--quick] [--no-dry-run]
 
-Runs ``compilescope.run`` (a fresh process per trial, real tensors, the real backend, cold
-cache, steady state and numerics as a run does them) and ``compilescope forecast`` on the
-same stream, in this order (``--quick``: the run without steady state and numerics; a
-``--stream text:N`` is ``minilm``'s real text stream of N requests), and prints, per strategy, the requests whose hit/compile/eager
-outcome agrees (misses listed with both sides' guards; requests forecast ``unknown`` are
-counted apart, not as agreeing), and the wall ratio forecast / run (``--no-dry-run``: the
-recorded-guard forecast alone).
+With no ``--workload``, every built-in real model (``minilm``, ``gpt2-tiny``, ``convnet``,
+and ``causal-lm`` when this checkout has it), each on its own stream (``minilm``: 24 requests
+of its real text stream; the others: their default streams), side by side in one run. For
+each workload it runs ``compilescope.run`` (a fresh process per trial, real tensors, the real
+backend, cold cache, steady state and numerics as a run does them; ``--quick``: without
+steady state and numerics) and then the dry-run forecast of the same stream and strategies in
+this process, and prints per strategy the requests whose hit/compile/eager outcome agrees
+(misses listed with both sides' guards; an ``unknown`` forecast is counted apart, never as
+agreeing), then one table: agreement of the known requests, unknowns, and the forecast's
+cost over the run's — wall time, and CPU time (this process's for the forecast; the trial
+processes' and this one's for the run), which a shared machine's load does not inflate.
 
-The recorded-guard forecast (``forecast --from-results``) evaluates the guards a *recording*
-run kept: ``--record half`` (default) runs the stream's first half (steady state and
-numerics off: only its guards are used) and forecasts the whole stream from it; a SPEC
-records that stream instead; ``none`` skips the method. Its wall time is the forecast's
-alone (the recording is what a service already has).
+``--record half|SPEC`` also forecasts from recorded guards (``forecast --from-results``): a
+recording run of the stream's first half (or SPEC), steady state and numerics off, whose cost
+is not counted (it is what a service already has); ``--no-dry-run`` leaves the dry run out.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from _common import write
 from compilescope.api import run
 from compilescope.forecast import forecast, forecast_recorded, request_outcomes
 from compilescope.model import MeasureOptions
+from compilescope.zoo import BUILTINS
+
+REAL_MODELS = ("minilm", "gpt2-tiny", "convnet", "causal-lm")
+STREAMS = {"minilm": "text:24"}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--workload", default="sincos")
-    parser.add_argument("--stream", default="random:count=10000;seed=0;n=8|16|24|32|40|48|56|64|72|80|96|128",
-                        help="a stream spec; `default`: the workload's default stream")
-    parser.add_argument("--backend", default="aot_eager")
-    parser.add_argument("--strategies", default="default,static,dynamic")
-    parser.add_argument("--record", default="half", help="half, a stream spec, or none")
-    parser.add_argument("--quick", action="store_true", help="the real run without steady state and numerics")
-    parser.add_argument("--no-dry-run", action="store_true", help="only the recorded-guard forecast")
-    args = parser.parse_args()
-    stream = None if args.stream == "default" else args.stream
-    if args.stream.startswith("text:"):  # minilm's real text stream: text:N requests
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _stream(workload: str, spec: str | None) -> Any:
+    spec = spec or STREAMS.get(workload, "default")
+    if spec == "default":
+        return None
+    if spec.startswith("text:"):  # minilm's real text stream: text:N requests
         from compilescope.zoo import text_stream
 
-        stream = list(text_stream(int(args.stream.removeprefix("text:"))))
+        return list(text_stream(int(spec.removeprefix("text:"))))
+    return spec
+
+
+def one(workload: str, args: argparse.Namespace) -> dict[str, Any]:
+    stream = _stream(workload, args.stream)
     results = Path(tempfile.mkdtemp(prefix="forecast-bench-")) / "run.json"
-    t0 = time.perf_counter()
-    real = run(args.workload, stream, args.strategies, backend=args.backend, results_path=results,
-               measure=MeasureOptions(steady=False, numerics=False) if args.quick else MeasureOptions())
-    run_wall = time.perf_counter() - t0
-    data = {"workload": args.workload, "stream": args.stream, "backend": args.backend, "run_wall_s": run_wall}
+    measure = MeasureOptions(steady=False, numerics=False) if args.quick else MeasureOptions()
+    t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN)
+    real = run(workload, stream, args.strategies, backend=args.backend, results_path=results, measure=measure)
+    run_wall, run_cpu = time.perf_counter() - t0, _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - c0
+    data: dict[str, Any] = {
+        "workload": workload, "stream": args.stream or STREAMS.get(workload, "default"), "backend": args.backend,
+        "quick": args.quick, "run_wall_s": run_wall, "run_cpu_s": run_cpu,
+    }
     if not args.no_dry_run:
-        t0 = time.perf_counter()
-        report = forecast(args.workload, stream, args.strategies, backend=args.backend)
-        forecast_wall = time.perf_counter() - t0
+        t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
+        report = forecast(workload, stream, args.strategies, backend=args.backend, dry_backend=args.dry_backend)
+        dry_wall, dry_cpu = time.perf_counter() - t0, _cpu(resource.RUSAGE_SELF) - c0
         rows = _agreement("dry run", report, real)
-        print(f"{args.workload} ({args.backend}), {report.stream_length} requests, {report.distinct_shapes} distinct "
-              f"shapes: dry run agreement {_share(rows)}; run {run_wall:.1f} s, forecast {forecast_wall:.1f} s, "
-              f"ratio {forecast_wall / run_wall:.3f}")
-        data |= {"forecast_wall_s": forecast_wall, "ratio": forecast_wall / run_wall, "strategies": rows}
+        data |= {"dry_backend": report.dry_backend, "requests": report.stream_length,
+                 "distinct_shapes": report.distinct_shapes, "forecast_wall_s": dry_wall, "forecast_cpu_s": dry_cpu,
+                 "wall_ratio": dry_wall / run_wall, "cpu_ratio": dry_cpu / run_cpu, "strategies": rows,
+                 "computed": [s.strategy for s in report.strategies if s.computed]}
+        print(f"{workload} ({args.backend}), {report.stream_length} requests, {report.distinct_shapes} distinct "
+              f"shapes: {_share(rows)}; run {run_wall:.1f} s ({run_cpu:.1f} s CPU), forecast {dry_wall:.1f} s "
+              f"({dry_cpu:.1f} s CPU): ratio {dry_wall / run_wall:.3f} wall, {dry_cpu / run_cpu:.3f} CPU", flush=True)
     if args.record != "none":
         recording = results.with_name("recording.json")
         record_stream = list(real.stream[: max(1, len(real.stream) // 2)]) if args.record == "half" else args.record
-        run(args.workload, record_stream, args.strategies, backend=args.backend, results_path=recording,
+        run(workload, record_stream, args.strategies, backend=args.backend, results_path=recording,
             measure=MeasureOptions(steady=False, numerics=False))
         t0 = time.perf_counter()
-        recorded = forecast_recorded(args.workload, stream, recording, args.strategies)
+        recorded = forecast_recorded(workload, stream, recording, args.strategies)
         recorded_wall = time.perf_counter() - t0
         recorded_rows = _agreement("recorded guards", recorded, real)
-        print(f"recorded guards (from {args.record}): agreement {_share(recorded_rows)}, "
+        print(f"recorded guards (from {args.record}): {_share(recorded_rows)}, "
               f"{sum(s.estimated for s in recorded.strategies)} request(s) estimated; forecast {recorded_wall:.2f} s, "
-              f"ratio {recorded_wall / run_wall:.4f}")
+              f"ratio {recorded_wall / run_wall:.4f}", flush=True)
         data["recorded"] = {"record": args.record, "forecast_wall_s": recorded_wall,
                             "ratio": recorded_wall / run_wall, "strategies": recorded_rows}
-    write(f"forecast_vs_run-{args.workload}", data)
+    return data
 
 
 def _share(rows: dict[str, dict[str, int]]) -> str:
-    """Agreement over the requests given an outcome; the unknown ones counted apart."""
-    agree, total = sum(r["agree"] for r in rows.values()), sum(r["requests"] for r in rows.values())
+    agree = sum(r["agree"] for r in rows.values())
+    known = sum(r["requests"] - r["unknown"] for r in rows.values())
     unknown = sum(r["unknown"] for r in rows.values())
-    known = total - unknown
-    share = f"{agree}/{known} ({agree / known:.2%})" if known else "no request predicted"
-    return f"{share}, {unknown} unknown of {total}"
+    total = known + unknown
+    share = f"{agree / known:.2%}" if known else "—"
+    return f"{agree}/{known} known requests agree ({share}), {unknown}/{total} unknown"
 
 
-def _agreement(method: str, report, real) -> dict[str, dict[str, int]]:  # type: ignore[no-untyped-def]
+def _agreement(method: str, report: Any, real: Any) -> dict[str, dict[str, int]]:
     rows = {}
     for s in report.strategies:
         trial = next(t for t in real.trials if t.spec.strategy == s.strategy)
         seen = request_outcomes(trial.calls, trial.compiles)
-        unknown = sum(1 for p in s.requests if p.outcome == "unknown")
-        misses = [(p, o) for p, o in zip(s.requests, seen) if p.outcome not in (o.outcome, "unknown")]
-        known = len(s.requests) - unknown
-        agree = known - len(misses)
+        known = [(p, o) for p, o in zip(s.requests, seen) if p.outcome != "unknown"]
+        misses = [(p, o) for p, o in known if p.outcome != o.outcome]
+        agree = len(known) - len(misses)
         counts = {k: sum(1 for o in seen if o.outcome == k) for k in ("hit", "compile", "eager", "error")}
-        print(f"{method:<15} {s.strategy:<8} agreement {agree}/{known} ({agree / known if known else 0:.2%}) "
-              f"unknown {unknown}  forecast hit {s.hits} compile {s.compiles} eager {s.eager} estimated "
-              f"{s.estimated}  |  run hit {counts['hit']} compile {counts['compile']} eager {counts['eager']} "
-              f"error {counts['error']}")
+        print(f"{method:<15} {s.strategy:<8} agreement {agree}/{len(known)}  unknown {s.unknown}  "
+              f"forecast hit {s.hits} compile {s.compiles} eager {s.eager} error {s.errors} estimated {s.estimated}"
+              f"{'  (computed for real)' if s.computed else ''}  |  run hit {counts['hit']} compile "
+              f"{counts['compile']} eager {counts['eager']} error {counts['error']}")
         for p, o in misses[:10]:
             print(f"   miss: request {p.index} ({p.shape_label}) forecast {p.outcome}"
                   f"{' (estimated)' if p.estimated else ''} {[g.text for g in p.guards]}"
                   f" / run {o.outcome} {[g.text for g in o.guards]}")
         rows[s.strategy] = {"agree": agree, "requests": len(s.requests), "misses": len(misses),
-                            "estimated": s.estimated, "unknown": unknown}
+                            "unknown": s.unknown, "estimated": s.estimated}
     return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--workload", action="append", help="repeatable; default: every built-in real model")
+    parser.add_argument("--stream", default=None,
+                        help="a stream spec; `default`: the workload's; `text:N`: minilm's real text stream "
+                             "(default: text:24 for minilm, the default stream for the others)")
+    parser.add_argument("--backend", default="aot_eager")
+    parser.add_argument("--dry-backend", default=None, help="what the forecast traces with (see forecast --help)")
+    parser.add_argument("--strategies", default="default,static,dynamic")
+    parser.add_argument("--record", default="none", help="none (default), half, or a stream spec")
+    parser.add_argument("--quick", action="store_true", help="the real run without steady state and numerics")
+    parser.add_argument("--no-dry-run", action="store_true", help="only the recorded-guard forecast")
+    args = parser.parse_args()
+    names = args.workload or [w for w in REAL_MODELS if w in BUILTINS]
+    done = [one(w, args) for w in names]
+    print(f"\n{'workload':<11} {'requests':>8} {'agree (known)':>14} {'unknown':>8} {'run s':>8} {'run CPU s':>9} "
+          f"{'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
+    for d in done:
+        if "strategies" not in d:
+            continue
+        rows = d["strategies"].values()
+        known = sum(r["requests"] - r["unknown"] for r in rows)
+        agree, unknown = sum(r["agree"] for r in rows), sum(r["unknown"] for r in rows)
+        print(f"{d['workload']:<11} {sum(r['requests'] for r in rows):>8} {f'{agree}/{known}':>14} {unknown:>8} "
+              f"{d['run_wall_s']:>8.1f} {d['run_cpu_s']:>9.1f} {d['forecast_wall_s']:>7.1f} {d['forecast_cpu_s']:>9.1f} "
+              f"{d['wall_ratio']:>10.3f} {d['cpu_ratio']:>9.3f}")
+    name = "forecast_vs_run" if len(names) > 1 else f"forecast_vs_run-{names[0]}"
+    write(name, {"backend": args.backend, "quick": args.quick, "workloads": done})
 
 
 if __name__ == "__main__":

@@ -35,3 +35,90 @@ def ceil_pool() -> Workload:
 
     return Workload(name="ceil-pool", build=build, make_inputs=lambda s: (torch.randn(1, 2, s["n"], s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 9, 10, 11, 12, 9, 8)))
+
+
+def strided_conv1d() -> Workload:
+    """A speech front end's strided Conv1d over one waveform of varying length. The CPU
+    convolution picks its backend by size (mkldnn for a batch of one only above 20,480 input
+    elements), and PyTorch guards that choice: a length past 5,120 samples (4 channels) after
+    a shorter one compiles again under default and dynamic. The meta device picks no CPU backend,
+    so a trace there never sees the guard."""
+
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.Sequential(torch.nn.Conv1d(4, 8, 5, stride=2), torch.nn.ReLU(),
+                                   torch.nn.Conv1d(8, 8, 3, stride=2)).eval()
+
+    lengths = (1000, 2000, 3000, 6000, 8000, 2000, 4000, 12000)
+    return Workload(name="strided-conv1d", build=build, make_inputs=lambda s: (torch.randn(1, 4, s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in lengths))
+
+
+def keeps_positive() -> Workload:
+    """A ``nonzero`` in the frame: Dynamo breaks the graph there, and the resume frame's input
+    has as many rows as the input has positive values — a size only values decide."""
+
+    def build():
+        def keep(x: torch.Tensor) -> torch.Tensor:
+            rows = (x > 0).nonzero().squeeze(-1)
+            return x[rows].sin().sum() + x.cos().sum()
+
+        return keep
+
+    sizes = (8, 8, 16, 12, 16, 24, 8)
+    return Workload(name="keeps-positive", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in sizes))
+
+
+class KeyCache:
+    """A decode cache as Hugging Face's ``DynamicCache`` layers keep one: empty until its first
+    update, which makes its keys on the new keys' device inside the compiled frame."""
+
+    def __init__(self, keys: torch.Tensor | None = None) -> None:
+        self.keys = keys
+
+    def update(self, new: torch.Tensor) -> torch.Tensor:
+        if self.keys is None:
+            self.keys = torch.tensor([], dtype=new.dtype, device=new.device)
+        self.keys = torch.cat([self.keys, new], dim=-2)
+        return self.keys
+
+
+def cached_attention() -> Workload:
+    """One decode step with its cache passed as an argument: the step appends its key to the
+    cache (made inside the frame on the key's device when empty) and attends over all of it.
+    The cache's length (``past``) is a size Dynamo guards through the object."""
+
+    def build():
+        torch.manual_seed(0)
+        proj = torch.nn.Linear(8, 8)
+
+        def step(x: torch.Tensor, cache: KeyCache) -> torch.Tensor:
+            keys = cache.update(proj(x))
+            return torch.softmax(x @ keys.transpose(-1, -2), dim=-1) @ keys
+
+        return step
+
+    def make_inputs(s):
+        past = s["past"]
+        return torch.randn(1, 1, 8), KeyCache(torch.randn(1, past, 8) if past else None)
+
+    pasts = (0, 0, 4, 7, 7, 12, 0, 20)
+    return Workload(name="cached-attention", build=build, make_inputs=make_inputs, dims=("past",),
+                    default_stream=tuple({"past": p} for p in pasts))
+
+
+def always_raises() -> Workload:
+    """Every call raises, on fake tensors and for real alike."""
+
+    def build():
+        def fails(x: torch.Tensor) -> torch.Tensor:
+            y = x.sin()
+            if y.sum().item() > -1e9:  # a value read: the dry run computes, and the call raises for real
+                raise ValueError("no such row")
+            return y
+
+        return fails
+
+    return Workload(name="always-raises", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (4, 8, 16)))

@@ -1000,6 +1000,40 @@ def _probe_journal(json_path: Path | None) -> Path:
 _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, `&`): kept so for a probed program
 
 
+class _ForecastProgress:
+    """A dry run's progress while it runs: a live line on a terminal; off one, a plain line on
+    stderr every :attr:`EVERY_S` seconds (a log shows the run is alive and where it is)."""
+
+    EVERY_S = 5.0
+
+    def __init__(self, console: Console) -> None:
+        self.console, self.live = console, console.is_terminal
+        self.last = 0.0
+
+    def __enter__(self) -> _ForecastProgress:
+        if self.live:
+            self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
+                                TextColumn("{task.completed}/{task.total} requests"), TimeElapsedColumn(),
+                                console=self.console, transient=True)
+            self.bar.__enter__()
+            self.task = self.bar.add_task("forecast", total=None)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live:
+            self.bar.__exit__(*exc)
+
+    def __call__(self, p: Any) -> None:
+        what = (f"{p.strategy}: {p.shapes}/{p.distinct} distinct shapes run, {p.traced} traced"
+                + (", computing for real" if p.computed else ""))
+        if self.live:
+            self.bar.update(self.task, description=escape(what), completed=p.requests, total=p.stream_length)
+        elif p.elapsed_s - self.last >= self.EVERY_S:
+            self.last = p.elapsed_s
+            print(f"forecast: {what}; {p.requests}/{p.stream_length} requests, {p.elapsed_s:.0f} s", file=sys.stderr,
+                  flush=True)
+
+
 @cli.command("forecast")
 @click.argument("workload")
 @click.option("--stream", help="shapes, as for run (a recorded `@shapes.jsonl` too); default: the workload's.")
@@ -1009,7 +1043,8 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
               help="the backend the forecast is for: eager, aot_eager or inductor.")
 @click.option("--dry-backend", default=None, metavar="NAME",
               help="for --backend inductor: aot_eager traces faster, blind to the guards inductor adds while "
-                   "it lowers (default: inductor-lowering, inductor's own lowering with no kernel built).")
+                   "it lowers (default: inductor-lowering, inductor's own lowering with no kernel built); for "
+                   "--backend aot_eager: eager (Dynamo alone), blind to those AOT autograd adds.")
 @click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
               help="for mark-dynamic / shapes-spec (repeatable), as for run.")
 @click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
@@ -1022,17 +1057,23 @@ _IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup,
               help="dry-run (default), recorded (the default with --from-results), or both side by side.")
 @click.option("--function", "function", default=None, metavar="NAME",
               help="with a probe's --from-results that compiled several functions: the one to forecast.")
+@click.option("--no-compute", is_flag=True,
+              help="never compute for real: a request that needs tensor values is unknown, and so is each "
+                   "request after it in its strategy.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
 @outputs_option("json", "text", aliases="--json")
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
                      marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
-                     method: str | None, function: str | None, json_path: Path | None, outs: tuple[Path, ...]) -> int:
+                     method: str | None, function: str | None, no_compute: bool, json_path: Path | None,
+                     outs: tuple[Path, ...]) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
-    compiled graph, compile (with the guards that fail) or run eagerly at the recompile limit —
-    by running Dynamo on the real code with parameters and inputs on the meta device and a
-    backend that builds nothing (for inductor: its lowering and kernel source, no kernel built).
-    No kernel runs; a forecast costs the stream's distinct shapes' tracing, not its requests.
+    compiled graph, compile (with the guards that fail), run eagerly at the recompile limit, or
+    unknown (with why) — by running Dynamo on the real code with the real parameters and inputs,
+    each call on fake tensors of the real device, and a backend that builds nothing (for
+    inductor: its lowering and kernel source, no kernel built). No kernel runs, unless a request
+    needs tensor values (a nonzero, an .item()): that strategy's dry run then computes for real,
+    and says so. A forecast costs the stream's distinct shapes' tracing, not its requests.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
@@ -1051,6 +1092,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         raise OptionError("--function picks a compiled function of a probe's --from-results file")
     if dry_backend is not None and method == "recorded":
         raise OptionError("--dry-backend is for the dry run; --method recorded runs none")
+    if no_compute and method == "recorded":
+        raise OptionError("--no-compute is for the dry run; --method recorded runs none")
     console = _console(stderr=_stdout_output(json=json_path))
     outputs = _outputs(outs, json=json_path)
     _check_kinds(outputs, ForecastReport, "a forecast")
@@ -1061,8 +1104,10 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         recorded = forecast_recorded(workload, stream, recorded_path, strategies, times=results_path,
                                      recompile_limit=recompile_limit, function=function)
     if method != "recorded":
-        dry = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
-                       marks=tuple(parse_mark(m) for m in marks), results=results_path, dry_backend=dry_backend)
+        with _ForecastProgress(console) as progress:
+            dry = forecast(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
+                           marks=tuple(parse_mark(m) for m in marks), results=results_path, dry_backend=dry_backend,
+                           progress=progress, compute=not no_compute)
     report = compare_forecasts(dry, recorded) if dry is not None and recorded is not None else (dry or recorded)
     _show(report, console, outputs)
     return 0

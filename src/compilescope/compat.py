@@ -70,8 +70,97 @@ def backend_callable(name: str, mode: str | None, dynamic: bool | None = None) -
     if name == "inductor":
         return torch._TorchCompileInductorWrapper(mode, None, dynamic)  # type: ignore[attr-defined,no-any-return]
     if name == DRY_INDUCTOR:
-        return dry_inductor_backend(mode, dynamic)
-    return torch._dynamo.lookup_backend(name)  # type: ignore[no-any-return]
+        inner = dry_inductor_backend(mode, dynamic)
+    else:
+        inner = torch._dynamo.lookup_backend(name)
+    return _dry_runs[-1].backend(inner) if _dry_runs else inner  # type: ignore[no-any-return]
+
+
+# ----------------------------------------------------------------------------- the dry run's compute
+
+# What a fake tensor raises where an op needs tensor values (a data-dependent output size, a
+# value read) or has no fake kernel — ``torch._subclasses.fake_tensor``, checked on 2.13.0.
+VALUE_ERRORS = frozenset({"DynamicOutputShapeException", "DataDependentOutputException",
+                          "UnsupportedOperatorException", "UnsupportedFakeTensorException"})
+
+
+class DryCompute:
+    """How a dry run's calls compute, while it is entered (one trial).
+
+    ``fake``: each call runs under ``FakeTensorMode(allow_non_fake_inputs=True)`` — the
+    inputs and parameters stay real tensors on the real device, so Dynamo sees, guards and
+    fakes them as in a real call (the device's kernels' fake implementations, such as the
+    CPU convolution's backend choice, add their guards), while every op the call runs, compiled
+    graph or eager code, gives a fake tensor of the real device: sizes, strides, dtype and
+    device, no kernel run. An op that needs values (``nonzero``, ``.item()``) or has no fake
+    kernel raises one of :data:`VALUE_ERRORS` (or another error) instead of computing.
+    Not ``fake``: the calls compute for real (the fallback when values are needed).
+
+    Either way each graph is compiled by the backend outside the fake mode, as a real compile
+    is, except that a graph with no symbolic size in it is handed to no backend
+    (``static_shortcut``): a backend adds guards only through the frame's shape environment,
+    as relations between symbolic sizes, and such a graph has none — its compile cannot change
+    what the frame guards.
+
+    Checked on 2.13.0: FakeTensorMode is an infra dispatch mode, which Dynamo traces under
+    (``convert_frame`` skips frames only under non-infra modes, ``any_torch_dispatch_mode_on_stack``);
+    ``unset_fake_temporarily`` lifts it; a placeholder's fake value is its ``meta["example_value"]``;
+    ``free_symbols`` gives a value's symbols."""
+
+    def __init__(self, fake: bool, static_shortcut: bool = True) -> None:
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        self.fake, self.static_shortcut = fake, static_shortcut
+        self.mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
+        self.graphs = self.static_graphs = 0
+
+    def __enter__(self) -> DryCompute:
+        _dry_runs.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _dry_runs.remove(self)
+
+    def call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``fn(*args, **kwargs)`` as the dry run computes it."""
+        if self.mode is None:
+            return fn(*args, **kwargs)
+        with self.mode:
+            return fn(*args, **kwargs)
+
+    def backend(self, inner: Callable[..., Any]) -> Callable[..., Any]:
+        from torch._subclasses.fake_tensor import unset_fake_temporarily
+
+        def dry_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Any:
+            self.graphs += 1
+            if self.static_shortcut and not _symbolic(gm):
+                self.static_graphs += 1
+                return gm.forward
+            with unset_fake_temporarily():
+                return inner(gm, example_inputs, **kwargs)
+
+        return dry_backend
+
+
+_dry_runs: list[DryCompute] = []
+
+
+def _symbolic(gm: torch.fx.GraphModule) -> bool:
+    """Whether any value of ``gm`` (an input, an intermediate, an output) has a symbolic size,
+    stride or value."""
+    from torch.fx.experimental.symbolic_shapes import free_symbols
+
+    for node in gm.graph.nodes:
+        value = node.meta.get("example_value")
+        if value is None:
+            continue
+        try:
+            for leaf in torch.utils._pytree.tree_leaves(value):
+                if isinstance(leaf, (torch.Tensor, torch.SymInt, torch.SymFloat, torch.SymBool)) and free_symbols(leaf):
+                    return True
+        except Exception:  # noqa: BLE001 - a value it cannot read: taken as symbolic (the backend runs)
+            return True
+    return False
 
 
 # ----------------------------------------------------------------------------- the dry inductor

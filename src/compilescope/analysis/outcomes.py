@@ -216,12 +216,13 @@ def forecast_word(outcome: RequestOutcome, compiled_a_frame: bool) -> ForecastWo
     return "eager" if outcome.ran_eagerly else "hit"
 
 
-def dry_run_word(word: ForecastWord, compiled_a_frame: bool, past_a_refusal: bool, error: str | None) -> ForecastWord:
-    """A dry run's request that raised on the ``meta`` device without compiling, once the
-    recompile limit has refused a frame, is ``eager``: the limit refused its compile before
-    the eager code ran, which could not run on ``meta`` (on real tensors it would have)."""
-    if word == "error" and not compiled_a_frame and past_a_refusal and error is not None and "meta" in error.lower():
-        return "eager"
+def dry_run_word(word: ForecastWord, computed: bool, after_unknown: bool) -> ForecastWord:
+    """A dry run's request in the forecast's words: ``unknown`` after a request whose outcome
+    is unknown (the cache state it meets is not known), or when it raised on fake tensors in a
+    dry run that did not compute for real (it needed tensor values); otherwise its word — one
+    that raised in a dry run computing for real raises in a real run too (``error``)."""
+    if after_unknown or (word == "error" and not computed):
+        return "unknown"
     return word
 
 

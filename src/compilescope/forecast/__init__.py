@@ -1,5 +1,5 @@
 """Forecast what ``torch.compile`` will do on a stream before running it: by a dry run of
-Dynamo on the meta device (:func:`forecast`), or from the guards a results file recorded
+Dynamo on fake tensors of the real device (:func:`forecast`), or from the guards a results file recorded
 (:func:`forecast_recorded`), compared with :func:`compare_forecasts`."""
 
 from .engine import forecast, request_outcomes

@@ -1,15 +1,27 @@
-"""The dry-run forecast: the real Dynamo on the real code, on the ``meta`` device.
+"""The dry-run forecast: the real Dynamo on the real code, with the real device's guards and no
+kernel run.
 
 Each strategy runs as a trial does (:func:`compilescope.execute.trial.run_trial`, the same
-strategy set-up, capture and records) with three differences: parameters and inputs live on
-the ``meta`` device, so no kernel computes anything; the backend builds nothing (``eager``
-and ``aot_eager`` as they are; for ``inductor``, :func:`compilescope.compat.dry_inductor_backend`:
-inductor's lowering and kernel source on fake tensors, whose guards are inductor's own, with
-no kernel compiled — or, asked for, ``aot_eager``, faster and blind to those guards); and
-each distinct shape is traced once, in stream order. A request repeating an earlier shape repeats its outcome: Dynamo's
-caches only grow within a process, so inputs one entry accepted are accepted again (a hit),
-and a frame refused at the recompile limit stays refused (eager). Steady state and numerics
-are not run.
+strategy set-up, capture and records) with these differences (:class:`compilescope.compat.DryCompute`):
+
+- the parameters and inputs are real tensors on the real device, so Dynamo sees and guards
+  them as in a real call, and traces with fake tensors of that device (the CPU convolution's
+  backend choice adds its size guards; a tensor made on an input's device inside the frame is
+  made there);
+- every op a call runs — a compiled graph or the eager code around it — runs on fake tensors
+  of that device: sizes, strides and dtypes, no kernel. A call that needs tensor values (a
+  ``nonzero``, an ``.item()``) raises there; the strategy's dry run then starts again and
+  computes for real (real kernels on the real inputs, graphs compiled as before, no kernel
+  built), and says so;
+- the backend builds nothing: ``eager`` and ``aot_eager`` as they are; for ``inductor``,
+  :func:`compilescope.compat.dry_inductor_backend` (inductor's lowering and kernel source on
+  fake tensors, whose guards are inductor's own, with no kernel compiled — or, asked for,
+  ``aot_eager``, faster and blind to those guards); and a graph without a symbolic size is
+  handed to no backend, as no backend can add a guard to it;
+- each distinct shape is run once, in stream order. A request repeating an earlier shape
+  repeats its outcome: Dynamo's caches only grow within a process, so inputs one entry
+  accepted are accepted again (a hit), and a frame refused at the recompile limit stays
+  refused (eager). Steady state and numerics are not run.
 
 Outcomes are read from the trial's records with :func:`request_outcomes`, the one rule a
 real run's records are compared with as well.
@@ -22,17 +34,18 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from .. import compat
+from ..analysis.counts import count_compiles
 from ..analysis.outcomes import dry_run_word, limit_in_force, repeat_word
 from ..errors import OptionError, ResultsError
 from ..model import (
     CallRecord, CompileId, CompileRecord, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec,
-    shape_key,
+    shape_key, shape_label,
 )
 from ..stream import distinct_shapes
 from ..report.forecast import (
@@ -41,7 +54,9 @@ from ..report.forecast import (
 
 DRY_BACKENDS = {"eager": "eager", "aot_eager": "aot_eager", "inductor": compat.DRY_INDUCTOR}
 # what else a backend's forecast may be traced with: faster, and blind to the backend's own guards
-FAST_DRY_BACKENDS = {"inductor": ("aot_eager",)}
+# (aot_eager traced by Dynamo alone: AOT autograd's trace of a graph with symbolic sizes is most
+# of its dry run, and can add relations between those sizes)
+FAST_DRY_BACKENDS = {"inductor": ("aot_eager",), "aot_eager": ("eager",)}
 
 
 def dry_backend_for(backend: str, dry_backend: str | None = None) -> str:
@@ -62,7 +77,8 @@ def dry_note(backend: str, dry_backend: str) -> str | None:
         return ("inductor traced by its own lowering and kernel code generation on fake tensors (its guards "
                 "modelled; no kernel built)")
     if dry_backend != backend:
-        return f"traced with {dry_backend} on meta: guards {backend} adds in its own lowering are not modelled"
+        return (f"traced with {dry_backend}: guards {backend} adds while it traces or lowers a graph with symbolic "
+                "sizes are not modelled")
     return None
 DEFAULT_FORECAST_STRATEGIES = ("default", "static", "dynamic")
 
@@ -70,13 +86,15 @@ DEFAULT_FORECAST_STRATEGIES = ("default", "static", "dynamic")
 @dataclass(frozen=True)
 class Observed:
     """One request's outcome as a trial recorded it; ``eager_part``: some frame of the call
-    ran eagerly (refused at the limit), whatever else it did."""
+    ran eagerly (refused at the limit), whatever else it did; ``why``: why an ``unknown``
+    outcome is."""
 
     outcome: Outcome
     eager_part: bool
     compile_ids: tuple[str, ...]
     guards: tuple[ForecastGuard, ...]
     error: str | None
+    why: str | None = None
 
 
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
@@ -107,23 +125,24 @@ def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileReco
     return out
 
 
-def dry_outcomes(trial: TrialResult) -> tuple[list[Observed], int]:
-    """A dry trial's outcomes, with the requests past the recompile limit whose eager
-    fallback raised on the meta device taken as what they are: eager (the limit refused the
-    compile before the eager code ran; on real tensors it would have run). Also returns how
-    many were."""
-    observed = request_outcomes(trial.calls, trial.compiles)
-    refused = [r.call_index for r in trial.compiles if r.phase == "stream" and r.refused and r.call_index is not None]
-    if not refused:
-        return observed, 0
-    since, out, fallbacks = min(refused), [], 0
-    for index, o in enumerate(observed):
-        word = dry_run_word(o.outcome, bool(o.compile_ids), index >= since, o.error)
+def dry_outcomes(trial: TrialResult, shapes: int | None = None) -> list[Observed]:
+    """A dry trial's outcomes, for its ``shapes`` calls (default: those it recorded). A call
+    that raised in a dry run computing for real raises in a real run too (``error``); one
+    that raised on fake tensors, in a dry run that did not compute (:func:`dry_trial` with
+    ``compute`` off), is ``unknown``, with the error. A call after an unknown one, or not run,
+    is unknown too: the cache state it meets is not known."""
+    computed = any(n.startswith(COMPUTED_NOTE) for n in trial.notes)
+    out: list[Observed] = []
+    after: str | None = None
+    for o in request_outcomes(trial.calls, trial.compiles):
+        word = dry_run_word(o.outcome, computed, after is not None)
         if word != o.outcome:
-            o = dataclasses.replace(o, outcome=word, eager_part=True, error=None)
-            fallbacks += 1
+            o = dataclasses.replace(o, outcome=word, why=after or f"it needs tensor values, not computed: {o.error}")
+        after = after or (f"after a request whose outcome is unknown ({o.why})" if word == "unknown" else None)
         out.append(o)
-    return out, fallbacks
+    missing = (shapes or len(out)) - len(out)
+    out += [Observed("unknown", False, (), (), None, after or "not run") for _ in range(max(0, missing))]
+    return out
 
 
 def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[ForecastRequest]:
@@ -135,10 +154,13 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
     for index, shape in enumerate(stream):
         key = shape_key(shape)
         if key in firsts:
-            out.append(ForecastRequest(index, key, repeat_word(firsts[key].outcome, firsts[key].eager_part), "repeat"))
+            first = firsts[key]
+            out.append(ForecastRequest(index, key, repeat_word(first.outcome, first.eager_part), "repeat",
+                                       why=first.why))
             continue
         seen = firsts[key] = next(it)
-        out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards, seen.error))
+        out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards, seen.error,
+                                   why=seen.why))
     return out
 
 
@@ -220,30 +242,58 @@ class _CacheDir:
         self._tmp.cleanup()
 
 
-def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
-              threads: int | None = 1, sink: Any = None, dry_backend: str | None = None) -> TrialResult:
-    """One strategy's trial on the meta device with a backend that builds nothing
-    (:func:`dry_backend_for`). Like a trial it starts from ``torch.compiler.reset()``; the
-    thread count is put back after. ``sink`` sees each call's records as it finishes (an
-    exception it raises ends the dry run and is raised here). A graph the dry inductor could
-    not lower is a note of the result."""
+COMPUTED_NOTE = "computed for real"
+
+
+class _ValuesNeeded(Exception):
+    """A call of a dry run on fake tensors raised: it needs tensor values (or has no fake kernel)."""
+
+    def __init__(self, shape: Shape, error: str) -> None:
+        self.shape, self.error = shape, error
+
+
+@dataclass(frozen=True)
+class _DryClock:
+    """Times a call as the dry run computes it (:meth:`compilescope.compat.DryCompute.call`)."""
+
+    compute: Any
+
+    def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        started = time.perf_counter()
+        out = self.compute.call(fn, *args, **kwargs)
+        return out, time.perf_counter() - started
+
+
+def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
+    """The fake attempt's sink: a call that raised ends it (before ``sink`` sees that call: it
+    is run again, computing, or not at all); ``kept`` collects the calls made until then."""
+    def on_call(record: CallRecord, compiles: Any, breaks: Any) -> None:
+        if kept is not None:
+            kept.append((record, compiles))
+        if record.error is not None:
+            raise _ValuesNeeded(dict(record.shape), record.error)
+        if sink is not None:
+            sink(record, compiles, breaks)
+    return on_call
+
+
+def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
     import torch
 
     from ..execute.trial import run_trial
 
-    dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
-    spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
-                     MeasureOptions(device="meta", steady=False, numerics=False, threads=threads))
     before = torch.get_num_threads()
     loud = compat.quiet_recompile_limit_warnings()  # the forecast says where the limit refuses
     compat.dry_lowering_failures()
-    with _CacheDir():
+    compute = compat.DryCompute(fake)
+    clock = _DryClock(compute)
+    with _CacheDir(), compute:
         try:
-            result, _ = run_trial(spec, sink=sink)
+            result, _ = run_trial(spec, sink=sink, clocks=(clock, clock))
         finally:
             loud()
             failed = compat.dry_lowering_failures()
-            compat.reset()  # leave no meta graphs behind
+            compat.reset()  # leave no dry graphs behind
             torch.set_num_threads(before)
     if failed:
         note = (f"inductor could not lower {len(failed)} graph(s) in the dry run (the first: {failed[0]}): they were "
@@ -252,20 +302,103 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     return result
 
 
+def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
+              threads: int | None = 1, sink: Any = None, dry_backend: str | None = None, compute: bool = True,
+              on_compute: Callable[[str], None] | None = None) -> TrialResult:
+    """One strategy's dry trial (the module's docstring): real inputs and parameters, calls on
+    fake tensors of the real device, a backend that builds nothing (:func:`dry_backend_for`).
+    When a call raises on fake tensors (it needs values, or an op has no fake kernel), the
+    trial starts again computing for real — ``on_compute`` is told why — and a note says so
+    (:data:`COMPUTED_NOTE`); with ``compute`` False it does not, and the trial ends there,
+    recording the calls made (the rest are unknown, :func:`dry_outcomes`). Like a trial it
+    starts from ``torch.compiler.reset()``; the thread count is put back after. ``sink`` sees
+    each call's records as it finishes (an exception it raises ends the dry run and is raised
+    here). A graph the dry inductor could not lower is a note of the result."""
+    dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
+    spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
+                     MeasureOptions(device="cpu", steady=False, numerics=False, threads=threads))
+    kept: list[tuple[CallRecord, Any]] = []
+    try:
+        return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
+    except _ValuesNeeded as needed:
+        why = f"shape {shape_label(needed.shape)} could not run on fake tensors ({needed.error})"
+        if not compute:
+            return _stopped(spec, kept, needed, why)
+        if on_compute is not None:
+            on_compute(why)
+        result = _attempt(spec, False, sink)
+        note = (f"{COMPUTED_NOTE}: {why}, so this strategy's dry run computed every call with real kernels on the "
+                "real inputs (its graphs compiled as before, no kernel built)")
+        return dataclasses.replace(result, notes=(*result.notes, note))
+
+
+STOPPED_NOTE = "not computed"
+
+
+def _stopped(spec: TrialSpec, kept: list[tuple[CallRecord, Any]], needed: _ValuesNeeded, why: str) -> TrialResult:
+    """The calls a dry run on fake tensors made before one raised, that one with its error (the
+    rest unrun): a trial whose records end there."""
+    calls = tuple(c for c, _ in kept)
+    compiles = tuple(r for _, got in kept for r in got)
+    note = f"{STOPPED_NOTE}: {why}; the dry run did not compute for real (compute off), so it stopped there"
+    return TrialResult(spec, "ok", calls=calls, compiles=compiles, notes=(note,))
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where a dry run is: ``strategy``'s ``requests`` of ``stream_length`` covered (its
+    ``shapes`` of ``distinct`` distinct shapes run), ``traced`` frame compiles (distinct guard
+    states traced) so far, ``elapsed_s`` since the forecast began; ``computed``: this
+    strategy's dry run computes for real."""
+
+    strategy: str
+    requests: int
+    stream_length: int
+    shapes: int
+    distinct: int
+    traced: int
+    elapsed_s: float
+    computed: bool = False
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class _Progress:
+    """A dry run's sink that reports :class:`Progress` after each call."""
+
+    def __init__(self, strategy: str, stream: Sequence[Shape], distinct: int, progress: ProgressFn,
+                 started: float) -> None:
+        self.strategy, self.progress, self.started, self.distinct = strategy, progress, started, distinct
+        seen: set[Any] = set()
+        self.firsts = [i for i, s in enumerate(stream) if not (shape_key(s) in seen or seen.add(shape_key(s)))]
+        self.length, self.traced, self.computed = len(stream), 0, False
+
+    def compute(self, why: str) -> None:
+        self.traced, self.computed = 0, True
+
+    def __call__(self, record: CallRecord, compiles: Any, breaks: Any) -> None:
+        self.traced += count_compiles(compiles).compiles
+        done = record.index + 1
+        covered = self.firsts[done] if done < len(self.firsts) else self.length
+        self.progress(Progress(self.strategy, covered, self.length, done, self.distinct, self.traced,
+                               time.perf_counter() - self.started, self.computed))
+
+
 def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
                       results: tuple[RunResult, str | Path] | None = None,
-                      dry_backend: str | None = None) -> StrategyForecast | str:
+                      dry_backend: str | None = None, progress: ProgressFn | None = None,
+                      started: float | None = None, compute: bool = True) -> StrategyForecast | str:
     """One strategy's forecast, or why the strategy does not apply to the workload."""
-    started = time.perf_counter()
+    begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
-    trial = dry_trial(workload_ref, strategy, distinct, options, dry_backend=dry_backend)
+    sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
+    trial = dry_trial(workload_ref, strategy, distinct, options, dry_backend=dry_backend, sink=sink,
+                      compute=compute, on_compute=sink.compute if sink is not None else None)
     notes = list(trial.notes)
     if trial.status == "unavailable":
         return f"{strategy} is unavailable: {trial.error}"
-    observed, fallbacks = dry_outcomes(trial)
-    if fallbacks:
-        notes.append(f"{fallbacks} request(s) past the recompile limit are predicted eager: their eager fallback "
-                     "cannot run on the meta device, but the limit refused their compile first")
+    observed = dry_outcomes(trial, len(distinct))
     if len(observed) != len(distinct):  # the trial stopped early (it never does without a crash)
         raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(distinct)} shapes")
     requests = expand(stream, observed)
@@ -273,17 +406,18 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
     requests, predicted = _predicted(requests, times)
-    counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error")}
-    first_error = next((r.error for r in requests if r.error), None)
+    counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
+    first_error = next((r.error for r in requests if r.outcome == "error"), None)
     if first_error:
-        notes.append(f"{counts['error']} request(s) could not run on the meta device; the first: {first_error}")
+        notes.append(f"{counts['error']} request(s) raise (in the dry run computing for real); the first: {first_error}")
     limit = limit_in_force(options.recompile_limit)
     return StrategyForecast(
         strategy=strategy, requests=tuple(requests), hits=counts["hit"], compiles=counts["compile"],
         eager=counts["eager"], errors=counts["error"], traced=len(distinct), recompile_limit=limit,
-        dry_wall_s=time.perf_counter() - started,
+        dry_wall_s=time.perf_counter() - begun,
         stalls=tuple(r.index for r in requests if r.outcome == "compile"),
-        predicted_compile_s=predicted, compile_times=times, notes=tuple(notes),
+        predicted_compile_s=predicted, compile_times=times, notes=tuple(notes), unknown=counts["unknown"],
+        computed=any(n.startswith(COMPUTED_NOTE) for n in trial.notes),
     )
 
 
@@ -297,6 +431,8 @@ def forecast(
     marks: Sequence[Any] = (),
     results: str | Path | None = None,
     dry_backend: str | None = None,
+    progress: ProgressFn | None = None,
+    compute: bool = True,
 ) -> ForecastReport:
     """Predict, per request of ``stream``, what each strategy's ``torch.compile`` does: hit,
     compile (with the guards that fail) or eager at the recompile limit. Raises a
@@ -304,7 +440,9 @@ def forecast(
 
     Each strategy's dry run starts, as a trial does, from ``torch.compiler.reset()``: called
     in a process that has compiled code of its own, that code is compiled again on its next
-    call. ``dry_backend``: what to trace with instead of the default (:data:`FAST_DRY_BACKENDS`)."""
+    call. ``dry_backend``: what to trace with instead of the default (:data:`FAST_DRY_BACKENDS`);
+    ``progress`` is called after each call of the dry runs (:class:`Progress`); ``compute``
+    False: a request that needs tensor values is ``unknown`` rather than computed for real."""
     from ..prepare import prepare_run
 
     traced = dry_backend_for(backend, dry_backend)
@@ -321,7 +459,8 @@ def forecast(
     if not compiled:
         raise OptionError("no compiling strategy to forecast (eager compiles nothing)")
     measured = (load_run(results, base.workload), results) if results is not None else None
-    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced) for n in compiled]
+    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute)
+            for n in compiled]
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:

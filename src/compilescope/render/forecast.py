@@ -19,7 +19,7 @@ def _totals(reports: list[ForecastReport]) -> Table:
     both = len(reports) > 1
     recorded = any(r.method == "recorded guards" for r in reports)
     columns = [("strategy", "left")] + ([("method", "left")] if both else []) + [
-        ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"),
+        ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"), ("unknown", "right"),
         ("traced" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
         ("compile s (predicted)", "right"), ("wall" if recorded else "dry run", "right")]
     for name, justify in columns:
@@ -30,18 +30,28 @@ def _totals(reports: list[ForecastReport]) -> Table:
         predicted = "—" if s.predicted_compile_s is None else fmt_time(s.predicted_compile_s)
         row: list[RenderableType] = [Text(s.strategy)] + ([Text(method)] if both else []) + [
             str(s.hits), Text(str(s.compiles), "yellow" if s.compiles > 1 else ""),
-            Text(str(s.eager), "red" if s.eager else ""), str(s.errors), str(s.traced)]
+            Text(str(s.eager), "red" if s.eager else ""), Text(str(s.errors), "red" if s.errors else ""),
+            Text(str(s.unknown), "magenta" if s.unknown else ""), str(s.traced)]
         if recorded:
             row.append(Text(str(s.estimated) if method == "recorded guards" else "—", "dim" if s.estimated else ""))
         table.add_row(*row, predicted, fmt_time(s.dry_wall_s))
     return table
 
 
+def headline(s: StrategyForecast) -> str:
+    """A strategy's outcome counts in one line: "3 compile, 9 hit, 2 unknown" — compile and hit
+    always, the others when there are any; a forecast with no prediction says so first."""
+    counts = s.counts()
+    said = ", ".join(f"{n} {word}" for word, n in counts.items() if n or word in ("compile", "hit"))
+    if s.known == 0:
+        return f"no request predicted ({said})"
+    return said
+
+
 def _stalls(s: StrategyForecast) -> list[RenderableType]:
     parts: list[RenderableType] = []
     title = Text(f"\n{s.strategy}", "bold")
-    title.append(f": {s.compiles} request(s) compile on the request path, {s.eager} run eagerly "
-                 f"(recompile limit {s.recompile_limit})")
+    title.append(f": {headline(s)} (recompile limit {s.recompile_limit})")
     parts.append(title)
     if s.compile_times is not None:
         t = s.compile_times
@@ -67,6 +77,10 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
         first = eager[0]
         parts.append(Text(f"  {len(eager)} request(s) run eagerly at the recompile limit, the first: request "
                           f"{first.index} ({first.shape_label})", "red"))
+    unknown = [r for r in s.requests if r.outcome == "unknown"]
+    if unknown:
+        parts.append(Text(f"  {len(unknown)} request(s) unknown, the first: request {unknown[0].index} "
+                          f"({unknown[0].shape_label}): {unknown[0].why}", "magenta"))
     first_estimated = next((r for r in s.requests if r.estimated), None)
     if first_estimated is not None:
         parts.append(Text(f"  {s.estimated} request(s) estimated, from request {first_estimated.index}: "
@@ -96,7 +110,7 @@ def _agreement(report: ForecastReport) -> list[RenderableType]:
 
 def _head(report: ForecastReport) -> Text:
     head = Text(f"compilescope forecast ({report.method}): {report.workload}", "bold")
-    how = (f"traced with {report.dry_backend} on the meta device" if report.method == "dry run"
+    how = (f"traced with {report.dry_backend} on fake tensors of the real device" if report.method == "dry run"
            else "from the guards of recorded cache entries, no model run")
     head.append(f" — {report.stream_length} request(s), {report.distinct_shapes} distinct shape(s), backend "
                 f"{report.backend} ({how}), torch {report.torch_version}, {fmt_time(report.wall_s)}")

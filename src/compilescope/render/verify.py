@@ -44,7 +44,9 @@ def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
         ("compiling requests' wall, with / without", f"{lat(w, 'stall_s')} / {lat(b, 'stall_s')}", "—"),
         ("  of which compile s, with / without", f"{lat(w, 'compile_s')} / {lat(b, 'compile_s')}", "—"),
         ("stall cost avoided (compiling requests' wall)", fmt_time(s.stall_avoided_s), "—"),
-        ("forecast agrees with the measurement", "—", _pct(s.agreement)),
+        ("forecast agrees with the measurement (of those predicted)", "—", _pct(s.agreement)),
+        ("requests the forecast could not predict (unknown)", "—",
+         _count(s.forecast_unknown if s.forecast_wall_s is not None else None)),
     ]
 
 
@@ -60,9 +62,16 @@ def verdict(s: StrategyVerify) -> Text:
 
 
 def plan_note(r: VerifyRequest) -> str:
+    """What the plan and its forecast said of a failing request: a forecast that predicted
+    otherwise is named first (the plan rests on it), then where the shape stands in the plan."""
     if r.uncovered_why is not None:
         return f"the plan lists it as uncovered: {r.uncovered_why}"
-    return "the plan covers it" if r.covered else "not in the plan's recording"
+    where = "the plan covers it" if r.covered else "not in the plan's recording"
+    if r.forecast == "unknown":
+        return f"{where}; the forecast could not tell (unknown)"
+    if r.forecast_missed:
+        return f"the forecast missed it (predicted {r.forecast}); {where}"
+    return where
 
 
 def _request_lines(r: VerifyRequest) -> list[RenderableType]:

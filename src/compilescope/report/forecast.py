@@ -11,14 +11,19 @@ the stream with its predicted outcome:
 ``eager``
     the recompile limit refused a compile (or a frame of the call), so the request ran eagerly;
 ``error``
-    the dry run could not run the request (``error`` says why): no prediction.
+    the request raises (``error`` says how): it raised in the dry run computing for real, as
+    it would in a real run;
+``unknown``
+    no prediction can be made (``why`` says why): a guard could not be evaluated, a frame
+    could not be traced, or a premise of the method does not hold; a request after one whose
+    outcome is unknown is unknown too, as the cache state it meets is not known.
 
 ``basis`` says where an outcome came from: ``traced`` (this request went through Dynamo)
 or ``repeat`` (an identical earlier request's: Dynamo's caches only grow, so a shape that
 was accepted once is accepted again, and one refused at the limit is refused again), or
 ``guards`` (the recorded guards of the cache entries were evaluated against it).
 
-A report's ``method`` is ``dry run`` (the real Dynamo on the meta device) or ``recorded
+A report's ``method`` is ``dry run`` (the real Dynamo on fake tensors of the real device) or ``recorded
 guards`` (the guards each cache entry had in a results file, evaluated without the model).
 A recorded-guard request is ``estimated`` (``why`` says why) once the forecast relies on a
 cache entry whose guards were not recorded: one the stream compiles that the recording did
@@ -28,12 +33,15 @@ not, whose guards are then PyTorch's rule for it, not PyTorch's own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..model import shape_label
 
-Outcome = Literal["hit", "compile", "eager", "error"]
-OUTCOMES: tuple[Outcome, ...] = ("hit", "compile", "eager", "error")
+if TYPE_CHECKING:
+    from ..analysis.outcomes import ForecastWord as Outcome
+else:
+    Outcome = str  # the forecast's word, analysis.outcomes.ForecastWord (the report model imports no analysis)
+OUTCOMES: tuple[Outcome, ...] = ("hit", "compile", "eager", "error", "unknown")
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,7 @@ class ForecastRequest:
     error: str | None = None
     compile_s: float | None = None  # predicted compile seconds of this request, when a result file gave times
     estimated: bool = False  # recorded guards: relies on a cache entry whose guards were not recorded
-    why: str | None = None
+    why: str | None = None  # why it is estimated, or why its outcome is unknown
 
     @property
     def shape_label(self) -> str:
@@ -97,6 +105,17 @@ class StrategyForecast:
     guards_unevaluated: int = 0  # recorded guards that could not be evaluated
     recorded_from: str | None = None  # the results file and trial whose guards were evaluated
     unknown: int = 0  # requests whose outcome cannot be predicted (each with its ``why``)
+    computed: bool = False  # the dry run computed for real (a request needed tensor values)
+
+    @property
+    def known(self) -> int:
+        """Requests with a prediction (hit, compile or eager)."""
+        return self.hits + self.compiles + self.eager
+
+    def counts(self) -> dict[str, int]:
+        """Requests per outcome, in the order a headline says them."""
+        return {"compile": self.compiles, "eager": self.eager, "hit": self.hits, "error": self.errors,
+                "unknown": self.unknown}
 
 
 @dataclass(frozen=True)

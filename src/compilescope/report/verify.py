@@ -38,6 +38,11 @@ class VerifyRequest:
     def shape_label(self) -> str:
         return shape_label(dict(self.shape))
 
+    @property
+    def forecast_missed(self) -> bool:
+        """The dry run predicted another outcome for this request than was measured."""
+        return self.forecast is not None and self.forecast not in ("unknown", self.outcome)
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -69,12 +74,13 @@ class StrategyVerify:
     forecast_compiles: int | None = None  # forecast: held-out requests predicted to compile after start-up
     forecast_eager: int | None = None
     forecast_stall_free: float | None = None  # forecast: held-out requests predicted to hit / all
-    agreement: float | None = None  # held-out requests whose forecast outcome is the measured one / all
+    agreement: float | None = None  # held-out requests whose forecast outcome is the measured one / those predicted
     disagreements: tuple[int, ...] = ()  # their held-out indices
     forecast_wall_s: float | None = None
     error: str | None = None
     notes: tuple[str, ...] = ()
     startup_compile_s: float | None = None  # measured: PyTorch's compile seconds within the start-up calls
+    forecast_unknown: int = 0  # forecast: held-out requests whose outcome it could not predict
 
     @property
     def passed(self) -> bool:

@@ -1,9 +1,10 @@
 """Plan the warm-up by dry run: for each strategy, the smallest ordered list of shapes to call
 at start-up so that replaying the recorded stream compiles nothing after start-up.
 
-Every step is a dry run (:mod:`compilescope.forecast.engine`: the real Dynamo on the ``meta``
-device, a backend that compiles nothing), so a plan takes seconds and is a forecast until
-measured (:mod:`compilescope.warmup.measure`) or verified on a held-out stream:
+Every step is a dry run (:mod:`compilescope.forecast.engine`: the real Dynamo on the real
+code, calls on fake tensors of the real device, a backend that compiles nothing), so a plan
+is a forecast until measured (:mod:`compilescope.warmup.measure`) or verified on a held-out
+stream:
 
 1. forecast the recorded stream under a recompile limit high enough to refuse nothing, so
    the plan is not cut short by the limit; the candidate start-up list is the shapes of the
@@ -57,11 +58,13 @@ class Replay:
         return [shape for shape, outcome, _ in self.after if outcome == "compile"]
 
 
-def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int) -> str:
+def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int, unknown: str | None = None) -> str:
     if outcome == "compile":
         return guards[0].text if guards else "compiles (no guard text recorded: a frame compiled for the first time)"
     if outcome == "eager":
         return f"eager: recompile limit ({limit})"
+    if outcome == "unknown":
+        return unknown or "no prediction"
     return error or ""
 
 
@@ -109,12 +112,12 @@ def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct:
         return Replay(tuple(dict(s) for s in startup), ((missed.shape, missed.outcome, "stopped at this miss"),), 0, 0)
     if trial.status == "unavailable":
         raise OptionError(f"{strategy} is unavailable: {trial.error}")
-    observed, _ = dry_outcomes(trial)
+    observed = dry_outcomes(trial, len(shapes))
     if len(observed) != len(shapes):
         raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(shapes)} calls")
     limit = limit_in_force(options.recompile_limit)
     k = len(startup)
-    after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, o.guards, o.error, limit))
+    after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, o.guards, o.error, limit, o.why))
                   for i, o in enumerate(observed[k:]))
     early = [r for r in trial.compiles if r.call_index is not None and r.call_index < k]
     return Replay(tuple(dict(s) for s in startup), after, graphs_needed(trial.compiles), count_compiles(early).compiles)

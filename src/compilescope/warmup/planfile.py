@@ -24,7 +24,8 @@ PLAN_KIND = "warmup-plan"
 @dataclass(frozen=True)
 class Uncovered:
     """A recorded shape the plan does not keep off the request path, and why (``compile``
-    with the guard that would fail, or ``eager``: refused at the recompile limit)."""
+    with the guard that would fail, ``eager``: refused at the recompile limit, or ``unknown``:
+    the forecast cannot tell, so the plan cannot claim it)."""
 
     shape: Shape
     outcome: str

@@ -123,17 +123,20 @@ def dry_forecast(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...],
 
 
 def _beside(fc: StrategyForecast | None, n_startup: int, observed: list[Observed]) -> dict[str, object]:
-    """The forecast's figures for the held-out part, and where it agrees with the measurement."""
+    """The forecast's figures for the held-out part, and where it agrees with the measurement:
+    of the requests it predicted (an unknown one is counted apart, never as agreeing)."""
     if fc is None:
         return {}
     predicted = [r.outcome for r in fc.requests[n_startup:]]
     measured = [o.outcome for o in observed]
-    disagree = tuple(i for i, (p, m) in enumerate(zip(predicted, measured)) if p != m)
+    known = [(i, p, m) for i, (p, m) in enumerate(zip(predicted, measured)) if p != "unknown"]
+    disagree = tuple(i for i, p, m in known if p != m)
     return {"forecast_compiles": sum(p == "compile" for p in predicted),
             "forecast_eager": sum(p == "eager" for p in predicted),
             "forecast_stall_free": sum(p == "hit" for p in predicted) / len(predicted) if predicted else None,
-            "agreement": 1 - len(disagree) / len(measured) if measured else None,
-            "disagreements": disagree, "forecast_wall_s": fc.dry_wall_s}
+            "agreement": 1 - len(disagree) / len(known) if known else None,
+            "disagreements": disagree, "forecast_wall_s": fc.dry_wall_s,
+            "forecast_unknown": len(predicted) - len(known)}
 
 
 def _unmeasured(sp: StrategyPlan, stream: tuple[Shape, ...], trial: TrialResult | None) -> StrategyVerify:

@@ -36,7 +36,7 @@ def _replay(workload: str, stream: str, p, tmp_path, monkeypatch):
     """A real trial: the plan's start-up shapes, then the recorded stream."""
     from compilescope.execute.trial import run_trial
 
-    cache = tmp_path / f"cache-{workload}-{p.strategy}"
+    cache = tmp_path / f"cache-{workload.rsplit(':', 1)[-1]}-{p.strategy}"
     cache.mkdir()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
     recorded = parse_stream(stream, load_workload(workload).dims)
@@ -263,3 +263,19 @@ def test_the_verdict_adds_start_up_and_lifetime_steady_and_trusts_no_steady_diff
     assert judged.other_starts == ("from a warm start static pays instead: 200 ms start-up + 1,000 × 20 µs "
                                    "= 220 ms",)
     assert verdict(both, 1000, 10, cache="warm").other_starts[0].startswith("from a cold start dynamic pays instead")
+
+
+def test_a_plan_over_the_cpu_convolutions_threshold_warms_both_sides_of_it(tmp_path, monkeypatch):
+    """A strided Conv1d whose lengths cross the CPU convolution's backend threshold: the
+    graph for the short lengths does not accept the long ones, so the plan must call one of
+    each at start-up (a trace on the meta device saw no threshold, and a plan from it claimed
+    the long lengths covered). Replayed for real after the plan's start-up, nothing compiles."""
+    from pathlib import Path
+
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:strided_conv1d"
+    recorded = "1000,2000,3000,6000,8000,2000,4000,12000"
+    plan = plan_warmup(ref, recorded, "dynamic", backend="eager").plan("dynamic")
+    assert any(s["n"] > 5120 for s in plan.shapes) and any(s["n"] <= 5120 for s in plan.shapes), plan.shapes
+    assert not plan.uncovered
+    compiled, eager = _after_startup(_replay(ref, recorded, plan, tmp_path, monkeypatch))
+    assert compiled == [] and eager == []
