@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install clean browser
+.PHONY: demo test bench install clean browser test-torch test-matrix
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +19,20 @@ demo: $(STAMP)
 
 test: $(STAMP) browser
 	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+
+# The version matrix (not part of `make test`: each torch but the pinned one is a CUDA build of a
+# few GB from PyPI, run on the CPU). `make test-torch TORCH=2.10.0` builds .venv-torch-2.10.0
+# once and runs the compat-marked tests there; `make test-matrix` does every checked version,
+# one after the other, and prints the table (README, "Supported torch versions").
+TORCH_MATRIX := 2.6.0 2.10.0 2.13.0 2.14.1
+
+test-torch:
+	@[ -n "$(TORCH)" ] || { echo "usage: make test-torch TORCH=VERSION (checked: $(TORCH_MATRIX))" >&2; exit 2; }
+	$(PYTHON) matrix/run.py $(TORCH)
+
+test-matrix:
+	@status=0; for v in $(TORCH_MATRIX); do $(PYTHON) matrix/run.py $$v || status=1; done; \
+	  $(PYTHON) matrix/run.py --table; exit $$status
 
 # Headless Chromium from Debian's packages for the browser tests, when missing and possible
 # (root and apt-get); otherwise those tests skip with the reason.
@@ -46,4 +60,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/verify_minilm.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results
+	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache compilescope-results matrix/results

@@ -200,3 +200,49 @@ def advised_runs():
         return done[key]
 
     return get
+
+
+# ----------------------------------------------------------------------------- the version matrix
+# `make test-torch TORCH=X` runs the tests marked `compat(capability)` under torch X and writes
+# each one's outcome, by capability, with --capability-report (matrix/run.py reads it).
+
+
+def pytest_addoption(parser):  # type: ignore[no-untyped-def]
+    parser.addoption("--capability-report", default=None, metavar="PATH",
+                     help="write the outcome of every compat-marked test, by capability, to PATH (JSON)")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):  # type: ignore[no-untyped-def]
+    outcome = yield
+    marker = item.get_closest_marker("compat")
+    if marker is not None and marker.args:
+        outcome.get_result().user_properties.append(("capability", str(marker.args[0])))
+
+
+def pytest_runtest_logreport(report):  # type: ignore[no-untyped-def]
+    capability = dict(report.user_properties).get("capability")
+    if capability is None or not (report.when == "call" or report.outcome != "passed"):
+        return
+    reason = ""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        reason = str(report.longrepr[2]).removeprefix("Skipped: ")
+    elif report.failed:
+        reason = str(getattr(report.longrepr, "reprcrash", None) and report.longrepr.reprcrash.message or "")[:300]
+    _OUTCOMES.append((capability, report.nodeid, report.outcome, reason))
+
+
+_OUTCOMES: list[tuple[str, str, str, str]] = []
+
+
+def pytest_sessionfinish(session):  # type: ignore[no-untyped-def]
+    path = session.config.getoption("--capability-report")
+    if path and not hasattr(session.config, "workerinput"):  # the controller (or a run without xdist)
+        import json
+
+        import torch
+
+        Path(path).write_text(json.dumps({
+            "torch": torch.__version__, "python": sys.version.split()[0],
+            "outcomes": [dict(zip(("capability", "test", "outcome", "reason"), o)) for o in _OUTCOMES],
+        }, indent=1))

@@ -8,6 +8,7 @@ answer at once."""
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -340,8 +341,8 @@ EXECUTOR_OPTIONS = {"executor", *RAY_OPTIONS}
 RESUME_OPTIONS = {"resume_path", "csv_path", "html_path", "perfetto_path", "outs", "fail_on", *EXECUTOR_OPTIONS}
 # what run --advise uses (it runs the default and its own proposals, not a strategy matrix)
 ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps", "threads", "warmup", "samples",
-                  "budget", "device", "timeout", "json_path", "csv_path", "html_path", "perfetto_path", "outs",
-                  *EXECUTOR_OPTIONS}
+                  "budget", "device", "python", "timeout", "json_path", "csv_path", "html_path", "perfetto_path",
+                  "outs", *EXECUTOR_OPTIONS}
 
 
 def measure_options(f: Any) -> Any:
@@ -355,6 +356,9 @@ def measure_options(f: Any) -> Any:
         click.option("--budget", type=click.FloatRange(min=0), default=2.0, show_default=True,
                      help="steady-state time budget per shape, seconds (at least 5 samples)."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
+        click.option("--python", "python", default=None, metavar="PATH",
+                     help="run the trials in this Python interpreter (another torch: its versions are recorded "
+                          "in each trial; it must import this compilescope).  Default: this one."),
         click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
                      help="seconds before a trial process is killed and recorded as timed out."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
@@ -417,10 +421,11 @@ class ExecutorChoice:
         return RayExecutor(self.address, cpus_per_trial=self.cpus, connect_timeout_s=self.timeout)
 
 
-def _measure(threads: int, warmup: int, samples: int, budget: float, device: str) -> MeasureOptions:
+def _measure(threads: int, warmup: int, samples: int, budget: float, device: str,
+             python: str | None = None) -> MeasureOptions:
     return MeasureOptions(
         warmup=warmup, samples=samples, min_samples=min(5, samples), budget_s=budget,
-        threads=threads or None, device=device,
+        threads=threads or None, device=device, python=None if python is None else os.path.abspath(python),
     )
 
 
@@ -494,12 +499,13 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                 ray_timeout: float,
                 lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                 outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float,
-                device: str, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
+                device: str, python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
     if workload is not None and resume_path is None and not advise_flag:
         from .execute.local import AHEAD, start_ahead
 
-        start_ahead([threads or None] * (strategies.count(",") + 2))  # importing while the driver starts
+        # importing while the driver starts (not in an interpreter not yet checked)
+        start_ahead([threads or None] * (strategies.count(",") + 2) if python is None else [])
         click.get_current_context().call_on_close(AHEAD.close)  # ended on any way out, bad input included
     from .api import default_results_path, resume_run
     from .options import check_writable
@@ -533,7 +539,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
     if advise_flag:
         return _advise(console, workload, stream, backend, mode, "total", parse_lifetime(lifetime, qps),
-                       _measure(threads, warmup, samples, budget, device), timeout, json_path, outputs,
+                       _measure(threads, warmup, samples, budget, device, python), timeout, json_path, outputs,
                        executor=runner)
     options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
@@ -544,7 +550,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     _lock_results(results)
     args = dict(
         workload=workload, stream=stream, strategies=strategies, cache=cache, options=options,
-        measure=_measure(threads, warmup, samples, budget, device), timeout=timeout,
+        measure=_measure(threads, warmup, samples, budget, device, python), timeout=timeout,
         command=shlex.join(["compilescope", *sys.argv[1:]]), lifetime=parse_lifetime(lifetime, qps),
         results=results,
     )
@@ -630,7 +636,7 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
                    executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float,
                    lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                    outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
-                   timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
+                   python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run the default strategy, propose the narrowest fix for each recompile cause, measure every
     proposal in the same run, and recommend only what measured better. With --script, WORKLOAD is
     a script re-run unmodified under each fix a setting can apply."""
@@ -651,7 +657,7 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
     outputs, json_path = _results_out(_outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path), json_path)
     _check_kinds(outputs, RunFile, "an advise run")
     return _advise(console, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
-                   _measure(threads, warmup, samples, budget, device), timeout, json_path, outputs, max_waste,
+                   _measure(threads, warmup, samples, budget, device, python), timeout, json_path, outputs, max_waste,
                    executor=runner)
 
 
@@ -1062,11 +1068,14 @@ class _ForecastProgress:
                    "request after it in its strategy.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
+@click.option("--python", "python", default=None, metavar="PATH",
+              help="forecast for the torch of this Python interpreter: the command runs there (it must import "
+                   "this compilescope).")
 @outputs_option("json", "text", aliases="--json")
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
                      marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
                      method: str | None, function: str | None, no_compute: bool, json_path: Path | None,
-                     outs: tuple[Path, ...]) -> int:
+                     outs: tuple[Path, ...], python: str | None) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
     compiled graph, compile (with the guards that fail), run eagerly at the recompile limit, or
     unknown (with why) — by running Dynamo on the real code with the real parameters and inputs,
@@ -1077,6 +1086,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
+    if python is not None:
+        return _in_interpreter(python)
     from .forecast import compare_forecasts, forecast, forecast_recorded
     from .options import scratch_inductor_cache
     from .report import ForecastReport
@@ -1298,9 +1309,32 @@ def _loaded(module: str, name: str) -> type[BaseException]:
     return getattr(found, name) if found is not None else _NeverRaised
 
 
+_INVOKED: list[str] = []  # this command's arguments, for one to run again in another interpreter
+
+
+def _in_interpreter(python: str) -> int:
+    """This very command, less its ``--python PATH``, run by that interpreter (after it was
+    checked to import torch and this compilescope); its exit status."""
+    import subprocess
+
+    from .prepare import check_trial_interpreter
+
+    check_trial_interpreter(python)
+    args, skip = [], False
+    for arg in _INVOKED:
+        if skip:
+            skip = False
+        elif arg == "--python":
+            skip = True
+        elif not arg.startswith("--python="):
+            args.append(arg)
+    return subprocess.run([python, "-m", "compilescope.cli", *args]).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     from .execute.local import Interrupted
 
+    _INVOKED[:] = list(sys.argv[1:] if argv is None else argv)
     _install_signal_handlers()
     try:
         rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)

@@ -45,6 +45,88 @@ def torch_version() -> str:
     return str(torch.__version__)
 
 
+# ----------------------------------------------------------------------------- torch versions
+#
+# The torch releases every accessor below was checked on: each of them passes
+# ``make test-torch TORCH=X`` (the compat-marked tests and the probe/TORCH_LOGS cross-check in
+# a side environment with that torch). Where an API moved between them, the accessor says
+# which spelling each release has and takes the one the running torch has.
+
+CHECKED_VERSIONS: tuple[str, ...] = ("2.6.0", "2.10.0", "2.13.0", "2.14.1")
+PINNED_VERSION = "2.13.0"  # constraints.txt: what `make test` and CI run
+
+
+def release(version: str | None = None) -> tuple[int, int, int]:
+    """``"2.10.0+cu128"`` → ``(2, 10, 0)``; the running torch's when ``version`` is None."""
+    import re
+
+    text = torch_version() if version is None else version
+    parts = [int(p) for p in re.findall(r"\d+", text.split("+", 1)[0])[:3]]
+    return tuple((parts + [0, 0, 0])[:3])  # type: ignore[return-value]
+
+
+def at_least(version: str) -> bool:
+    """Whether the running torch is ``version`` or newer (pre-releases count as the release)."""
+    return release() >= release(version)
+
+
+def version_note(version: str | None = None) -> str | None:
+    """One line when torch ``version`` (the running one by default) is outside the checked
+    range (None inside it): which versions compilescope was checked on and which one runs."""
+    version = torch_version() if version is None else version
+    low, high = release(CHECKED_VERSIONS[0])[:2], release(CHECKED_VERSIONS[-1])[:2]
+    if low <= release(version)[:2] <= high:
+        return None
+    return (f"compilescope was checked on torch {CHECKED_VERSIONS[0]} to {CHECKED_VERSIONS[-1]}; "
+            f"this is torch {version}: what it reports of PyTorch's internals may be incomplete")
+
+
+def _say_version_note() -> None:
+    """Said once, when compilescope first imports torch, on stderr."""
+    import sys
+
+    note = version_note()
+    if note is not None:
+        print(f"compilescope: {note}", file=sys.stderr)
+
+
+# What a torch release may lack, with the first release that has it — checked on the releases
+# of CHECKED_VERSIONS (the matrix records which are ``unavailable`` on each).
+FEATURE_SINCE: dict[str, str] = {
+    "dynamic_sources": "2.7",  # torch.compiler.config.dynamic_sources
+    "mega_cache": "2.7",  # torch.compiler.save_cache_artifacts / load_cache_artifacts
+    "nested_compile_region": "2.8",  # torch.compiler.nested_compile_region
+    "shapes_spec": "2.13",  # torch.compile(shapes_spec=…), dynamic_shapes=… from 2.14
+}
+
+
+def has_feature(name: str) -> bool:
+    """Whether the running torch has ``name`` of :data:`FEATURE_SINCE`, by looking for it."""
+    if name == "dynamic_sources":
+        return hasattr(torch.compiler, "config") and hasattr(torch.compiler.config, "dynamic_sources")
+    if name == "mega_cache":
+        return hasattr(torch.compiler, "save_cache_artifacts") and hasattr(torch.compiler, "load_cache_artifacts")
+    if name == "nested_compile_region":
+        return hasattr(torch.compiler, "nested_compile_region")
+    if name == "shapes_spec":
+        return shapes_spec_argument() is not None
+    raise KeyError(name)
+
+
+def unavailable(name: str) -> str:
+    """Why a feature of :data:`FEATURE_SINCE` is missing, in one line naming the release that has it."""
+    return f"torch {torch_version()} has no {name.replace('_', ' ')} (torch {FEATURE_SINCE[name]} or newer has it)"
+
+
+def shapes_spec_argument() -> str | None:
+    """The ``torch.compile`` argument that takes a ``ParamsSpec``: ``shapes_spec`` on 2.13,
+    ``dynamic_shapes`` on 2.14.1 (checked on both); None where neither exists (2.6, 2.10)."""
+    for name in ("shapes_spec", "dynamic_shapes"):
+        if compile_accepts(name):
+            return name
+    return None
+
+
 # Backends torch always has — checked on 2.13.0. Validating one of these needs no
 # list_backends(), which imports every backend module (~2 s of a run's start-up).
 CORE_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "aot_eager_decomp_partition"})
@@ -372,15 +454,25 @@ def reset() -> None:
     torch.compiler.reset()
 
 
+def recompile_limit_name() -> str:
+    """The name of Dynamo's per-frame limit in ``torch._dynamo.config``: ``recompile_limit``
+    on 2.10.0, 2.13.0 and 2.14.1 (``cache_size_limit`` an alias of it), ``cache_size_limit``
+    on 2.6.0 (no ``recompile_limit``)."""
+    import torch._dynamo
+
+    return "recompile_limit" if hasattr(torch._dynamo.config, "recompile_limit") else "cache_size_limit"
+
+
 @contextmanager
 def recompile_limit(limit: int | None) -> Iterator[None]:
-    """``torch._dynamo.config.recompile_limit`` patched for the block — checked on 2.13.0."""
+    """Dynamo's recompile limit (:func:`recompile_limit_name`) patched for the block —
+    checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     if limit is None:
         yield
         return
     import torch._dynamo
 
-    with torch._dynamo.config.patch(recompile_limit=limit):
+    with torch._dynamo.config.patch(**{recompile_limit_name(): limit}):
         yield
 
 
@@ -454,34 +546,47 @@ def view_metrics(m: Any) -> MetricsView:
 
 def compile_accepts(argument: str) -> bool:
     """Whether ``torch.compile`` takes ``argument`` (``recompile_limit`` and ``shapes_spec``
-    appeared in 2.13)."""
+    appeared in 2.13; ``shapes_spec`` is ``dynamic_shapes`` on 2.14.1)."""
     import inspect
 
     return argument in inspect.signature(torch.compile).parameters
 
 
+# How Dynamo words a refusal at the recompile limit in the metrics entry it records, per
+# release: 2.13.0 and 2.14.1 fail_type 'Unsupported', fail_reason 'Dynamo recompile limit
+# exceeded …'; 2.10.0 fail_type 'RecompileLimitExceeded', fail_reason '… recompile_limit
+# reached …'; 2.6.0 fail_type 'CacheLimitExceeded', fail_reason '… cache_size_limit reached …'.
+_LIMIT_FAIL_TYPES = frozenset({"RecompileLimitExceeded", "CacheLimitExceeded", "FailOnRecompileLimitHit"})
+_LIMIT_WORDS = ("recompile limit", "recompile_limit", "cache_size_limit", "cache size limit")
+
+
 def is_recompile_limit_failure(fail_type: str | None, fail_reason: str | None) -> bool:
-    """On 2.13 a limit hit is a metrics entry with fail_type 'Unsupported' and a fail_reason
-    starting 'Dynamo recompile limit exceeded'."""
-    return bool(fail_reason) and "recompile limit" in str(fail_reason).lower()
+    """Whether a metrics entry is Dynamo refusing a frame at the recompile limit (the call then
+    runs eagerly), not a compile that failed — each release's wording (above), checked on
+    2.6.0, 2.10.0, 2.13.0 and 2.14.1."""
+    if fail_type and str(fail_type).rsplit(".", 1)[-1] in _LIMIT_FAIL_TYPES:
+        return True
+    reason = str(fail_reason or "").lower()
+    return any(w in reason for w in _LIMIT_WORDS)
 
 
 def recompile_limit_value() -> int:
-    """``torch._dynamo.config.recompile_limit`` (default 8) — checked on 2.13.0."""
+    """Dynamo's recompile limit in force (default 8) — :func:`recompile_limit_name`."""
     import torch._dynamo
 
-    return int(torch._dynamo.config.recompile_limit)
+    return int(getattr(torch._dynamo.config, recompile_limit_name()))
 
 
 def set_recompile_limit(limit: int) -> None:
-    """Set ``torch._dynamo.config.recompile_limit`` for the process — checked on 2.13.0."""
+    """Set Dynamo's recompile limit for the process — :func:`recompile_limit_name`."""
     import torch._dynamo
 
-    torch._dynamo.config.recompile_limit = int(limit)
+    setattr(torch._dynamo.config, recompile_limit_name(), int(limit))
 
 
 def save_cache_artifacts() -> bytes | None:
-    """``torch.compiler.save_cache_artifacts()`` (public, 2.7+): the mega-cache bytes."""
+    """``torch.compiler.save_cache_artifacts()`` (public, 2.7+): the mega-cache bytes; None
+    where the release has none (2.6.0) or nothing was compiled."""
     saver = getattr(torch.compiler, "save_cache_artifacts", None)
     if saver is None:
         return None
@@ -490,8 +595,80 @@ def save_cache_artifacts() -> bytes | None:
 
 
 def load_cache_artifacts(data: bytes) -> None:
-    """``torch.compiler.load_cache_artifacts(bytes)`` (public, 2.7+)."""
+    """``torch.compiler.load_cache_artifacts(bytes)`` (public, 2.7+); on an older release
+    raises :class:`Unavailable` naming the release that has it."""
+    if not has_feature("mega_cache"):
+        raise Unavailable(unavailable("mega_cache"))
     torch.compiler.load_cache_artifacts(data)
+
+
+class Unavailable(RuntimeError):
+    """A feature the running torch lacks (the message names the release that has it)."""
+
+
+# ----------------------------------------------------------------------------- hooks that never raise
+#
+# Every function compilescope installs into Dynamo (an observing list or deque, a patched
+# module function, a testing hook) runs inside the user's call. Its own work goes through
+# :func:`contained`: an exception there is caught, the hook stops doing its work for the rest
+# of the process (it still does PyTorch's part), and the capability it served is recorded as
+# lost — :func:`lost_capabilities` — for the report to say. The user's call goes on as if
+# compilescope were not there.
+
+CAPABILITIES: dict[str, str] = {
+    "compile records": "each compile's record as it ends (watch and the pytest plugin count from them)",
+    "guard failures": "the guard-failure reasons of each recompile",
+    "every failing guard": "every failing guard of a rejecting cache entry (PyTorch's reason names the first)",
+    "entry guards": "the guards of each new cache entry (the forecast from recorded runs reads them)",
+    "graph breaks across reset": "graph breaks recorded before a torch.compiler.reset()",
+    "call inputs": "the inputs of each compiled call (probe's shapes, watch(record_shapes=…))",
+}
+
+
+@dataclass(frozen=True)
+class LostCapability:
+    """A hook that raised: the capability it served (a key of :data:`CAPABILITIES`) and the
+    exception, in one line."""
+
+    capability: str
+    error: str
+
+    def describe(self) -> str:
+        what = CAPABILITIES.get(self.capability, self.capability)
+        return f"lost {self.capability} ({what}): its hook raised {self.error} and turned itself off"
+
+
+_lost: dict[str, LostCapability] = {}
+
+
+def lost_capabilities() -> tuple[LostCapability, ...]:
+    """The capabilities whose hook raised in this process, in the order they were lost."""
+    return tuple(_lost.values())
+
+
+def forget_lost_capabilities() -> None:
+    """Start counting lost capabilities afresh (a hook turned off stays off)."""
+    _lost.clear()
+
+
+def contained(capability: str, work: Callable[..., Any]) -> Callable[..., Any]:
+    """``work`` that never raises: the first exception turns it off for good and records
+    ``capability`` as lost; it then returns None at once."""
+    off = False
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        nonlocal off
+        if off:
+            return None
+        try:
+            return work(*args, **kwargs)
+        except Exception as exc:  # noqa: BLE001 - recorded, and the user's call goes on
+            off = True
+            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+            _lost.setdefault(capability, LostCapability(capability, f"{type(exc).__name__}: {first}".rstrip(": ")))
+            return None
+
+    return run
 
 
 # ----------------------------------------------------------------------------- probe hooks
@@ -511,11 +688,16 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     """
     from torch._dynamo.utils import guard_failures as failures
 
+    def notify(lst: list[Any], item: Any) -> None:
+        code = next((c for c, other in failures.items() if other is lst), None)
+        on_failure(code, str(item))
+
+    observe = contained("guard failures", notify)
+
     class _ObservingList(list):  # type: ignore[type-arg]
         def append(self, item: Any) -> None:
             super().append(item)
-            code = next((c for c, lst in failures.items() if lst is self), None)
-            on_failure(code, str(item))
+            observe(self, item)
 
     previous = failures.default_factory
     failures.default_factory = _ObservingList
@@ -544,10 +726,12 @@ def observe_compilation_metrics(on_entry: Callable[[Any], None]) -> Callable[[],
 
     from torch._dynamo import utils
 
+    observe = contained("compile records", on_entry)
+
     class _ObservingDeque(collections.deque):  # type: ignore[type-arg]
         def append(self, item: Any) -> None:
             super().append(item)
-            on_entry(item)
+            observe(item)
 
     current = utils._compilation_metrics
     utils._compilation_metrics = _ObservingDeque(current, maxlen=current.maxlen)
@@ -574,10 +758,11 @@ def force_verbose_guard_reasons() -> Callable[[], None]:
     from torch._dynamo import guards
 
     original = guards.is_recompiles_verbose_enabled
+    asked_by_helper = contained("every failing guard",
+                                 lambda frame: frame.f_back.f_code.co_name == "get_guard_fail_reason_helper")
 
     def patched() -> bool:
-        caller = sys._getframe(1).f_code.co_name
-        return caller == "get_guard_fail_reason_helper" or original()
+        return bool(asked_by_helper(sys._getframe(0))) or original()
 
     guards.is_recompiles_verbose_enabled = patched  # type: ignore[assignment]
 
@@ -593,9 +778,10 @@ def before_reset(hook: Callable[[], None]) -> Callable[[], None]:
     import torch._dynamo
 
     original = torch._dynamo.reset
+    safe_hook = contained("graph breaks across reset", hook)
 
     def reset() -> None:
-        hook()
+        safe_hook()
         original()
 
     torch._dynamo.reset = reset  # type: ignore[assignment]
@@ -668,6 +854,20 @@ def rejecting_entry() -> tuple[Any, dict[str, Any]] | None:
     return None
 
 
+def _failed_leaf_text(leaf: Any, value: Any, text: str) -> str:
+    """The text of a leaf guard that failed. ``GLOBAL_STATE``'s verbose part holds the state
+    it expects on 2.13.0 and 2.14.1 (``___check_global_state() against {…}``), only
+    ``___check_global_state()`` on 2.6.0 and 2.10.0: there its ``check_verbose(value)`` says
+    what changed (``GLOBAL_STATE changed: grad_mode``), as PyTorch's own reason does."""
+    if type(leaf).__name__ != "GLOBAL_STATE" or " against " in text:
+        return text
+    try:
+        parts = leaf.check_verbose(value).verbose_code_parts
+    except Exception:
+        return text
+    return str(parts[0]).strip() if parts else text
+
+
 def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]:
     """Evaluate every guard of one cache entry against ``f_locals``; return those that fail
     or cannot be evaluated. Walks ``guard_manager.root``: each manager's ``get_source()``,
@@ -714,7 +914,7 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
                 out.append(LeafCheck(source, kind, first_part(leaf), None))
                 continue
             if not ok:
-                out.append(LeafCheck(source, kind, first_part(leaf), True, value))
+                out.append(LeafCheck(source, kind, _failed_leaf_text(leaf, value, first_part(leaf)), True, value))
         for child in manager.get_child_managers():
             visit(child)
 
@@ -743,21 +943,27 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
 
 def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
     """Apply setting-only remedies for a whole program and return their undo — checked on
-    2.13.0: ``dynamic_sources`` lives in ``torch.compiler.config``; ``recompile_limit``,
+    2.6.0, 2.10.0, 2.13.0, 2.14.1: ``dynamic_sources`` lives in ``torch.compiler.config``
+    (2.7+; :class:`Unavailable` before); ``recompile_limit`` (``cache_size_limit`` on 2.6),
     ``automatic_dynamic_shapes``, ``assume_static_by_default`` and the two settings PyTorch's
     graph-break hints name (``capture_dynamic_output_shape_ops``, ``capture_scalar_outputs``)
     in ``torch._dynamo.config``;
     ``inductor.NAME`` in ``torch._inductor.config``. An unknown name raises ``KeyError``."""
     import contextlib
 
+    import torch._dynamo
     import torch._inductor.config as inductor_config
 
     stack = contextlib.ExitStack()
     try:
         for key, value in settings.items():
             if key == "dynamic_sources":
+                if not has_feature("dynamic_sources"):
+                    raise Unavailable(unavailable("dynamic_sources"))
                 stack.enter_context(torch.compiler.config.patch(dynamic_sources=value))
-            elif key in ("recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
+            elif key == "recompile_limit":
+                stack.enter_context(torch._dynamo.config.patch(**{recompile_limit_name(): value}))
+            elif key in ("automatic_dynamic_shapes", "assume_static_by_default",
                          "capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
                 stack.enter_context(torch._dynamo.config.patch(**{key: value}))
             elif key.startswith("inductor.") and hasattr(inductor_config, key.removeprefix("inductor.")):
@@ -786,12 +992,13 @@ def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]
 
     original = eval_frame._callback_from_stance
     getframe = sys._getframe
+    safe_on_call = contained("call inputs", on_call)
 
     def observed(callback: Any) -> Any:
         if callback:
             frame = getframe(1)
             if frame.f_code.co_name == "compile_wrapper":
-                on_call(frame)
+                safe_on_call(frame)
         return original(callback)
 
     eval_frame._callback_from_stance = observed
@@ -832,22 +1039,22 @@ def observe_new_entries(on_entry: Callable[[Any, Mapping[str, Any], Any], None])
     call, ``code`` the frame's code object (the builder's ``f_code``; None if it has none).
 
     ``torch._dynamo.guards.guard_manager_testing_hook_fn`` is a module-level hook that
-    ``CheckFunctionManager.__init__`` calls with ``(guard_manager, local_scope, builder)``
-    after its own guard check of each new entry (not for an export, nor where the output
-    graph skips that check) — checked on 2.13.0. An existing hook is kept and called first;
-    the undo puts it back. Never called on a call that hits."""
+    ``CheckFunctionManager.__init__`` calls after its own guard check of each new entry (not
+    for an export, nor where the output graph skips that check): with ``(guard_manager,
+    local_scope, builder)`` on 2.10.0, 2.13.0 and 2.14.1, with ``(guard_manager,
+    local_scope)`` on 2.6.0 — the hook takes either. An existing hook is kept and called
+    first; the undo puts it back. Never called on a call that hits."""
     from torch._dynamo import guards
 
     previous = guards.guard_manager_testing_hook_fn
+    safe_on_entry = contained(
+        "entry guards",
+        lambda manager, scope, code: on_entry(manager, scope if isinstance(scope, Mapping) else {}, code))
 
-    def hook(guard_manager: Any, local_scope: Any, builder: Any) -> None:
+    def hook(guard_manager: Any, local_scope: Any = None, *rest: Any) -> None:
         if previous is not None:
-            previous(guard_manager, local_scope, builder)
-        try:
-            on_entry(guard_manager, local_scope if isinstance(local_scope, Mapping) else {},
-                     getattr(builder, "f_code", None))
-        except Exception:  # never break PyTorch's compile
-            pass
+            previous(guard_manager, local_scope, *rest)
+        safe_on_entry(guard_manager, local_scope, getattr(rest[0], "f_code", None) if rest else None)
 
     guards.guard_manager_testing_hook_fn = hook
 
@@ -973,3 +1180,6 @@ def pytree_children(value: Any) -> list[tuple[tuple[str, Any], Any]] | None:
         else:
             return None
     return out
+
+
+_say_version_note()

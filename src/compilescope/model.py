@@ -247,6 +247,7 @@ class CompileRecord:
     target: CompiledTarget | None = None
     entry_guards: tuple[EntryGuard, ...] = ()  # the new cache entry's guards on its inputs (compiled ones)
     entry_guards_cut: int = 0  # guards past the recording's bounds, not kept
+    guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -411,6 +412,7 @@ class MeasureOptions:
     device: str = "cpu"
     steady: bool = True
     numerics: bool = True
+    python: str | None = None  # the interpreter trials run in (``run --python``); None: the driver's own
 
 
 @dataclass(frozen=True)
@@ -455,7 +457,8 @@ class TrialEnv:
     environment variables that change what PyTorch does (``TORCH_*``, ``TORCHINDUCTOR_*``,
     ``OMP_*``… — :data:`compilescope.execute.environment.RECORDED`) that it inherited. Two
     trials that differ here are not measurements of the same thing; ``compare`` and the store
-    say so. ``start``: ``spawned`` (a process started for this trial), ``pre-started`` (a
+    say so. ``compilescope`` and ``executable``: the compilescope version and the interpreter
+    the trial ran in (``run --python`` runs trials in another one). ``start``: ``spawned`` (a process started for this trial), ``pre-started`` (a
     fresh process started before its task, idle until it came), ``forked`` (forked for this
     trial by a fork server that had imported torch and nothing else), ``in-process``."""
 
@@ -474,6 +477,8 @@ class TrialEnv:
     cpus: int | None = None  # the CPUs the trial's process could run on
     cpu_governor: str = ""  # the CPU frequency governor, where the kernel shows it
     cpu_mhz: float | None = None  # the CPU's frequency at the trial's start, where shown
+    compilescope: str = ""  # the compilescope version the trial's process ran
+    executable: str = ""  # the trial's interpreter (``run --python``; the driver's own otherwise)
 
     def differences(self, other: TrialEnv) -> tuple[str, ...]:
         """What makes two trials' figures not comparable, as ``name differs (A x, B y)``: the
@@ -626,3 +631,4 @@ class ProbeResult:
     cache_dir: str = ""
     created: str = ""
     schema_version: int = SCHEMA_VERSION
+    lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record: a hook of its raised

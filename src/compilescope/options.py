@@ -259,6 +259,8 @@ def parse_probe_settings(items: tuple[str, ...] | list[str]) -> dict[str, object
         compat.patch_settings(parsed)()
     except KeyError as exc:
         raise OptionError(f"unknown --config {exc.args[0]!r} for torch {compat.torch_version()}") from None
+    except compat.Unavailable as exc:
+        raise OptionError(f"--config {exc}") from None
     except (TypeError, ValueError, AssertionError) as exc:
         raise OptionError(f"--config refused by torch {compat.torch_version()}: {exc}") from None
     return parsed
@@ -331,7 +333,8 @@ def parse_strategies(text: str, options: StrategyOptions) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------------------- the sweep file
 
-SWEEP_SETTING_KEYS = {"backend": str, "mode": str, "recompile_limit": int, "threads": int, "stream": str}
+SWEEP_SETTING_KEYS = {"backend": str, "mode": str, "recompile_limit": int, "threads": int, "stream": str,
+                      "python": str}
 SWEEP_MEASURE_KEYS = {"warmup": int, "samples": int, "budget": float, "device": str}
 SWEEP_TOP_KEYS = {"name", "workloads", "strategies", "cache", "settings", "streams", "measure", "timeout"}
 

@@ -50,6 +50,7 @@ def prepare_run_with_target(
     check_backend(options.backend)
     check_device(measure.device)
     parse_dynamic_sources(options.dynamic_sources)
+    check_trial_interpreter(measure.python)
     target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
     if stream is None:
         shapes = loaded.default_stream
@@ -80,3 +81,21 @@ def prepare_run(
     """Resolve and validate everything a run needs; raises a :class:`CompilescopeError` on bad input."""
     loaded, _, spec, names = prepare_run_with_target(workload, stream, strategies, options=options, measure=measure)
     return loaded, spec, names
+
+
+def check_trial_interpreter(python: str | None) -> None:
+    """``--python PATH``: that interpreter imports torch and this compilescope (one line
+    otherwise), and its torch, outside the checked range, is said once."""
+    if python is None:
+        return
+    import sys
+
+    from .execute.interpreter import check_interpreter, interpreter_note
+
+    note = interpreter_note(check_interpreter(python))
+    if note is not None and python not in _NOTED:
+        _NOTED.add(python)
+        print(f"compilescope: {note}", file=sys.stderr)
+
+
+_NOTED: set[str] = set()

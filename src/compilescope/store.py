@@ -71,7 +71,22 @@ def _reading(path: Path, wait_s: float) -> Iterator[None]:
         raise StoreError(f"{path} is not a compilescope results store, or is damaged: {exc}") from None
 
 
-KEY_FIELDS_ADDED: dict[str, object] = {"startup": []}  # a TrialSpec field → its default, as data
+# a TrialSpec field (dotted: a field of one of its records) → its default, as data
+KEY_FIELDS_ADDED: dict[str, object] = {"startup": [], "measure.python": None}
+
+
+def drop_added_defaults(data: dict[str, object]) -> dict[str, object]:
+    """A spec's data without the fields of :data:`KEY_FIELDS_ADDED` that hold their default."""
+    for name, default in KEY_FIELDS_ADDED.items():
+        *path, last = name.split(".")
+        holder: object = data
+        for part in path:
+            holder = holder.get(part) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and last in holder and holder[last] == default:
+            del holder[last]
+    return data
+
+
 OPTION_FIELDS_ADDED: dict[str, object] = {"config": ""}  # a StrategyOptions field → its default, as data
 
 
@@ -79,10 +94,7 @@ def trial_key(spec: TrialSpec, torch_version: str) -> str:
     """The identity of a trial in the store: its spec, the torch version and the device. A spec
     field added since stores were first written is left out while it has its default, so a
     store an older compilescope wrote keeps its keys (its trials are still skipped on resume)."""
-    data = to_data(spec)
-    for name in KEY_FIELDS_ADDED:
-        if data.get(name) == KEY_FIELDS_ADDED[name]:
-            del data[name]
+    data = drop_added_defaults(to_data(spec))
     for name, default in OPTION_FIELDS_ADDED.items():
         if isinstance(data.get("options"), dict) and data["options"].get(name) == default:
             del data["options"][name]

@@ -16,6 +16,7 @@ missing::
     backend = ["eager", "aot_eager"]
     recompile_limit = [8]
     threads = [1]
+    python = [".venv/bin/python", ".venv-torch-2.10.0/bin/python"]   # the interpreters trials run in
 
     [streams]                  # per workload; a workload without one uses its default stream
     sincos = "16,16,32,32,64"
@@ -30,6 +31,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -60,7 +62,9 @@ def plan_sweep(config: SweepConfig) -> list[PlannedTrial]:
         for combo in config.settings:
             options = StrategyOptions(backend=combo.get("backend", "inductor"), mode=combo.get("mode"),
                                       recompile_limit=combo.get("recompile_limit"))
-            measure = dataclasses.replace(config.measure, threads=combo.get("threads", config.measure.threads))
+            python = combo.get("python")
+            measure = dataclasses.replace(config.measure, threads=combo.get("threads", config.measure.threads),
+                                          python=None if python is None else os.path.abspath(python))
             stream = combo.get("stream", config.streams.get(workload))
             _, base, names = prepare_run(workload, stream, config.strategies, options=options, measure=measure)
             tag = hashlib.sha1(json.dumps([workload, combo], sort_keys=True).encode()).hexdigest()[:8]
@@ -96,9 +100,16 @@ def run_sweep(config: SweepConfig, plan: list[PlannedTrial], executor: Executor,
     gone re-runs the cold one, unreported, to rebuild it."""
     from . import compat
 
-    torch_version = compat.torch_version()
+    def torch_of(spec: TrialSpec) -> str:
+        """The torch a trial runs: its interpreter's (a ``python`` setting) or this one."""
+        if spec.measure.python is None:
+            return compat.torch_version()
+        from .execute.interpreter import check_interpreter
+
+        return check_interpreter(spec.measure.python).torch
+
     finished = store.finished_keys()
-    done = {p.spec for p in plan if p.report and trial_key(p.spec, torch_version) in finished}
+    done = {p.spec for p in plan if p.report and trial_key(p.spec, torch_of(p.spec)) in finished}
     progress = SweepProgress(total=sum(1 for p in plan if p.report) - len(done), skipped=len(done))
     started: dict[TrialSpec, float] = {}
 
@@ -111,7 +122,7 @@ def run_sweep(config: SweepConfig, plan: list[PlannedTrial], executor: Executor,
             on_event(progress, p, None)
 
     def on_result(p: PlannedTrial, result: TrialResult) -> None:
-        store.add(result, torch_version=torch_version, sweep=config.name)
+        store.add(result, torch_version=torch_of(p.spec), sweep=config.name)
         progress.running -= 1
         progress.done += 1
         progress.failed += result.status != "ok"

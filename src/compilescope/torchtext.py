@@ -287,6 +287,8 @@ def _global_state(text: str) -> GuardFailure:
 
     import torch
 
+    if text.startswith("GLOBAL_STATE changed"):  # the leaf's own words (2.6, 2.10: no state in its text)
+        return parse_guard_failure(text)
     _, _, blob = text.partition(" against ")
     try:
         state = json.loads(blob.split("  #", 1)[0])

@@ -175,6 +175,7 @@ class Watch:
             ShapeRecorder(*self._record)  # a bad path or bound is an error now, not at the first call
         self._recorder: ShapeRecorder | None = None
         self.recorded: RecordSummary | None = None  # what record_shapes wrote, once the scope ended
+        self._lost_before: tuple[str, ...] = ()
 
     def _add_target(self, obj: Any) -> None:
         import torch
@@ -236,6 +237,13 @@ class Watch:
         return len(distinct_breaks(self.breaks))
 
     @property
+    def lost_capabilities(self) -> tuple[str, ...]:
+        """What compilescope could not record in this scope: each capability whose hook into
+        PyTorch raised (it turned itself off; the watched calls went on), in one line each."""
+        return tuple(lost.describe() for lost in compat.lost_capabilities()
+                     if lost.capability not in self._lost_before)
+
+    @property
     def causes(self) -> tuple[Cause, ...]:
         """The recompile causes, grouped per guard, with whether a shape setting removes each
         and the next step."""
@@ -248,6 +256,7 @@ class Watch:
             raise RuntimeError("this watch is already active; create one watch per scope")
         self._thread = threading.get_ident()
         self._active = True
+        self._lost_before = tuple(lost.capability for lost in compat.lost_capabilities())
         _HUB.add(self)
         if self._record is not None:
             self._recorder = ShapeRecorder(*self._record, accept=self._accepts if self._filtered else None).start()
@@ -306,6 +315,8 @@ class Watch:
     def check(self) -> None:
         problems = self.over_budget()
         if not problems:
+            if self.lost_capabilities:  # the counts may be short: said, never silent
+                warnings.warn("compilescope.watch: " + "; ".join(self.lost_capabilities), RuntimeWarning, stacklevel=3)
             return
         message = self.explain(problems)
         if self.action == "warn":
@@ -328,6 +339,7 @@ class Watch:
         if self.max_graph_breaks is not None and self.graph_breaks > self.max_graph_breaks:
             for reason, filename, line in distinct_breaks(self.breaks):
                 lines.append(f"  graph break at {filename}:{line}: {reason}")
+        lines += [f"  compilescope {lost}" for lost in self.lost_capabilities]
         return "\n".join(lines)
 
 

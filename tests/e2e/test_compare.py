@@ -195,7 +195,7 @@ def test_compare_html_shows_the_console_figures(runs):
     assert "backend differs (A eager, B aot_eager)" in page
     text = console_render.to_text(console_render.compare_renderables(report), width=250)
     for c in report.changes:
-        assert f'<td class="num">{c.a_text}</td>' in page and c.a_text in text
+        assert f'<td class="num">{html_render.e(c.a_text)}</td>' in page and c.a_text in text
 
 
 @pytest.mark.parametrize("ratio, significant, want", [

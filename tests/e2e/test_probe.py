@@ -21,7 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from compilescope.compat import is_recompile_limit_failure
 from compilescope.torchtext import split_reason
+
+pytestmark = pytest.mark.compat("probe = TORCH_LOGS")
 
 SCENARIOS = Path(__file__).resolve().parents[1] / "probe_scenarios"
 SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
@@ -157,7 +160,7 @@ def _trace_forward_compiles(trace: Path) -> list[str]:
             if not m:
                 continue
             meta = json.loads(line[line.index("{"):])["compilation_metrics"]
-            if "recompile limit" not in str(meta.get("fail_reason") or ""):
+            if not is_recompile_limit_failure(meta.get("fail_type"), meta.get("fail_reason")):
                 out.append(meta["compile_id"])
     return out
 

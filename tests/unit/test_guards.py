@@ -8,6 +8,8 @@ import torch
 from compilescope.torchtext import parse_guard_failure, split_reason
 from compilescope.collect.capture import CaptureSession
 
+pytestmark = pytest.mark.compat("guard reasons")
+
 FLAG = True
 
 

@@ -12,8 +12,14 @@ from compilescope.store import KEY_FIELDS_ADDED, OPTION_FIELDS_ADDED, trial_key
 
 def _key_without(spec: TrialSpec, fields: set[str]) -> str:
     """The key as a compilescope whose TrialSpec (and StrategyOptions) had none of ``fields``
-    (and :data:`OPTION_FIELDS_ADDED`) computed it."""
-    data = {k: v for k, v in to_data(spec).items() if k not in fields}
+    (dotted: a field of a record of it) and of :data:`OPTION_FIELDS_ADDED` computed it."""
+    data = to_data(spec)
+    for name in fields:
+        *path, last = name.split(".")
+        holder = data
+        for part in path:
+            holder = holder[part]
+        del holder[last]
     data["options"] = {k: v for k, v in data["options"].items() if k not in OPTION_FIELDS_ADDED}
     text = json.dumps({"spec": data, "torch": "2.13.0", "device": spec.measure.device}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -32,7 +38,15 @@ def test_an_added_field_with_a_value_makes_another_trial():
 
 def test_every_added_field_default_is_the_specs_own():
     spec = to_data(TrialSpec("sincos", "default", "cold", ({"n": 16},)))
-    assert {name: spec[name] for name in KEY_FIELDS_ADDED} == KEY_FIELDS_ADDED
+
+    def at(name):
+        value = spec
+        for part in name.split("."):
+            value = value[part]
+        return value
+
+    assert {name: at(name) for name in KEY_FIELDS_ADDED} == KEY_FIELDS_ADDED
+
 
 
 def test_an_options_field_added_keeps_older_keys_and_its_value_makes_another_trial():
@@ -40,3 +54,9 @@ def test_an_options_field_added_keeps_older_keys_and_its_value_makes_another_tri
     hinted = dataclasses.replace(spec, options=StrategyOptions(backend="eager", config="capture_scalar_outputs=True"))
     assert trial_key(hinted, "2.13.0") != trial_key(spec, "2.13.0")
     assert {n: to_data(spec)["options"][n] for n in OPTION_FIELDS_ADDED} == OPTION_FIELDS_ADDED
+
+
+def test_another_interpreter_makes_another_trial():
+    spec = TrialSpec("sincos", "default", "cold", ({"n": 16},))
+    other = dataclasses.replace(spec, measure=dataclasses.replace(spec.measure, python="/opt/torch-2.10/bin/python"))
+    assert trial_key(other, "2.13.0") != trial_key(spec, "2.13.0")

@@ -11,6 +11,8 @@ import torch
 import compilescope
 from compilescope import RecompileBudgetExceeded, RecompileBudgetWarning
 
+pytestmark = pytest.mark.compat("watch, pytest plugin")
+
 
 def sincos(x):
     return x.sin() + x.cos()

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import CompileRecord, GuardFailure, Scalar
 from ..report import Cause
+from ..torchtext import local_source
 
 
 def describe(cause: Cause) -> str:
@@ -86,9 +87,7 @@ def frame_source(reason: str) -> str | None:
     m = _TENSOR_NAME.match(reason)
     if not m:
         return None
-    name = m["name"]
-    head, bracket, rest = name.partition("[")
-    return f"L['{head}']" + (bracket + rest if bracket else "")
+    return local_source(m["name"])  # 2.13 says tensor 'x', 2.6 tensor 'L['x']': both are L['x']
 
 
 def _at(lines: Sequence[str]) -> str:

@@ -787,6 +787,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
         counters=tuple(sorted(result.counters.items())),
         error=result.error,
         exit_code=result.exit_code,
+        lost_capabilities=result.lost_capabilities,
     ))
 
 

@@ -50,7 +50,8 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import OptionError
-from ..model import RunResult, TrialEnv, TrialResult, shape_label
+from ..model import CompileRecord, RunResult, TrialEnv, TrialResult, shape_label
+from ..torchtext import failure_key
 from ..report import Change, CompareReport, Flag, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
 from .build import build_run_report
@@ -302,6 +303,56 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport, noise: _Noise | 
     return out
 
 
+def _causes(records: tuple[CompileRecord, ...]) -> list[str]:
+    """The distinct recompile causes of a trial's stream, each as (kind, input, dim): PyTorch's
+    wording moves between releases (``tensor 'x'`` on 2.13, ``tensor 'L['x']'`` on 2.6), the
+    parsed guard does not."""
+    keys = {failure_key(g) for r in records if r.phase == "stream" for g in r.guard_failures}
+    return sorted(" ".join(str(p) for p in k if p is not None) for k in keys)
+
+
+def _guards_per_entry(records: tuple[CompileRecord, ...]) -> int | None:
+    """The most guards a cache entry of the stream holds (PyTorch's count): each call checks
+    an entry's guards, so more is a cost on every call."""
+    counts = [r.guard_count for r in records if r.phase == "stream" and r.guard_count is not None]
+    return max(counts) if counts else None
+
+
+def _compile_changes(name: str, a: TrialResult, b: TrialResult, ta: TrialReport, tb: TrialReport) -> list[Change]:
+    """What a compiled trial's compiles were made of: the recompile causes, the recompile
+    limit's refusals, the guards of a cache entry and the distinct graph breaks — the figures a
+    torch upgrade moves. Counts are exact; a different set of causes is said, not flagged."""
+    if not ta.compiles_code or ta.status not in ("ok", "partial") or tb.status not in ("ok", "partial"):
+        return []
+    out = [_count(name, "refused at the limit", ta.stream.refused, tb.stream.refused, "counts are exact"),
+           _count(name, "graph breaks", len(ta.graph_breaks), len(tb.graph_breaks), "distinct breaks, exact")]
+    ca, cb = _causes(a.compiles), _causes(b.compiles)
+    if ca or cb:
+        gone, new = sorted(set(ca) - set(cb)), sorted(set(cb) - set(ca))
+        why = "the same causes" if not gone and not new else "; ".join(
+            [f"new: {', '.join(new)}"] * bool(new) + [f"gone: {', '.join(gone)}"] * bool(gone))
+        out.append(Change(name, "", "recompile causes", len(ca), len(cb), _rel(len(ca), len(cb)), "", why,
+                          "; ".join(ca) or "none", "; ".join(cb) or "none"))
+    ga, gb = _guards_per_entry(a.compiles), _guards_per_entry(b.compiles)
+    if ga is not None and gb is not None:
+        out.append(_count(name, "guards per entry", ga, gb, "PyTorch's guard count of the largest cache entry, "
+                                                            "checked on every call: exact"))
+    return out
+
+
+def _versions(pairs: list[tuple[TrialResult, TrialResult]]) -> tuple[str, ...]:
+    """``torch A → B`` (python, compilescope too) when every pair differs so: the upgrade
+    question's answer is the rest of the report."""
+    out = []
+    for name in ("torch", "python", "compilescope"):
+        seen = {(getattr(x.env, name), getattr(y.env, name)) for x, y in pairs}
+        if len(seen) == 1:
+            a, b = next(iter(seen))
+            if a and b and a != b:
+                out.append(f"{name} {a} → {b}")
+    return tuple(out)
+
+
 def _differences(a: TrialResult, b: TrialResult, compiles: bool) -> tuple[str, ...]:
     """Everything besides what is compared that differs between two trials: the options of a
     compiled one, the start mode, and their environments (:meth:`TrialEnv.differences`)."""
@@ -361,6 +412,7 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
     pairs: list[Pair] = []
     tests: dict[int, float | None] = {}
     single = single_sample_noise(a, b)
+    paired: list[tuple[TrialResult, TrialResult]] = []
     for k, i in in_a.items():
         j = in_b.get(k)
         if j is None:
@@ -374,6 +426,8 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
         noise = _Noise(single, _busy_text(a.trials[i], b.trials[j]), spread,
                        _pair_ratios(a.trials[i]), _pair_ratios(b.trials[j]))
         changes.extend(_trial_changes(pair.name, ta, tb, noise, tests, len(changes)))
+        changes.extend(_compile_changes(pair.name, a.trials[i], b.trials[j], ta, tb))
+        paired.append((a.trials[i], b.trials[j]))
     changes = _held(changes, tests)
     only_a = tuple(a.trials[i].spec.label for k, i in in_a.items() if k not in in_b)
     only_b = tuple(b.trials[j].spec.label for k, j in in_b.items() if k not in in_a)
@@ -381,7 +435,8 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
         hint = (" — labels that differ only by start mode pair with --pair-by strategy" if pair_by == "label" else "")
         raise OptionError(f"no trial of A pairs with one of B (A: {', '.join(only_a) or 'none'}; "
                           f"B: {', '.join(only_b) or 'none'}){hint}")
-    return CompareReport(a_name, b_name, tuple(changes), only_a, only_b, tuple(pairs), pair_by, a.workload)
+    return CompareReport(a_name, b_name, tuple(changes), only_a, only_b, tuple(pairs), pair_by, a.workload,
+                         _versions(paired))
 
 
 def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str = "B") -> CompareReport:

@@ -230,6 +230,7 @@ class RecordBuilder:
             target=named,
             entry_guards=rename_entry_guards(entry_guards, params) if outcome == "compiled" else (),
             entry_guards_cut=entry_guards_cut if outcome == "compiled" else 0,
+            guard_count=view.guard_count if outcome == "compiled" else None,
         )
         self.records.append(record)
         return record

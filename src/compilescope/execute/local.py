@@ -30,6 +30,7 @@ from ..schema import ResultsError
 from . import wire
 from .environment import recorded_variables, worker_environment
 from .executor import Capabilities, done_future
+from .interpreter import trial_executable
 from .task import CallCallback, Progress, TrialOutcome, TrialTask
 from .worker import RUN_DIR, alive, host_tag
 
@@ -275,8 +276,9 @@ class _Worker:
     says it is ready and waits for its task on stdin; its events stream into :attr:`progress`
     and :attr:`final`."""
 
-    def __init__(self, env: dict[str, str], start: str, server: _ForkServer | None = None) -> None:
-        self.env, self.start = env, start
+    def __init__(self, env: dict[str, str], start: str, server: _ForkServer | None = None,
+                 python: str | None = None) -> None:
+        self.env, self.start, self.python = env, start, python
         self.progress = Progress()
         self.final: dict[str, object] = {}
         self.on_call: CallCallback | None = None
@@ -292,7 +294,7 @@ class _Worker:
                 self.proc = self._fork(server, write_fd)
             else:
                 self.proc = subprocess.Popen(
-                    [sys.executable, "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid()),
+                    [trial_executable(python), "-m", "compilescope.execute.worker", str(write_fd), str(os.getpid()),
                      repr(time.time()), start],
                     stdin=subprocess.PIPE, stdout=self.errfile, stderr=self.errfile, pass_fds=(write_fd,),
                     start_new_session=True, env=env,
@@ -349,14 +351,20 @@ class _Ahead:
         self.idle: list[_Worker] = []
         self.servers: list[_ForkServer] = []
         self.coming: list[dict[str, str]] = []
+        self.python: str | None = None  # the interpreter of the processes started ahead
         self.hooked = False
 
-    def start(self, threads: Iterable[int | None]) -> None:
+    def start(self, threads: Iterable[int | None], python: str | None = None) -> None:
+        if any(w.python != python for w in self.idle):  # started ahead in another interpreter
+            for worker in self.idle:
+                worker.discard()
+            self.idle = []
         self.coming = [worker_environment(t) for t in threads]
+        self.python = python
         if not self.hooked:  # a driver that stops early (bad input, an error) ends them too
             atexit.register(self.close)
             self.hooked = True
-        if fork_server_enabled():
+        if fork_server_enabled() and python is None:  # a fork server is this interpreter
             for env in self.coming:  # one server per environment the coming trials need
                 if len(self.servers) < MAX_PRESTART and all(s.env != env for s in self.servers):
                     self.servers.append(_ForkServer(env))
@@ -364,22 +372,22 @@ class _Ahead:
 
     def fill(self) -> None:
         if not self.idle and not self.servers:
-            self.idle = [_Worker(env, "pre-started") for env in self.coming[:MAX_PRESTART]]
+            self.idle = [_Worker(env, "pre-started", python=self.python) for env in self.coming[:MAX_PRESTART]]
 
-    def take(self, env: dict[str, str]) -> _Worker:
+    def take(self, env: dict[str, str], python: str | None = None) -> _Worker:
         if self.coming and self.coming[0] == env:
             self.coming.pop(0)
         for server in self.servers:
-            if server.env == env and server.usable():
+            if python is None and server.env == env and server.usable():  # a fork server is this interpreter
                 try:
                     return _Worker(env, "forked", server)
                 except OSError:
                     break  # the server is gone: a fresh process
         for worker in self.idle:
-            if worker.env == env and worker.proc.poll() is None:
+            if worker.env == env and worker.python == python and worker.proc.poll() is None:
                 self.idle.remove(worker)
                 return worker
-        return _Worker(env, "spawned")
+        return _Worker(env, "spawned", python=python)
 
     def settle(self) -> None:
         """Wait until every process started ahead has done its imports (none runs during a trial)."""
@@ -399,10 +407,11 @@ class _Ahead:
 AHEAD = _Ahead()
 
 
-def start_ahead(threads: Iterable[int | None]) -> None:
-    """Start the processes of the first coming trials now (their ``--threads``, in order),
-    while the driver is still starting up: see :class:`LocalExecutor`."""
-    AHEAD.start(threads)
+def start_ahead(threads: Iterable[int | None], python: str | None = None) -> None:
+    """Start the processes of the first coming trials now (their ``--threads``, in order, in
+    the interpreter ``python`` or this one), while the driver is still starting up: see
+    :class:`LocalExecutor`."""
+    AHEAD.start(threads, python)
 
 
 class LocalExecutor:
@@ -424,7 +433,7 @@ class LocalExecutor:
     capabilities = Capabilities(slots=1, shared_disk=True, streams_calls=True)
 
     def expect(self, specs: Sequence[TrialSpec]) -> None:
-        self.prestart([s.measure.threads for s in specs])
+        self.prestart([s.measure.threads for s in specs], specs[0].measure.python if specs else None)
 
     def submit(self, task: TrialTask, timeout_s: float, on_call: CallCallback | None = None) -> Future[TrialOutcome]:
         return done_future(self.run(task, timeout_s=timeout_s, on_call=on_call))
@@ -436,9 +445,10 @@ class LocalExecutor:
     def idle(self) -> list[_Worker]:
         return AHEAD.idle
 
-    def prestart(self, threads: Iterable[int | None]) -> None:
-        """The coming tasks' ``--threads``, in order: start the first processes now."""
-        AHEAD.start(threads)
+    def prestart(self, threads: Iterable[int | None], python: str | None = None) -> None:
+        """The coming tasks' ``--threads``, in order: start the first processes now (in the
+        interpreter ``python``, or this one)."""
+        AHEAD.start(threads, python)
 
     def close(self) -> None:
         AHEAD.close()
@@ -456,7 +466,7 @@ class LocalExecutor:
         spec = task.spec
         Path(task.cache_dir).mkdir(parents=True, exist_ok=True)
         AHEAD.settle()  # every process started ahead is idle before this trial starts (or forks)
-        worker = AHEAD.take(worker_environment(spec.measure.threads))
+        worker = AHEAD.take(worker_environment(spec.measure.threads), spec.measure.python)
         worker.on_call = on_call
         timed_out = False
         try:

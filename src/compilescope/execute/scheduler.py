@@ -28,8 +28,8 @@ from .local import remove_orphaned_dirs
 from .task import TrialOutcome, TrialTask
 from .worker import run_dir_prefix
 
-NO_ARTIFACTS = ("no cache artifacts to load: the cold run failed or torch.compiler.save_cache_artifacts() "
-                "returned none")
+NO_ARTIFACTS = ("no cache artifacts to load: the cold run failed, or its torch has no "
+                "torch.compiler.save_cache_artifacts() (torch 2.7 or newer has it) or it returned none")
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import importlib.util
 import os
 import platform
 import re
+import sys
 import sysconfig
 import time
 import traceback
@@ -21,7 +22,7 @@ from typing import Any
 
 import torch
 
-from .. import compat
+from .. import __version__, compat
 from ..analysis.numerics import compare_outputs
 from ..collect.capture import CaptureSession, Polled
 from ..collect.graphs import GraphRunLog
@@ -354,6 +355,8 @@ def trial_env(measure: MeasureOptions, cache_dir: str | None, start: ProcessStar
         cpus=usable_cpus(),
         cpu_governor=governor,
         cpu_mhz=mhz,
+        compilescope=__version__,
+        executable=sys.executable,
     )
 
 
@@ -361,6 +364,15 @@ def finished_env(env: TrialEnv) -> TrialEnv:
     """``env`` with the load average as the trial ends appended."""
     load = load_average()
     return env if load is None else dataclasses.replace(env, load=(*env.load, load))
+
+
+def capability_notes(save_artifacts: bool = False) -> tuple[str, ...]:
+    """What this process could not record: each capability whose hook into Dynamo raised (and
+    turned itself off, the user's calls going on), and a mega-cache this torch cannot save."""
+    notes = tuple(f"compilescope {lost.describe()}" for lost in compat.lost_capabilities())
+    if save_artifacts and not compat.has_feature("mega_cache"):
+        notes += (f"mega-cache: {compat.unavailable('mega_cache')}",)
+    return notes
 
 
 def run_trial(
@@ -405,6 +417,8 @@ def run_trial(
         return call_arguments(_to_device(seeded_inputs(workload, shape), measure.device))
 
     cache_load_s = None
+    if load_artifacts is not None and not compat.has_feature("mega_cache"):
+        return TrialResult(spec, "unavailable", error=compat.unavailable("mega_cache"), env=env, build_s=build_s), None
     if load_artifacts is not None:
         t0 = time.perf_counter()
         compat.load_cache_artifacts(load_artifacts)
@@ -449,7 +463,7 @@ def run_trial(
         build_s=build_s,
         cache_load_s=cache_load_s,
         artifacts_bytes=None if artifacts is None else len(artifacts),
-        notes=prepared.notes,
+        notes=prepared.notes + capability_notes(save_artifacts),
         startup=tuple(startup),
     ), artifacts
 

@@ -63,6 +63,11 @@ def cache_start() -> tuple[str, str]:
     return ("warm" if warm else "cold"), str(p)
 
 
+def lost_capabilities() -> tuple[str, ...]:
+    """Each capability lost in this process (a hook that raised), described in one line."""
+    return tuple(lost.describe() for lost in compat.lost_capabilities())
+
+
 class ProbeSession:
     """Install with :meth:`install`, run the program, then :meth:`uninstall` and :meth:`result`."""
 
@@ -92,7 +97,7 @@ class ProbeSession:
     def _sync(self) -> None:
         if self.stream is not None:
             self.stream.sync(self.capture.records, self.capture.graph_breaks, dict(self.capture.builder.counters),
-                             compat.recompile_limit_value())
+                             compat.recompile_limit_value(), lost_capabilities())
 
     def _enter(self, info: TargetInfo) -> None:
         self._poll()  # what happened before belongs to the enclosing context
@@ -145,23 +150,27 @@ class ProbeSession:
             if self.stream is not None:
                 self.stream.call(call)
 
+        # run inside the user's call: an error of compilescope's loses its capability, never the call
+        record = compat.contained("call inputs", record)
+        enter = compat.contained("compile records", self._enter)
+        leave = compat.contained("compile records", self._exit)
         if isinstance(compiled, torch.nn.Module):
             def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
                 record(args, kwargs)
-                self._enter(info)
+                enter(info)
 
             compiled.register_forward_pre_hook(pre, with_kwargs=True)
-            compiled.register_forward_hook(lambda *_: self._exit(), always_call=True)
+            compiled.register_forward_hook(lambda *_: leave(), always_call=True)
             return compiled
 
         @functools.wraps(compiled)
         def call(*args: Any, **kwargs: Any) -> Any:
             record(args, kwargs)
-            self._enter(info)
+            enter(info)
             try:
                 return compiled(*args, **kwargs)
             finally:
-                self._exit()
+                leave()
 
         return call
 
@@ -181,6 +190,7 @@ class ProbeSession:
             cache_start=state,
             cache_dir=cache_dir,
             created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+            lost_capabilities=lost_capabilities(),
         )
 
 

@@ -11,6 +11,7 @@ in the file, and ``probe`` builds its report and JSON from them. Lines:
 * ``{"break": I, "record": {...}}`` — graph-break occurrence I;
 * ``{"call": {...}}`` — the input shapes of one call of a compiled function;
 * ``{"counters": {...}, "recompile_limit": N}`` — when they change;
+* ``{"lost": [...]}`` — when a capability compilescope lost (a hook of its raised) is added;
 * ``{"end": {"exit_code", "error"}}`` — the script returned or raised (absent after
   ``os._exit`` or a signal).
 
@@ -80,6 +81,7 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
     counters: dict[str, int] = {}
     limit: int | None = None
     end: dict[str, Any] | None = None
+    lost: tuple[str, ...] = ()
     for number, line in enumerate(lines, 1):
         try:
             data = json.loads(line)
@@ -102,6 +104,8 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
         elif "counters" in data:
             counters = {str(k): int(v) for k, v in data["counters"].items()}
             limit = data.get("recompile_limit")
+        elif "lost" in data and isinstance(data["lost"], list):
+            lost = tuple(str(x) for x in data["lost"])
         elif "end" in data:
             end = data["end"]
     if header is None:
@@ -119,6 +123,7 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
         cache_start=str(header.get("cache_start", "unknown")),
         cache_dir=str(header.get("cache_dir", "")),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        lost_capabilities=lost,
     )
 
 
@@ -132,6 +137,7 @@ class JournalStream:
         self._compiles: list[CompileRecord] = []
         self._breaks = 0
         self._counters: tuple[dict[str, int], int | None] = ({}, None)
+        self._lost: tuple[str, ...] = ()
 
     def header(self, torch_version: str, cache_start: str, cache_dir: str) -> None:
         self.writer.write({"probe": SCHEMA_VERSION, "torch_version": torch_version, "cache_start": cache_start,
@@ -141,7 +147,7 @@ class JournalStream:
         self.writer.write({"call": to_data(call)})
 
     def sync(self, compiles: list[CompileRecord], breaks: list[GraphBreak], counters: dict[str, int],
-             limit: int | None) -> None:
+             limit: int | None, lost: tuple[str, ...] = ()) -> None:
         for i, record in enumerate(compiles):
             if i >= len(self._compiles) or self._compiles[i] is not record:
                 self.writer.write({"compile": i, "record": to_data(record)})
@@ -152,6 +158,9 @@ class JournalStream:
         if (counters, limit) != self._counters:
             self.writer.write({"counters": counters, "recompile_limit": limit})
             self._counters = (dict(counters), limit)
+        if lost != self._lost:
+            self.writer.write({"lost": list(lost)})
+            self._lost = lost
 
     def end(self, exit_code: int, error: str | None) -> None:
         self.writer.write({"end": {"exit_code": exit_code, "error": error}})

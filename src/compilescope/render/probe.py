@@ -49,6 +49,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
                 reason.append(f"\nhint: {hint}", style="dim")
             table.add_row(T(f"{b.filename}:{b.line}"), T(b.count), reason)
         parts.append(table)
+    for lost in report.lost_capabilities:
+        parts.append(T(f"compilescope {lost}", "yellow"))
     if report.counters:
         parts.append(T("trace counters: " + ", ".join(f"{k}={v}" for k, v in report.counters), "yellow"))
     if report.error:

@@ -51,6 +51,7 @@ class CompareReport:
     pairs: tuple[Pair, ...] = ()
     pair_by: str = "label"
     workload: str = ""
+    versions: tuple[str, ...] = ()  # what A and B ran on, where every pair differs alike: "torch 2.13.0 → 2.14.1"
 
     @property
     def regressions(self) -> tuple[Change, ...]:
@@ -63,4 +64,6 @@ class CompareReport:
 
     @property
     def warnings(self) -> tuple[str, ...]:
-        return tuple(f"{p.name}: {d}" for p in self.pairs for d in p.differences)
+        """Each pair's differences besides what is compared, less the versions said once."""
+        said = tuple(v.split(" ", 1)[0] + " differs" for v in self.versions)
+        return tuple(f"{p.name}: {d}" for p in self.pairs for d in p.differences if not d.startswith(said))

@@ -83,3 +83,4 @@ class ProbeReport:
     error: str | None
     exit_code: int
     first_start_us: int = 0  # the earliest compile's start: the time axis's zero in plots and traces
+    lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record (a hook of its raised)

@@ -250,11 +250,9 @@ def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOption
 
 
 def _dynamic_sources_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
-    import torch
+    from .. import compat
 
-    if not hasattr(torch.compiler.config, "dynamic_sources"):
-        return f"torch {torch.__version__} has no torch.compiler.config.dynamic_sources"
-    return None
+    return None if compat.has_feature("dynamic_sources") else compat.unavailable("dynamic_sources")
 
 
 # ----------------------------------------------------------------------------- regional / nested
@@ -335,10 +333,10 @@ def _prepare_nested(target: Callable[..., Any], options: StrategyOptions, ctx: P
 
 
 def _nested_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
-    import torch
+    from .. import compat
 
-    if not hasattr(torch.compiler, "nested_compile_region"):
-        return f"torch {torch.__version__} has no torch.compiler.nested_compile_region"
+    if not compat.has_feature("nested_compile_region"):
+        return compat.unavailable("nested_compile_region")
     return _block_unavailable(target, options)
 
 
@@ -346,13 +344,9 @@ def _nested_unavailable(target: Callable[..., Any], options: StrategyOptions) ->
 
 
 def _shapes_spec_unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
-    import torch
-
     from .. import compat
 
-    if not compat.compile_accepts("shapes_spec"):
-        return f"torch {torch.__version__}'s torch.compile has no shapes_spec argument"
-    return None
+    return None if compat.has_feature("shapes_spec") else compat.unavailable("shapes_spec")
 
 
 def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
@@ -374,9 +368,10 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
             dims[m.dim] = ShapeVar(f"{name}_{m.dim}", min=m.min or 0, max=m.max)
         params[name] = TensorSpec(dims)
     spec = ParamsSpec(params)
+    argument = compat.shapes_spec_argument() or "shapes_spec"  # dynamic_shapes on 2.14
     return Prepared(
-        ctx.compile(target, options, shapes_spec=spec),
-        notes=(f"shapes_spec: {', '.join(f'{k}={v!r}' for k, v in params.items())}",),
+        ctx.compile(target, options, **{argument: spec}),
+        notes=(f"{argument}: {', '.join(f'{k}={v!r}' for k, v in params.items())}",),
     )
 
 

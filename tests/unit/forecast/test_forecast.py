@@ -17,6 +17,8 @@ from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.workload import load_workload
 
+pytestmark = pytest.mark.compat("forecast")
+
 STRATEGIES = ("default", "static", "dynamic")
 # (workload, backend, stream spec or None for the workload's default stream)
 CASES = (
