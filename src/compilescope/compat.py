@@ -118,6 +118,13 @@ def unavailable(name: str) -> str:
     return f"torch {torch_version()} has no {name.replace('_', ' ')} (torch {FEATURE_SINCE[name]} or newer has it)"
 
 
+def reason_name(name: str) -> str:
+    """How PyTorch's guard-failure reasons name the frame's input ``name`` (``tensor 'x' size
+    mismatch …``, ``2 <= x.size()[0]``): ``x`` on 2.10.0, 2.13.0 and 2.14.1, ``L['x']`` on 2.6.0
+    (the releases between were not checked). The parsed source is ``L['x']`` on all of them."""
+    return name if at_least("2.10") else f"L['{name}']"
+
+
 def shapes_spec_argument() -> str | None:
     """The ``torch.compile`` argument that takes a ``ParamsSpec``: ``shapes_spec`` on 2.13,
     ``dynamic_shapes`` on 2.14.1 (checked on both); None where neither exists (2.6, 2.10)."""

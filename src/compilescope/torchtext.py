@@ -42,6 +42,11 @@ _GRAD_MODE = re.compile(r"GLOBAL_STATE changed:.*grad_mode")
 _SYM_SIZE = re.compile(r"(?P<name>[A-Za-z_][\w\[\]'\".]*)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
 _LEN = re.compile(r"^len\((?P<src>[^)]+)\)\s*==\s*(?P<exp>\d+)$")
 _DICT_KEYS = re.compile(r"^list\(dict\.keys\((?P<src>[^)]+)\)\)\[(?P<idx>\d+)\]\s*==\s*(?P<exp>.+)$")
+# torch 2.6 words a dict's keys list(L['d'].keys())[0] == 'a', and a bool's guard as an identity
+# check against True/False: ___check_obj_id(L['flag'], 1406…) (2.10 and later: flag == True)
+_DICT_KEYS_26 = re.compile(r"^list\((?P<src>[^()]+)\.keys\(\)\)\[(?P<idx>\d+)\]\s*==\s*(?P<exp>.+)$")
+_OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>[^,()]+), (?P<id>\d+)\)$")
+_SINGLETONS = {id(True): True, id(False): False, id(None): None}
 _GLOBAL = re.compile(r"^G\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<attr>\S*)\s*==\s*(?P<exp>.+)$")
 _VALUE = re.compile(r"^(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]+\])*)\s*==\s*(?P<exp>.+)$")
 
@@ -152,8 +157,13 @@ def _parse_guard_failure(text: str) -> GuardFailure:
         return _symbolic(reason, entry, text)
     if m := _LEN.match(reason):
         return make("length", source=local_source(m["src"]), expected=int(m["exp"]))
-    if m := _DICT_KEYS.match(reason):
+    if m := _DICT_KEYS.match(reason) or _DICT_KEYS_26.match(reason):
         return make("dict_keys", source=local_source(m["src"]), dim=int(m["idx"]), expected=_literal(m["exp"]))
+    if (m := _OBJ_ID.match(reason)) and int(m["id"]) in _SINGLETONS:  # ids of this process: a live capture
+        src, value = m["src"].strip(), _SINGLETONS[int(m["id"])]
+        if src.startswith("G["):
+            return make("global", source=src, expected=value)
+        return make("module_attribute" if "." in src else "value", source=local_source(src), expected=value)
     if m := _GLOBAL.match(reason):
         source = f"G['{m['name']}']{m['attr']}"
         return make("global", source=source, expected=_literal(m["exp"]))

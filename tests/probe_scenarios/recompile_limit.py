@@ -1,6 +1,7 @@
 import torch
 
-torch._dynamo.config.recompile_limit = 3
+# the limit's name: recompile_limit from torch 2.7 on, cache_size_limit before (an alias of it after)
+torch._dynamo.config.cache_size_limit = 3
 
 
 @torch.compile(backend="eager", dynamic=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from compilescope.compat import reason_name
 from compilescope.torchtext import parse_guard_failure, split_reason
 from compilescope.collect.capture import CaptureSession
 
@@ -36,7 +37,7 @@ def _sin(x):
 
 def test_size_mismatch_structured():
     (g,) = _reasons(_sin, [dict(x=torch.ones(16)), dict(x=torch.ones(32))])
-    assert g.reason == "tensor 'x' size mismatch at index 0. expected 16, actual 32"
+    assert g.reason == f"tensor '{reason_name('x')}' size mismatch at index 0. expected 16, actual 32"
     assert (g.source, g.kind, g.dim, g.expected, g.actual, g.failed_entry) == ("L['x']", "size", 0, 16, 32, "0/0")
 
 
@@ -47,7 +48,7 @@ def test_every_rejecting_entry_is_reported():
 
 def test_symbolic_size_guard_gets_actual_from_the_call():
     found = _reasons(_sin, [dict(x=torch.ones(2)), dict(x=torch.ones(3)), dict(x=torch.ones(1))])
-    sym = [g for g in found if g.reason.startswith("2 <= x.size()[0]")]
+    sym = [g for g in found if g.reason.startswith(f"2 <= {reason_name('x')}.size()[0]")]
     assert sym and sym[0].kind == "specialization" and sym[0].source == "L['x']" and sym[0].dim == 0 and sym[0].actual == 1
 
 
@@ -221,7 +222,7 @@ def test_a_module_driven_through_kwargs_is_named_by_its_parameters():
         capture.uninstall()
     recompile = next(r for r in capture.records if r.is_recompile)
     assert recompile.display_name == "Encoder.forward"
-    assert "input_ids' size mismatch at index 1. expected 8, actual 16" in recompile.reasons[0]
+    assert f"{reason_name('input_ids')}' size mismatch at index 1. expected 8, actual 16" in recompile.reasons[0]
     sources = {(g.source, g.dim) for g in recompile.guard_failures}
     assert ("L['input_ids']", 1) in sources and ("L['attention_mask']", 1) in sources  # the second found by the walk
 

@@ -85,8 +85,8 @@ class ProbeSession:
         self.capture.add_undo(self._patch_compile())
 
     def uninstall(self) -> None:
-        self._poll()
-        self._sync()
+        compat.contained("compile records", self._poll)()  # the program's exit status stays its own
+        compat.contained("compile records", self._sync)()
         self.capture.uninstall()
 
     def _poll(self) -> None:
