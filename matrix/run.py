@@ -2,6 +2,7 @@
 
     python matrix/run.py 2.10.0        # build .venv-torch-2.10.0 once, run the compat tests there
     python matrix/run.py --table       # the table of every version run so far
+    python matrix/run.py 2.10.0 -k probe   # run again the compat tests -k selects, kept with the rest
 
 For one version it builds (once) a side environment with that torch and this checkout
 (matrix/side-venv.sh), runs the tests marked ``compat(capability)`` there — among them
@@ -34,21 +35,33 @@ def side_python(version: str) -> Path:
     return ROOT / out.stdout.strip().splitlines()[-1]
 
 
-def run_version(version: str, workers: int) -> dict[str, object]:
+def run_version(version: str, workers: int, select: str | None = None) -> dict[str, object]:
+    """Run the compat tests under torch ``version`` (those ``select`` picks, as pytest's -k,
+    their outcomes then replacing those of the same tests in the version's last results)."""
     python = side_python(version)
     RESULTS.mkdir(parents=True, exist_ok=True)
     report = RESULTS / f"{version}.json"
-    report.unlink(missing_ok=True)
-    cmd = [str(python), "-m", "pytest", "-m", "compat", "-p", "no:randomly", "-q", "--capability-report", str(report)]
+    before = json.loads(report.read_text()) if select and report.exists() else None
+    fresh = RESULTS / f"{version}.part.json"
+    fresh.unlink(missing_ok=True)
+    cmd = [str(python), "-m", "pytest", "-m", "compat", "-p", "no:randomly", "-q", "--capability-report", str(fresh)]
+    cmd += ["-k", select] if select else []
     if workers > 1:
         cmd += ["-n", str(workers), "--dist", "loadfile"]
     started = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT)
-    if not report.exists():
+    if not fresh.exists():
         raise SystemExit(f"matrix: pytest under torch {version} wrote no report (exit status {proc.returncode})")
-    data = json.loads(report.read_text())
+    data = json.loads(fresh.read_text())
+    fresh.unlink()
     data["seconds"] = round(time.monotonic() - started, 1)
     data["pytest_exit"] = proc.returncode
+    if before is not None:  # the re-run tests' outcomes replace theirs; the others are kept
+        rerun = {o["test"] for o in data["outcomes"]}
+        data["outcomes"] = [o for o in before["outcomes"] if o["test"] not in rerun] + data["outcomes"]
+        data["seconds"] = round(before.get("seconds", 0) + data["seconds"], 1)
+        failed = any(o["outcome"] == "failed" for o in data["outcomes"])
+        data["pytest_exit"] = 1 if failed else 0
     report.write_text(json.dumps(data, indent=1))
     return data
 
@@ -94,19 +107,23 @@ def table() -> str:
 
 
 def main(argv: list[str]) -> int:
-    workers = 1
+    workers, select = 1, None
     if "-n" in argv:
         i = argv.index("-n")
         workers = int(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
+    if "-k" in argv:
+        i = argv.index("-k")
+        select = argv[i + 1]
         argv = argv[:i] + argv[i + 2:]
     if argv == ["--table"]:
         print(table())
         return 0
     if len(argv) != 1 or not re.fullmatch(r"\d+\.\d+\.\d+", argv[0]):
-        print(f"usage: matrix/run.py VERSION [-n WORKERS] | --table   (checked: {' '.join(VERSIONS)})",
+        print(f"usage: matrix/run.py VERSION [-n WORKERS] [-k EXPR] | --table   (checked: {' '.join(VERSIONS)})",
               file=sys.stderr)
         return 2
-    data = run_version(argv[0], workers)
+    data = run_version(argv[0], workers, select)
     cells = statuses(data)
     print(f"\ntorch {data['torch']} (python {data['python']}), {data['seconds']} s:")
     for capability in sorted(cells):

@@ -1,8 +1,11 @@
 """Every private PyTorch API compilescope touches, in one place.
 
-Each accessor names the torch version it was checked on. When a torch release moves one
-of these, this file is the one to change; the rest of the package only calls the helpers
-below. Public APIs (``torch.compile``, ``torch.compiler.*``) are used directly elsewhere.
+Each accessor names the torch versions it was checked on (:data:`CHECKED_VERSIONS`: those
+``make test-matrix`` runs the compat-marked tests under) and, where an API moved between
+them, which spelling each release has. When a torch release moves one of these, this file is
+the one to change; the rest of the package only calls the helpers below. Public APIs
+(``torch.compile``, ``torch.compiler.*``) are used directly elsewhere, through
+:func:`has_feature` where a release lacks them.
 """
 
 from __future__ import annotations
@@ -437,8 +440,8 @@ def uncompiled_callable(fn: Any) -> Any:
 
 def dynamic_spec_types() -> tuple[Any, Any, Any]:
     """``(ParamsSpec, ShapeVar, TensorSpec)`` of ``torch.fx.experimental.dynamic_spec``, the
-    types ``torch.compile(shapes_spec=…)`` takes — checked on 2.13.0 (experimental: absent
-    where :func:`compile_accepts` says ``shapes_spec`` is not accepted)."""
+    types ``torch.compile(shapes_spec=…)`` takes on 2.13.0 and ``dynamic_shapes=…`` on 2.14.1
+    (checked on both; experimental: absent where :func:`shapes_spec_argument` is None)."""
     from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec
 
     return ParamsSpec, ShapeVar, TensorSpec

@@ -75,7 +75,8 @@ def _parse_metrics(state: TraceState, env: Envelope, payload: str | None) -> Non
     config = meta.get("dynamo_config")
     if isinstance(config, str) and state.limit is None:
         try:
-            limit = json.loads(config).get("recompile_limit")
+            settings = json.loads(config)  # the limit's name: cache_size_limit on torch 2.6
+            limit = settings.get("recompile_limit", settings.get("cache_size_limit"))
             state.limit = limit if isinstance(limit, int) and not isinstance(limit, bool) else None
         except (ValueError, AttributeError):
             pass
@@ -85,6 +86,10 @@ def _parse_bwd_metrics(state: TraceState, env: Envelope, payload: str | None) ->
     meta = env["bwd_compilation_metrics"]
     if not isinstance(meta, dict):
         raise TypeError("bwd_compilation_metrics is not an object")
+    if compat.is_recompile_limit_failure(meta.get("fail_type"), meta.get("fail_reason")):
+        # torch 2.6 logs a refusal at the recompile limit as backward metrics: it is the frame's
+        _parse_metrics(state, {"compilation_metrics": {**meta, "is_forward": True}}, payload)
+        return
     cid = meta.get("compile_id") if isinstance(meta.get("compile_id"), str) else envelope_compile_id(env)
     state.builder.add(compat.view_metrics({**meta, "compile_id": cid, "is_forward": False}), epoch=state.epoch)
 
