@@ -10,8 +10,8 @@ call's record and the stream compile records it caused, in one precedence, first
    blocked earlier, a skipped frame);
 4. ``partial eager fallback`` — some compiled graphs ran while a frame of the call ran eagerly
    (:func:`compilescope.collect.graphs.eager_frames`);
-5. ``refused`` — the limit refused a frame at this call and whether the call ran compiled
-   graphs cannot be told (no graph was compiled yet);
+5. ``refused`` — the limit refused a frame at this call, and no frame with a compiled graph is
+   known to have run eagerly (no graph was compiled yet, or the refused frame never had one);
 6. ``recompile`` — the call compiled a frame that already had a cache entry;
 7. ``compile`` — the call compiled a frame for the first time;
 8. ``hit`` — an existing graph accepted the call.
@@ -26,10 +26,10 @@ never ``refused`` in one table and a partial eager fallback in another. ``unknow
 forecast's: a request whose outcome cannot be predicted.
 
 A forecast asks a narrower question — did the request stall on a compile, run eagerly, or
-hit? — in four words (:func:`forecast_word`): ``error`` when it raised, ``compile`` when it
+hit? — in its own words (:func:`forecast_word`): ``error`` when it raised, ``compile`` when it
 compiled a frame (even if another frame ran eagerly: the stall is what a forecast warns of),
-``eager`` when it ran eagerly, wholly or partly, else ``hit``. A request repeating an earlier
-shape repeats its outcome (:func:`repeat_word`).
+``eager`` when it ran eagerly, wholly or partly, ``unknown`` when it cannot be told, else
+``hit``. A request repeating an earlier shape repeats its outcome (:func:`repeat_word`).
 
 **A compile** is a frame compile attempt that compiled or failed while compiling
 (:attr:`CompileRecord.is_compile <compilescope.model.CompileRecord.is_compile>`, the record's

@@ -18,6 +18,9 @@ Definitions, stated once:
   fallback's is;
 * a **request error** is a stream request that raised; a trial with any is ``partial``
   (some raised) or ``failed`` (all raised), never ``ok``;
+* what happened to each request — hit, compile, recompile, refused, eager fallback, partial
+  eager fallback, raised — is decided once, with one precedence, by
+  :func:`compilescope.analysis.outcomes.classify`; every table shows that one outcome;
 * a speedup is eager p50 / compiled p50, both sampled interleaved in the same trial process;
 * a **cause** is one guard (source, kind, dim) that made a function compile again
   (:class:`Cause`, the one record probe, watch and advise use).
