@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-# Fields of torch._dynamo.utils.CompilationMetrics (checked on 2.13.0) that hold compile
+# Fields of torch._dynamo.utils.CompilationMetrics (checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1) that hold compile
 # phases in microseconds. They nest: dynamo ⊇ aot_autograd ⊇ inductor ⊇ inductor code gen.
 PHASE_FIELDS_US: tuple[tuple[str, str], ...] = (
     ("dynamo", "dynamo_cumulative_compile_time_us"),
@@ -40,7 +40,7 @@ CACHE_FIELDS: tuple[str, ...] = (
 
 
 # The file PyTorch names in a guard's provenance, "(_dynamo/variables/builder.py:4960 in
-# <lambda>)", when the variable builder installed mark_dynamic's min/max — checked on 2.13.0.
+# <lambda>)", when the variable builder installed mark_dynamic's min/max — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1.
 MARK_DYNAMIC_GUARD_SOURCE = "_dynamo/variables/builder.py"
 
 
@@ -137,7 +137,7 @@ def shapes_spec_argument() -> str | None:
     return None
 
 
-# Backends torch always has — checked on 2.13.0. Validating one of these needs no
+# Backends torch always has — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. Validating one of these needs no
 # list_backends(), which imports every backend module (~2 s of a run's start-up).
 CORE_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "aot_eager_decomp_partition"})
 
@@ -145,7 +145,7 @@ CORE_BACKENDS = frozenset({"inductor", "eager", "aot_eager", "aot_eager_decomp_p
 def backend_names() -> set[str]:
     """Every backend name ``torch.compile`` accepts, debug ones (eager, aot_eager) included.
 
-    ``torch._dynamo.list_backends(exclude_tags=())`` — checked on 2.13.0."""
+    ``torch._dynamo.list_backends(exclude_tags=())`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     import torch._dynamo
 
     return set(torch._dynamo.list_backends(exclude_tags=())) | {"inductor"}
@@ -363,7 +363,7 @@ def is_torch_internal(filename: str) -> bool:
 def inductor_cache_dir() -> str | None:
     """The on-disk compile cache directory (``TORCHINDUCTOR_CACHE_DIR`` or its default).
 
-    ``torch._inductor.runtime.cache_dir_utils.cache_dir`` — checked on 2.13.0."""
+    ``torch._inductor.runtime.cache_dir_utils.cache_dir`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     try:
         from torch._inductor.runtime.cache_dir_utils import cache_dir
 
@@ -376,7 +376,7 @@ def enable_compilation_metrics(limit: int = 100_000) -> Callable[[], None]:
     """Raise the metrics deque bound (64 by default) so no compile is dropped; returns the
     undo, which puts the previous bound back.
 
-    ``torch._dynamo.utils.set_compilation_metrics_limit`` — checked on 2.13.0.
+    ``torch._dynamo.utils.set_compilation_metrics_limit`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1.
     """
     from torch._dynamo import utils
 
@@ -395,7 +395,7 @@ def enable_compilation_metrics(limit: int = 100_000) -> Callable[[], None]:
 def compilation_metrics_count() -> int:
     """How many entries the metrics deque holds, without copying it (a steady call's cost).
 
-    ``torch._dynamo.utils._compilation_metrics`` — checked on 2.13.0."""
+    ``torch._dynamo.utils._compilation_metrics`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     from torch._dynamo import utils
 
     return len(utils._compilation_metrics)
@@ -413,7 +413,7 @@ def compilation_metrics_since(start: int) -> list[Any]:
 def graph_break_reasons() -> list[Any]:
     """Graph-break records (``GraphCompileReason``: ``reason``, ``user_stack``).
 
-    ``torch._dynamo.graph_break_reasons`` — checked on 2.13.0; cleared by reset.
+    ``torch._dynamo.graph_break_reasons`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1; cleared by reset.
     """
     import torch._dynamo
 
@@ -422,19 +422,19 @@ def graph_break_reasons() -> list[Any]:
 
 def graph_break_user_stack(record: Any) -> list[Any]:
     """The user frames (``FrameSummary``: ``filename``, ``lineno``) of a graph-break record,
-    innermost last: ``GraphCompileReason.user_stack`` — checked on 2.13.0."""
+    innermost last: ``GraphCompileReason.user_stack`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     return list(getattr(record, "user_stack", None) or [])
 
 
 def compiled_module_inner(obj: Any) -> Any | None:
     """The module a ``torch.compile``-d module wraps (``OptimizedModule._orig_mod``), or None
-    for anything else — checked on 2.13.0."""
+    for anything else — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     return getattr(obj, "_orig_mod", None) if obj is not None else None
 
 
 def uncompiled_callable(fn: Any) -> Any:
     """What ``torch.compile`` (or ``torch._dynamo.optimize``) wrapped, for a function it
-    returned (``_torchdynamo_orig_callable``); ``fn`` itself otherwise — checked on 2.13.0."""
+    returned (``_torchdynamo_orig_callable``); ``fn`` itself otherwise — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     return getattr(fn, "_torchdynamo_orig_callable", fn)
 
 
@@ -448,7 +448,7 @@ def dynamic_spec_types() -> tuple[Any, Any, Any]:
 
 
 def mark_dynamic(t: torch.Tensor, dim: int, min: int | None = None, max: int | None = None) -> None:
-    """``torch._dynamo.mark_dynamic`` with an optional range — checked on 2.13.0."""
+    """``torch._dynamo.mark_dynamic`` with an optional range — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     import torch._dynamo
 
     kwargs: dict[str, int] = {}
@@ -688,7 +688,7 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     """Call ``on_failure(code, reason)`` as each guard-failure reason is recorded.
 
     ``torch._dynamo.utils.guard_failures`` is a ``defaultdict(list)`` appended to once per
-    rejecting cache entry (``guards.get_guard_fail_reason``) — checked on 2.13.0. Swapping
+    rejecting cache entry (``guards.get_guard_fail_reason``) — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. Swapping
     its ``default_factory`` for an observing list sees every append, whether or not any
     logging is on, and survives ``reset()`` (which only clears the dict); the lists already
     there (a code that failed a guard before, under an earlier observer) are swapped for
@@ -729,7 +729,7 @@ def observe_compilation_metrics(on_entry: Callable[[Any], None]) -> Callable[[],
     is recorded (a frame compile ends, fails or is refused; a lazy backward ends).
 
     ``torch._dynamo.utils._compilation_metrics`` is a module-level deque that
-    ``record_compilation_metrics`` appends to — checked on 2.13.0. It is swapped for an
+    ``record_compilation_metrics`` appends to — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. It is swapped for an
     observing deque with the same entries and bound; the undo swaps a plain deque with the
     entries back in."""
     import collections
@@ -761,7 +761,7 @@ def force_verbose_guard_reasons() -> Callable[[], None]:
     ``guards.get_guard_fail_reason_helper`` stops at the first failing guard unless
     ``guards.is_recompiles_verbose_enabled()``; the same function also picks which logger
     gets the recompile message, so the patch answers True only to the reason helper —
-    checked on 2.13.0. Returns the undo.
+    checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. Returns the undo.
     """
     import sys
 
@@ -805,7 +805,7 @@ def before_reset(hook: Callable[[], None]) -> Callable[[], None]:
 def current_compile_id() -> str | None:
     """The compile id Dynamo is working on right now (``"0/1"``), if any.
 
-    ``torch._guards.CompileContext.current_compile_id()`` — checked on 2.13.0: while a
+    ``torch._guards.CompileContext.current_compile_id()`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1: while a
     recompile's guard-failure reasons are computed it is already the *new* compile's id
     (the same id ``TORCH_LOGS=recompiles`` prints in brackets).
     """
@@ -848,7 +848,7 @@ MAX_GUARD_LEAVES = 50_000
 
 def rejecting_entry() -> tuple[Any, dict[str, Any]] | None:
     """Inside a guard-failure observer: the rejecting entry's guard manager and the call's
-    frame locals, read from ``guards.get_guard_fail_reason``'s frame — checked on 2.13.0."""
+    frame locals, read from ``guards.get_guard_fail_reason``'s frame — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     import sys
 
     frame = sys._getframe(1)
@@ -883,7 +883,7 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
     or cannot be evaluated. Walks ``guard_manager.root``: each manager's ``get_source()``,
     ``get_leaf_guards()`` (callable on the source's value) and ``get_child_managers()``, then
     the root's ``get_epilogue_lambda_guards()`` (symbolic-shape relations, one Python
-    expression per verbose part) — checked on 2.13.0."""
+    expression per verbose part) — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     env: dict[str, Any] = {}
     env.update(getattr(guard_manager, "closure_vars", None) or {})
     env.update(getattr(guard_manager, "global_scope", None) or {})
@@ -994,7 +994,7 @@ def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]
     Every compiled callable is ``_TorchDynamoContext.__call__``'s ``compile_wrapper``, which
     looks up the module-level ``torch._dynamo.eval_frame._callback_from_stance`` once per
     call with its compile callback (also called, with no callback or from ``__enter__``, by
-    disable contexts and ``with optimize(...)``) — checked on 2.13.0. The global is swapped
+    disable contexts and ``with optimize(...)``) — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. The global is swapped
     for a wrapper that passes the caller's frame on when it is a ``compile_wrapper``."""
     import sys
 
@@ -1023,7 +1023,7 @@ def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]
 def compiled_call_arguments(frame: Any) -> tuple[Any, tuple[Any, ...], dict[str, Any]]:
     """``(fn, args, kwargs)`` of a ``compile_wrapper`` frame: the callable it compiles (a
     function, a module's ``__call__``, or ``wrap_inline(module)``) and the call's arguments
-    — the wrapper's own local names, checked on 2.13.0."""
+    — the wrapper's own local names, checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     local = frame.f_locals
     return local["fn"], local["args"], local["kwargs"]
 
@@ -1093,7 +1093,7 @@ def entry_leaves(guard_manager: Any, skip: Callable[[str], bool], max_leaves: in
     past ``max_leaves``.
     Walks ``guard_manager.root`` by ``get_source()``, ``get_leaf_guards()``,
     ``get_child_managers()``, ``get_epilogue_lambda_guards()`` and each leaf's
-    ``verbose_code_parts()`` — checked on 2.13.0."""
+    ``verbose_code_parts()`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     out: list[EntryLeaf] = []
     cut = 0
 
@@ -1141,7 +1141,7 @@ class _DropLimitWarnings:
 def quiet_recompile_limit_warnings() -> Callable[[], None]:
     """Drop Dynamo's "torch._dynamo hit config.recompile_limit (N)" warnings until the undo: a
     forecast that predicts the limit says so itself. Logged by ``torch._dynamo.convert_frame``'s
-    module logger, the message starting so — checked on 2.13.0."""
+    module logger, the message starting so — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     import logging
 
     logger = logging.getLogger("torch._dynamo.convert_frame")
@@ -1166,7 +1166,7 @@ def pytree_children(value: Any) -> list[tuple[tuple[str, Any], Any]] | None:
     a ``GetAttrKey``, ``("item", key)`` for a ``MappingKey`` or ``SequenceKey``); None when
     ``type(value)`` is not registered or its keys are of another kind. Reads
     ``torch.utils._pytree.SUPPORTED_NODES[type].flatten_with_keys_fn`` (else ``flatten_fn``,
-    children numbered) — checked on 2.13.0."""
+    children numbered) — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
     from torch.utils import _pytree as pytree
 
     node = pytree.SUPPORTED_NODES.get(type(value))

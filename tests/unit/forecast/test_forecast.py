@@ -97,7 +97,8 @@ def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_p
     assert [r.outcome for r in exact.strategies[0].requests] == seen
     assert exact.dry_backend == "inductor-lowering" and "its guards modelled" in " ".join(exact.notes)
     parity = [g.text for g in exact.strategies[0].requests[2].guards]
-    assert any("//" in text for text in parity), parity  # the parity relation the even size fails
+    # the parity relation the even size fails: (x.size()[2] - 1) // 2 … on 2.13, ((-1) + x.size()[2]) % 2 on 2.10
+    assert any("//" in text or "% 2" in text for text in parity), parity
     assert [r.outcome for r in fast.strategies[0].requests][2] == "hit"
     assert "not modelled" in " ".join(fast.notes)
 
