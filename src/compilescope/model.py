@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal, Union
 
-from .errors import WorkloadError
+from .errors import OptionError, WorkloadError
 
 # The schema version of every file compilescope writes (results and probe JSON, journals,
 # store rows): one number for the records below. Its history and the steps that migrate older
@@ -632,3 +632,80 @@ class ProbeResult:
     created: str = ""
     schema_version: int = SCHEMA_VERSION
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record: a hook of its raised
+
+
+# ----------------------------------------------------------------------------- warm-up plans
+# The plan file ``compilescope warmup`` writes and :func:`compilescope.warm_up` reads
+# (:mod:`compilescope.warmup.planfile`): for each strategy, the shapes to call at start-up, in
+# order, and the settings they need. A plan is a forecast until verified: ``covers`` are the
+# recorded stream's distinct shapes the dry run predicts hit a warmed graph after start-up,
+# ``uncovered`` those still predicted to compile or run eagerly (each with why).
+# ``recompile_limit`` is the limit the plan needs set (``None``: PyTorch's default suffices).
+
+PLAN_KIND = "warmup-plan"
+
+
+@dataclass(frozen=True)
+class Uncovered:
+    """A recorded shape the plan does not keep off the request path, and why (``compile``
+    with the guard that would fail, ``eager``: refused at the recompile limit, or ``unknown``:
+    the forecast cannot tell, so the plan cannot claim it)."""
+
+    shape: Shape
+    outcome: str
+    why: str
+
+
+@dataclass(frozen=True)
+class StrategyPlan:
+    """One strategy's start-up: call ``shapes`` in order through the compiled callable.
+
+    ``compiles``: frame compiles the warm-up makes (forecast); ``frame_entries``: the most
+    cache entries one frame holds after it, which ``recompile_limit`` must exceed;
+    ``minimal``: how the list was checked to be smallest (each shape dropped in turn)."""
+
+    strategy: str
+    options: StrategyOptions
+    shapes: tuple[Shape, ...]
+    covers: tuple[Shape, ...] = ()
+    uncovered: tuple[Uncovered, ...] = ()
+    compiles: int = 0
+    frame_entries: int = 0
+    recompile_limit: int | None = None
+    recompile_limit_default: int | None = None  # PyTorch's limit where the plan was made (None: not recorded)
+    minimal: str = ""
+
+    def covered(self, shape: Shape) -> bool:
+        return shape_key(shape) in {shape_key(s) for s in self.covers}
+
+
+@dataclass(frozen=True)
+class WarmupPlan:
+    """Every strategy's plan for one workload and recording, and the one recommended."""
+
+    workload: str
+    stream: str
+    requests: int
+    backend: str
+    plans: tuple[StrategyPlan, ...]
+    recommended: str | None = None
+    why: str = ""
+    artifacts: str | None = None  # mega-cache artifacts, relative to the plan file's folder
+    torch_version: str = ""
+    created: str = ""
+    schema_version: int = SCHEMA_VERSION
+    kind: str = PLAN_KIND
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def plan(self, strategy: str | None = None) -> StrategyPlan:
+        """The named strategy's plan, else the recommended one."""
+
+        name = strategy or self.recommended
+        if name is None:
+            known = ", ".join(p.strategy for p in self.plans) or "none"
+            raise OptionError(f"the plan recommends no strategy (it was not measured): name one of {known}")
+        for p in self.plans:
+            if p.strategy == name:
+                return p
+        known = ", ".join(p.strategy for p in self.plans) or "none"
+        raise OptionError(f"the plan file has no plan for strategy {name!r} (it has: {known})")

@@ -29,7 +29,12 @@ Schema history (``schema_version``):
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
-(``{"probe": N}``) and each results-store row (column ``schema_version``).
+(``{"probe": N}``) and each results-store row (column ``schema_version``). Every JSON document
+a command writes names its ``kind`` beside the version, and each kind loads back here
+(:func:`load_document`, :func:`loads_document`) through the same migrations and field checks:
+``run`` (an advise run is one, with its ``advice``), ``probe``, ``advise-script``,
+``forecast``, ``warmup`` (with its plan), ``warmup-plan`` (the plan file), ``verify`` and
+``compare`` (:func:`document_types`).
 
 An older file is migrated on load, not refused: :data:`MIGRATIONS` maps each version N to the
 step turning a version-N document into version N+1, and :func:`migrate` runs the steps in
@@ -50,7 +55,7 @@ import types
 import typing
 from functools import cache
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Union, get_args, get_origin
 
 from .errors import ResultsError
@@ -145,7 +150,15 @@ def _converter(tp: Any) -> Converter:
     if tp is TrialEnv:
         return _trial_env_converter()
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        return _dataclass_converter(tp)
+        if tp in _BUILDING:  # a record that holds its own kind (a forecast compared with another)
+            return lambda data: _converter(tp)(data)
+        _BUILDING.add(tp)
+        try:
+            return _dataclass_converter(tp)
+        finally:
+            _BUILDING.discard(tp)
+    if origin is tuple and len(get_args(tp)) > 1 and get_args(tp)[1] is not Ellipsis:
+        return _fixed_tuple_converter(get_args(tp))
     if origin is tuple or origin is list:
         (item_tp, *_rest) = get_args(tp)
         item = _converter(item_tp)
@@ -234,6 +247,28 @@ def _converter(tp: Any) -> Converter:
             return data
         return as_str
     return _identity
+
+
+_BUILDING: set[type] = set()  # the records whose converters are being built (for records that hold their own kind)
+
+
+def _fixed_tuple_converter(item_types: tuple[Any, ...]) -> Converter:
+    """``tuple[A, B, C]``: a list of exactly that many values, each of its own type."""
+    items = [_converter(item) for item in item_types]
+    not_list = _expected(f"a list of {len(items)}")
+
+    def fixed(data: Any) -> Any:
+        if not isinstance(data, list) or len(data) != len(items):
+            raise not_list(data)
+        out = []
+        for i, (convert, value) in enumerate(zip(items, data)):
+            try:
+                out.append(convert(value))
+            except _Bad as bad:
+                bad.segments.append(f"[{i}]")
+                raise
+        return tuple(out)
+    return fixed
 
 
 def _dataclass_converter(tp: type) -> Converter:
@@ -459,6 +494,57 @@ def _decode(data: Any, origin: str, owned: bool) -> RunResult | ProbeResult:
         raise ResultsError(f"{origin} does not match schema {version}: {exc}") from None
     except RecursionError:
         raise ResultsError(f"{origin} is nested too deeply") from None
+
+
+def document_types() -> dict[str, type]:
+    """Every kind of JSON document compilescope writes, by its ``kind``, and the record it holds."""
+    from .model import PLAN_KIND, WarmupPlan
+    from .report import CompareReport, ForecastReport, ScriptAdvice, VerifyReport
+    from .report.warmup import WarmupReport
+
+    return {**KINDS, "advise-script": ScriptAdvice, "forecast": ForecastReport, "warmup": WarmupReport,
+            PLAN_KIND: WarmupPlan, "verify": VerifyReport, "compare": CompareReport}
+
+
+def document(obj: Any, kind: str) -> dict[str, Any]:
+    """``obj`` (a record of ``kind``) as a document: the schema version, the kind, its fields."""
+    data = to_data(obj)
+    return {"schema_version": SCHEMA_VERSION, "kind": kind, **{k: v for k, v in data.items() if k != "schema_version"}}
+
+
+def decode_document(data: Any, *, kinds: Sequence[str] | None = None, origin: str = "<data>") -> Any:
+    """The record a document holds (:func:`document_types`), migrated from an older schema
+    and checked field by field; ``kinds``: the kinds the caller reads (another is one line)."""
+    if not isinstance(data, dict) or "schema_version" not in data:
+        raise ResultsError(f"{origin} is not a compilescope file (no schema_version)")
+    types = document_types()
+    kind = data.get("kind", "run")
+    if not isinstance(kind, str) or kind not in types:
+        raise ResultsError(f"{origin} has an unknown kind {str(kind)[:20]!r} ({', '.join(types)})")
+    if kinds is not None and kind not in kinds:
+        raise ResultsError(f"{origin} is a {kind} file, not {' or '.join(kinds)}")
+    if kind in KINDS:
+        return _decode(data, origin, owned=False)
+    version = check_version(data["schema_version"], origin)
+    if version != SCHEMA_VERSION:
+        data = migrate(data, origin)
+    try:
+        return from_data(types[kind], {**data, "schema_version": SCHEMA_VERSION})
+    except ResultsError as exc:
+        raise ResultsError(f"{origin} does not match schema {version}: {exc}") from None
+    except RecursionError:
+        raise ResultsError(f"{origin} is nested too deeply") from None
+
+
+def loads_document(text: str | bytes, *, kinds: Sequence[str] | None = None, origin: str = "<string>") -> Any:
+    return decode_document(_parse(text, origin), kinds=kinds, origin=origin)
+
+
+def load_document(path: str | Path, *, kinds: Sequence[str] | None = None) -> Any:
+    """Read any document compilescope writes (a regular file of bounded size, as :func:`load`)."""
+    from .paths import read_capped
+
+    return loads_document(read_capped(path, str(path), ResultsError), kinds=kinds, origin=str(path))
 
 
 def _take_trials(items: list[Any]) -> list[Any]:

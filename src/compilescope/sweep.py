@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .execute.executor import Executor
-from .execute.scheduler import PlannedTrial, cache_key, plan_trials, run_plan
+from .execute.scheduler import CallFn, PlannedTrial, cache_key, plan_trials, run_plan
 from .model import StrategyOptions, TrialResult, TrialSpec
 from .options import SweepConfig
 from .store import Store, trial_key
@@ -93,11 +93,13 @@ Event = Callable[[SweepProgress, PlannedTrial, TrialResult | None], None]
 
 
 def run_sweep(config: SweepConfig, plan: list[PlannedTrial], executor: Executor, store: Store, *,
-              on_event: Event | None = None) -> SweepProgress:
+              on_event: Event | None = None, on_start: Callable[[SweepProgress], None] | None = None,
+              on_call: CallFn | None = None) -> SweepProgress:
     """Run every planned trial the store does not already hold, through the one scheduler
     (:func:`~compilescope.execute.scheduler.run_plan`); each finished trial is stored the
     moment it finishes. A warm or mega trial whose cold trial is stored but whose cache is
-    gone re-runs the cold one, unreported, to rebuild it."""
+    gone re-runs the cold one, unreported, to rebuild it. ``on_start`` sees the counts before
+    the first trial; ``on_call``: as :func:`~compilescope.execute.scheduler.run_plan`'s."""
     from . import compat
 
     def torch_of(spec: TrialSpec) -> str:
@@ -130,5 +132,8 @@ def run_sweep(config: SweepConfig, plan: list[PlannedTrial], executor: Executor,
         if on_event:
             on_event(progress, p, result)
 
-    run_plan(plan, executor, config.timeout_s, on_progress=on_progress, on_result=on_result, done=done, kind="sweep")
+    if on_start:
+        on_start(progress)
+    run_plan(plan, executor, config.timeout_s, on_progress=on_progress, on_result=on_result, on_call=on_call,
+             done=done, kind="sweep")
     return progress

@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -152,16 +151,14 @@ def csv_render_rows(report):
 
 def test_progress_never_shows_a_tick_for_a_trial_whose_requests_raised(erroring, partly_eager):
     from rich.console import Console
-    from rich.progress import Progress
 
-    from compilescope.cli import _progress_callback
+    from compilescope.analysis.progress import trial_done
+    from compilescope.cli.progress import ConsoleProgress
 
     console = Console(record=True, width=300, color_system=None)
-    progress = Progress(console=console)
-    task = progress.add_task("x", total=5)
-    on_progress = _progress_callback(progress, task, console)
+    progress = ConsoleProgress(console, live=False)
     for result in (*erroring.trials, partly_eager.trials[1]):
-        on_progress(SimpleNamespace(label=result.label), result)
+        progress.finished(result.label, trial_done(result.label, result))
     lines = console.export_text().splitlines()
     assert lines[0].strip().startswith("✓ eager")
     assert lines[1].strip().startswith("✗ partial static (cold)") and "2 of 4 requests raised" in lines[1]
@@ -171,7 +168,7 @@ def test_progress_never_shows_a_tick_for_a_trial_whose_requests_raised(erroring,
 
 
 def test_exit_status_counts_request_errors(erroring, partly_eager):
-    from compilescope.cli import _exit_status
+    from compilescope.app.run import exit_status as _exit_status
 
     report = build_run_report(erroring)
     assert _exit_status(report, frozenset()) == 0  # a partial trial is not a failed one

@@ -21,7 +21,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import TrialResult, TrialSpec
+from ..model import CallRecord, TrialResult, TrialSpec
 from ..options import parse_cache_modes
 from .executor import Capabilities, Executor, done_future
 from .local import remove_orphaned_dirs
@@ -101,6 +101,7 @@ def cache_key(name: str) -> str:
 
 ProgressFn = Callable[[PlannedTrial, "TrialResult | None"], None]
 ResultFn = Callable[[PlannedTrial, TrialResult], None]
+CallFn = Callable[[PlannedTrial, CallRecord], None]
 
 
 def to_run(plan: list[PlannedTrial], done: Iterable[TrialSpec]) -> list[PlannedTrial]:
@@ -155,10 +156,11 @@ class _Handover:
             self.outcomes[p.spec] = outcome
 
 
-def _start(executor: Executor, task: TrialTask, timeout_s: float) -> Future[TrialOutcome]:
+def _start(executor: Executor, task: TrialTask, timeout_s: float,
+           on_call: Callable[[CallRecord], None] | None) -> Future[TrialOutcome]:
     if task.spec.cache == "mega" and task.load_artifacts is None:
         return done_future(TrialOutcome(TrialResult(task.spec, "unavailable", error=NO_ARTIFACTS)))
-    return executor.submit(task, timeout_s)
+    return executor.submit(task, timeout_s, on_call) if on_call else executor.submit(task, timeout_s)
 
 
 def run_plan(
@@ -168,6 +170,7 @@ def run_plan(
     *,
     on_progress: ProgressFn | None = None,
     on_result: ResultFn | None = None,
+    on_call: CallFn | None = None,
     done: Iterable[TrialSpec] = (),
     kind: str = "cache",
 ) -> list[TrialResult]:
@@ -176,7 +179,8 @@ def run_plan(
 
     ``on_progress(trial, None)`` as a trial starts and ``on_progress(trial, result)`` as it
     ends (cache-populating passes included); ``on_result(trial, result)`` for each reported
-    trial as it ends — the place to save it. Cache directories live in one temporary
+    trial as it ends — the place to save it; ``on_call(trial, call)`` as each stream request of
+    a running trial finishes, where the executor streams them. Cache directories live in one temporary
     directory (``compilescope-KIND-PID-HOST-…``), removed whatever happens, an interrupt
     included; on an interrupt the executor's running trials are stopped."""
     items = to_run(plan, done)
@@ -194,7 +198,8 @@ def run_plan(
                     pending.remove(p)
                     if on_progress:
                         on_progress(p, None)
-                    running[_start(executor, handover.task(p), timeout_s)] = p
+                    calls = (lambda call, p=p: on_call(p, call)) if on_call else None  # type: ignore[misc]
+                    running[_start(executor, handover.task(p), timeout_s, calls)] = p
                 if not running:
                     break  # never with a plan from plan_trials: a cold trial comes before its warm ones
                 finished, _ = wait(list(running), return_when=FIRST_COMPLETED)

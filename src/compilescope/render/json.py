@@ -12,9 +12,9 @@ import json
 from typing import Any
 
 from ..model import ProbeResult
-from ..report import ForecastReport, ProbeFile, ProbeReport, RunFile, VerifyReport
+from ..report import CompareReport, ForecastReport, ProbeFile, ProbeReport, RunFile, ScriptAdvice, VerifyReport
 from ..report.warmup import WarmupReport
-from ..schema import SCHEMA_VERSION, dumps, encode, to_data
+from ..schema import SCHEMA_VERSION, document, dumps, encode, to_data
 
 
 def render(file: RunFile) -> str:
@@ -65,15 +65,28 @@ def render_verify(report: VerifyReport) -> str:
     return json.dumps(data, indent=1, allow_nan=False) + "\n"
 
 
+def render_compare(report: CompareReport) -> str:
+    """A comparison as JSON: the schema version, ``kind`` ``compare``, then the report's fields."""
+    return json.dumps(document(report, "compare"), indent=1, allow_nan=False) + "\n"
+
+
+def render_script_advice(advice: ScriptAdvice) -> str:
+    """``advise --script``'s results: the schema version, ``kind`` ``advise-script``, then the advice."""
+    data = {"schema_version": SCHEMA_VERSION, "kind": "advise-script", **to_data(advice)}
+    return json.dumps(data, indent=1)
+
+
 class JsonRenderer:
     """The results JSON of a run or a probe (what ``compilescope report`` reads back)."""
 
     name = "json"
     extensions = (".json",)
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport)
+    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport, CompareReport)
     written = "results JSON"
 
-    def render(self, report: RunFile | ProbeFile | ForecastReport | WarmupReport | VerifyReport) -> str:
+    def render(self, report: RunFile | ProbeFile | ForecastReport | WarmupReport | VerifyReport | CompareReport) -> str:
+        if isinstance(report, CompareReport):
+            return render_compare(report)
         if isinstance(report, ForecastReport):
             return render_forecast(report)
         if isinstance(report, WarmupReport):

@@ -1,8 +1,8 @@
 """The warm-up report: the plan (a dry-run forecast) beside what trials measured of it —
 frozen records a renderer formats and nothing recomputes.
 
-``plan`` is the :class:`compilescope.warmup.planfile.WarmupPlan` the report is of (held as
-it is; the report model imports only the records, so it is typed loosely here). Without
+``plan`` is the :class:`~compilescope.model.WarmupPlan` the report is of (with ``recommended``
+set by the verdict when measured). Without
 measurement (``warmup --no-measure``) ``measured`` is empty and ``verdict`` None: every
 figure shown is then the plan's, a forecast.
 """
@@ -10,8 +10,8 @@ figure shown is then the plan's, a forecast.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from ..model import WarmupPlan
 from .verify import VerifyReport
 
 
@@ -86,7 +86,7 @@ class Verdict:
 
 @dataclass(frozen=True)
 class WarmupReport:
-    plan: Any  # the WarmupPlan (compilescope.warmup.planfile)
+    plan: WarmupPlan
     measured: tuple[StrategyMeasured, ...] = ()
     verdict: Verdict | None = None
     trial_stream: str = ""  # what the trials replayed after start-up

@@ -45,7 +45,8 @@ from ..analysis.outcomes import RequestOutcome, call_arguments, classify, limit_
 from ..errors import OptionError
 from ..model import CompileRecord, Shape, shape_label
 from ..watch import RecompileBudgetExceeded, Watch, compile_lines, deliver_pending
-from .planfile import StrategyPlan, WarmupPlan, load_plan
+from ..model import StrategyPlan, WarmupPlan
+from .planfile import load_plan
 
 MakeInputs = Callable[[Shape], Any]
 

@@ -29,7 +29,7 @@ from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key, sh
 from ..paths import write_atomic
 from ..report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, Verdict, VerdictRow, WarmupReport
 from ..stream import distinct_shapes
-from .planfile import StrategyPlan, WarmupPlan
+from ..model import StrategyPlan, WarmupPlan
 
 LONG_STREAM = 200  # a longer recording is replayed as its distinct shapes (its repeats hit)
 DEFAULT_CACHES = ("cold", "warm", "mega")
@@ -261,6 +261,7 @@ def measure_plan(
     timeout_s: float = 900.0,
     on_progress: Any = None,
     keep: KeepArtifacts | None = None,
+    on_call: Any = None,
 ) -> WarmupReport:
     """Measure each strategy's plan on the recording; returns the report, with the plan's
     ``recommended`` set by the verdict. ``keep``: an executor wrapper that keeps the cold
@@ -283,6 +284,7 @@ def measure_plan(
     notes += dropped
     chosen = keep if keep is not None else (executor or LocalExecutor())
     results = run_plan(trial_plan(plan, trial_stream, caches, measure), chosen, timeout_s, on_progress=on_progress,
+                       on_call=on_call,
                        kind="warmup")
     measured = _strategy_rows(plan, results, recorded)
     judged = verdict(measured, lifetime, len(recorded), caches[0] if caches else "cold")

@@ -30,10 +30,9 @@ from typing import Any
 from .. import compat
 from ..analysis.outcomes import limit_in_force
 from ..errors import OptionError
-from ..model import MeasureOptions, Shape, StrategyOptions, shape_key
-from ..stream import distinct_shapes
+from ..model import MeasureOptions, Shape, StrategyOptions, StrategyPlan, Uncovered, WarmupPlan, shape_key
 from ..strategies import get_strategy
-from .planfile import StrategyPlan, Uncovered, WarmupPlan
+from ..stream import distinct_shapes
 
 DEFAULT_PLAN_STRATEGIES = ("default", "static", "dynamic")
 MAX_DRY_RUNS = 16  # the drop-each-shape check's bound, per strategy

@@ -11,79 +11,13 @@ compile or run eagerly (each with why). ``recompile_limit`` is the limit the pla
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 
-from ..analysis.outcomes import limit_in_force
-from ..errors import OptionError, ResultsError
-from ..model import SCHEMA_VERSION, Shape, StrategyOptions, shape_key
+from ..errors import ResultsError
+from ..model import PLAN_KIND, SCHEMA_VERSION, StrategyPlan, Uncovered, WarmupPlan
 
-PLAN_KIND = "warmup-plan"
-
-
-@dataclass(frozen=True)
-class Uncovered:
-    """A recorded shape the plan does not keep off the request path, and why (``compile``
-    with the guard that would fail, ``eager``: refused at the recompile limit, or ``unknown``:
-    the forecast cannot tell, so the plan cannot claim it)."""
-
-    shape: Shape
-    outcome: str
-    why: str
-
-
-@dataclass(frozen=True)
-class StrategyPlan:
-    """One strategy's start-up: call ``shapes`` in order through the compiled callable.
-
-    ``compiles``: frame compiles the warm-up makes (forecast); ``frame_entries``: the most
-    cache entries one frame holds after it, which ``recompile_limit`` must exceed;
-    ``minimal``: how the list was checked to be smallest (each shape dropped in turn)."""
-
-    strategy: str
-    options: StrategyOptions
-    shapes: tuple[Shape, ...]
-    covers: tuple[Shape, ...] = ()
-    uncovered: tuple[Uncovered, ...] = ()
-    compiles: int = 0
-    frame_entries: int = 0
-    recompile_limit: int | None = None
-    recompile_limit_default: int = field(default_factory=lambda: limit_in_force(None))  # PyTorch's, where planned
-    minimal: str = ""
-
-    def covered(self, shape: Shape) -> bool:
-        return shape_key(shape) in {shape_key(s) for s in self.covers}
-
-
-@dataclass(frozen=True)
-class WarmupPlan:
-    """Every strategy's plan for one workload and recording, and the one recommended."""
-
-    workload: str
-    stream: str
-    requests: int
-    backend: str
-    plans: tuple[StrategyPlan, ...]
-    recommended: str | None = None
-    why: str = ""
-    artifacts: str | None = None  # mega-cache artifacts, relative to the plan file's folder
-    torch_version: str = ""
-    created: str = ""
-    schema_version: int = SCHEMA_VERSION
-    kind: str = PLAN_KIND
-    notes: tuple[str, ...] = field(default_factory=tuple)
-
-    def plan(self, strategy: str | None = None) -> StrategyPlan:
-        """The named strategy's plan, else the recommended one."""
-        name = strategy or self.recommended
-        if name is None:
-            known = ", ".join(p.strategy for p in self.plans) or "none"
-            raise OptionError(f"the plan recommends no strategy (it was not measured): name one of {known}")
-        for p in self.plans:
-            if p.strategy == name:
-                return p
-        known = ", ".join(p.strategy for p in self.plans) or "none"
-        raise OptionError(f"the plan file has no plan for strategy {name!r} (it has: {known})")
+__all__ = ["PLAN_KIND", "StrategyPlan", "Uncovered", "WarmupPlan", "dumps_plan", "load_plan", "loads_plan", "save_plan"]
 
 
 def dumps_plan(plan: WarmupPlan) -> str:
@@ -99,7 +33,8 @@ def save_plan(plan: WarmupPlan, path: str | Path) -> None:
 
 
 def loads_plan(text: str | bytes, origin: str = "<string>") -> WarmupPlan:
-    from ..schema import check_version, from_data
+    """A plan file's text read back through :mod:`compilescope.schema` (migrated, each field checked)."""
+    from ..schema import decode_document
 
     try:
         data = json.loads(text)
@@ -107,9 +42,7 @@ def loads_plan(text: str | bytes, origin: str = "<string>") -> WarmupPlan:
         raise ResultsError(f"{origin} is not a warm-up plan: not JSON ({exc})"[:300]) from None
     if not isinstance(data, dict) or data.get("kind") != PLAN_KIND:
         raise ResultsError(f"{origin} is not a warm-up plan (kind is not {PLAN_KIND!r})")
-    check_version(data.get("schema_version"), origin)
-    data["schema_version"] = SCHEMA_VERSION
-    plan = from_data(WarmupPlan, data, origin)
+    plan: WarmupPlan = decode_document(data, kinds=(PLAN_KIND,), origin=origin)
     for sp in plan.plans:
         for name in ("recompile_limit", "recompile_limit_default"):
             value = getattr(sp, name)

@@ -20,6 +20,7 @@ import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from .. import compat
 from ..analysis.counts import count_compiles
@@ -30,7 +31,8 @@ from ..forecast.engine import DRY_BACKENDS, Observed, forecast_strategy, request
 from ..model import MeasureOptions, Shape, StrategyOptions, TrialResult, TrialSpec, shape_key
 from ..report.forecast import StrategyForecast
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
-from .planfile import StrategyPlan, WarmupPlan, load_plan
+from ..model import StrategyPlan, WarmupPlan
+from .planfile import load_plan
 
 DEFAULT_MEASURE = MeasureOptions(steady=False, numerics=False)
 WARMED = "warm-up"  # the variant that names the warmed trial: "default[warm-up] (cold)"
@@ -74,12 +76,13 @@ def trial_specs(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...], options: 
     return [warmed, dataclasses.replace(warmed, variant="", startup=())] if baseline else [warmed]
 
 
-def _run(specs: list[TrialSpec], executor: Executor | None, timeout_s: float) -> dict[TrialSpec, TrialResult]:
+def _run(specs: list[TrialSpec], executor: Executor | None, timeout_s: float, on_progress: Any = None,
+         on_call: Any = None) -> dict[TrialSpec, TrialResult]:
     from ..execute.local import LocalExecutor
     from ..execute.scheduler import PlannedTrial, cache_key, run_plan
 
     planned = [PlannedTrial(s, cache_key(s.name)) for s in specs]
-    results = run_plan(planned, executor or LocalExecutor(), timeout_s)
+    results = run_plan(planned, executor or LocalExecutor(), timeout_s, on_progress=on_progress, on_call=on_call)
     return {r.spec: r for r in results}
 
 
@@ -176,20 +179,21 @@ def strategy_verify(sp: StrategyPlan, stream: tuple[Shape, ...], warmed: TrialRe
 def verify_plan(plan: WarmupPlan | str | Path, heldout: str | Sequence[Shape], *, strategy: str | None = None,
                 executor: Executor | None = None, backend: str | None = None,
                 measure: MeasureOptions = DEFAULT_MEASURE, timeout_s: float = 900.0, baseline: bool = True,
-                forecast: bool = True) -> VerifyReport:
+                forecast: bool = True, on_progress: Any = None, on_call: Any = None) -> VerifyReport:
     """Replay ``heldout`` after the plan's start-up, and without it; see the module docstring.
 
     ``strategy``: the plan's recommended one (default), a name, or ``"all"``. ``backend``
     replaces the plan's (e.g. ``eager`` to check a plan's compiles cheaply). ``baseline``:
     also run the trial without the warm-up (the with/without figures need it);
-    ``forecast``: the dry run beside the measurement."""
+    ``forecast``: the dry run beside the measurement. ``on_progress``/``on_call``: the
+    scheduler's callbacks (:func:`compilescope.execute.scheduler.run_plan`)."""
     started = time.perf_counter()
     if not isinstance(plan, WarmupPlan):
         plan = load_plan(plan)
     plans = _strategies(plan, strategy)
     ref, stream = _heldout(plan, heldout)
     specs = {sp.strategy: trial_specs(ref, sp, stream, _options(sp, backend), measure, baseline) for sp in plans}
-    got = _run([s for pair in specs.values() for s in pair], executor, timeout_s)
+    got = _run([s for pair in specs.values() for s in pair], executor, timeout_s, on_progress, on_call)
     rows = []
     for sp in plans:
         notes: list[str] = []

@@ -113,7 +113,7 @@ def test_an_unknown_extension_is_one_line_naming_the_known_ones():
 def test_what_each_kind_of_report_can_be_written_as():
     kinds = {name: set(render.get(name).kinds) for name in render.MODULES}
     assert kinds["csv"] == {RunFile}
-    assert kinds["json"] == {RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport}
+    assert kinds["json"] == {RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport, CompareReport}
     assert kinds["perfetto"] == {RunFile, ProbeFile}
     assert CompareReport in kinds["html"] and ProbeFile in kinds["html"] and VerifyReport in kinds["html"]
     assert {RunFile, ProbeFile, CompareReport, AdviceReport, ScriptAdvice, ForecastReport, WarmupReport,
@@ -174,7 +174,7 @@ def test_out_refuses_a_format_the_report_has_not(main, tmp_path):
     _results(tmp_path)
     code, out, err = main("compare", "results.json", "results.json", "--out", "c.csv")
     assert code == 2 and err.count("\n") == 1, err
-    assert "--out c.csv: csv output is not made for a comparison (it writes: html, text)" in err
+    assert "--out c.csv: csv output is not made for a comparison (it writes: json, html, text)" in err
     assert not (tmp_path / "c.csv").exists()
 
 

@@ -1,0 +1,95 @@
+"""Command line: ``compilescope run|demo|advise|report|sweep|compare|probe|forecast|warmup``.
+Each command is a module here that parses its options, calls its use case
+(:mod:`compilescope.app`) and renders the report it returns; the options they share are
+defined once (:mod:`.options`), and so is the way a report is shown (:mod:`.common`). Bad
+input → one line on stderr, exit 2; an interrupted run saves what finished and exits 128 +
+the signal.
+
+Only click, rich and the torch-free modules are imported here: torch (and everything that
+imports it) is imported inside the commands, so ``--help``, ``--version`` and shell completion
+answer at once."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from typing import Any
+
+import click
+
+from ..errors import CompilescopeError
+from . import advise, compare, demo, forecast, probe, report, run, sweep, warmup  # noqa: F401  (each registers its command)
+from .common import EXIT_FAILED, EXIT_USAGE, INVOKED, PIPE_WIDTH, output_width  # noqa: F401  (the CLI's conventions)
+from .options import FORMAT_HELP  # noqa: F401
+from .probe import IGNORED_AT_START
+from .root import cli
+
+
+def _install_signal_handlers() -> None:
+    """SIGINT, SIGTERM and SIGHUP end a run the same way: the running trial is killed,
+    finished trials are saved, and the way to resume is printed. SIGINT is installed
+    explicitly too: a process started in the background by a shell inherits it ignored."""
+    import signal
+
+    from ..execute.local import Interrupted
+
+    def handler(signum: int, _frame: Any) -> None:
+        raise Interrupted(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) == signal.SIG_IGN:
+                IGNORED_AT_START.add(sig)
+            signal.signal(sig, handler)
+        except (ValueError, OSError):  # not the main thread, or not supported
+            pass
+
+
+class _NeverRaised(Exception):
+    pass
+
+
+def _loaded(module: str, name: str) -> type[BaseException]:
+    """The exception class ``name`` of ``compilescope.<module>`` when that module was imported,
+    else a class nothing raises: an exception of a module never imported was never raised, and
+    main() imports nothing heavy to catch it."""
+    found = sys.modules.get(f"compilescope.{module}")
+    return getattr(found, name) if found is not None else _NeverRaised
+
+
+def main(argv: list[str] | None = None) -> int:
+    from ..execute.local import Interrupted
+
+    INVOKED[:] = list(sys.argv[1:] if argv is None else argv)
+    _install_signal_handlers()
+    try:
+        rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as exc:
+        click.echo(exc.ctx.get_help() if exc.ctx else str(exc))
+        return 0
+    except click.ClickException as exc:
+        click.echo(f"compilescope: error: {exc.format_message()}", err=True)
+        return EXIT_USAGE
+    except CompilescopeError as exc:
+        click.echo(f"compilescope: error: {exc}", err=True)
+        return EXIT_USAGE
+    except _loaded("app.run", "RunInterrupted") as caught:  # evaluated only when an exception gets here
+        interrupted: Any = caught
+        done = sum(1 for t in interrupted.result.trials if t.status != "interrupted")
+        total = done + len(interrupted.result.missing)
+        where = f"; saved in {interrupted.path}" if interrupted.path else ""
+        click.echo(f"compilescope: interrupted: {done} of {total} trial(s) finished{where}", err=True)
+        if interrupted.path:
+            click.echo("compilescope: resume with: compilescope run --resume "
+                       f"{shlex.quote(str(interrupted.path))}", err=True)
+        return 128 + interrupted.signum
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        click.echo("compilescope: interrupted", err=True)
+        return 130
+    except Interrupted as exc:
+        click.echo("compilescope: interrupted", err=True)
+        return 128 + exc.signum
+    return rv if isinstance(rv, int) else 0
+
+
+__all__ = ["EXIT_FAILED", "EXIT_USAGE", "FORMAT_HELP", "PIPE_WIDTH", "cli", "main", "output_width"]

@@ -1,0 +1,7 @@
+"""``python -m compilescope.cli``: the ``compilescope`` command."""
+
+import sys
+
+from . import main
+
+sys.exit(main())

@@ -1,0 +1,146 @@
+"""The options commands share, defined once: :func:`options` puts named groups of them on a
+command (``@options("executor", "lifetime", "html", "measure")``), in the order named, as
+``--help`` lists them; the parsers of what they hold (:class:`ExecutorChoice`,
+:func:`measure`) are beside them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from ..model import MeasureOptions
+from ..strategies import strategy_names  # the registry imports no torch
+from .common import refuse_given
+
+if TYPE_CHECKING:
+    from ..execute.executor import Executor
+
+FORMAT_HELP = {"json": ".json (results)", "csv": ".csv", "html": ".html",
+               "perfetto": ".perfetto.json or .trace.json (Chrome/Perfetto trace)",
+               "text": ".txt (the report as plain text)"}
+
+RAY_OPTIONS = {"ray_address", "cpus_per_trial", "ray_timeout"}
+EXECUTOR_OPTIONS = {"executor", *RAY_OPTIONS}
+
+Decorator = Callable[[Any], Any]
+
+
+def outputs_option(*formats: str, aliases: str = "") -> Decorator:
+    """``--out FILE`` (repeatable), its help naming the formats this command writes."""
+    listed = ", ".join(FORMAT_HELP[f] for f in formats)
+    text = f"write an output, its format picked by the file's extension: {listed}; repeatable." + (
+        f" {aliases} {'are' if '/' in aliases else 'is'} the same with the format named." if aliases else "")
+    return click.option("--out", "outs", multiple=True, metavar="FILE",
+                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help=text)
+
+
+def _html(out: Decorator) -> list[Decorator]:
+    return [
+        click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="also write a self-contained HTML report with plots (needs compilescope[html]; "
+                          "- for stdout)."),
+        click.option("--perfetto", "perfetto_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="also write a Chrome/Perfetto trace of calls and compiles (- for stdout)."),
+        out,
+    ]
+
+
+GROUPS: dict[str, list[Decorator]] = {
+    "measure": [
+        click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+                     help="torch threads in each trial (0 = torch's default)."),
+        click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
+                     help="warm-up calls per shape before steady-state samples."),
+        click.option("--samples", type=click.IntRange(min=1), default=30, show_default=True,
+                     help="steady-state samples per shape (at most)."),
+        click.option("--budget", type=click.FloatRange(min=0), default=2.0, show_default=True,
+                     help="steady-state time budget per shape, seconds (at least 5 samples)."),
+        click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
+        click.option("--python", "python", default=None, metavar="PATH",
+                     help="run the trials in this Python interpreter (another torch: its versions are recorded "
+                          "in each trial; it must import this compilescope).  Default: this one."),
+        click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+                     help="seconds before a trial process is killed and recorded as timed out."),
+        click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="results JSON (default: compilescope-results/<workload>-<time>.json); "
+                          "written as each trial finishes. -: also to stdout when the run ends, with the report "
+                          "on stderr (the default file still keeps each trial as it finishes)."),
+        click.option("--csv", "csv_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
+                     help="write results CSV (- for stdout, with the report on stderr)."),
+    ],
+    "lifetime": [
+        click.option("--lifetime", default=None, metavar="N|DURATION",
+                     help="process lifetime for the verdict: 10000 requests, or 8h with --qps."),
+        click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="requests per second, to turn a --lifetime duration into a request count."),
+    ],
+    "executor": [  # the same for run, advise, sweep and warmup
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="local: one fresh subprocess at a time; ray: each trial a Ray task in a fresh worker "
+                          "process."),
+        click.option("--ray-address", default=None,
+                     help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)."),
+        click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
+                     help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow)."),
+        click.option("--ray-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
+                     help="ray: seconds to wait for the cluster to answer before giving up."),
+    ],
+    # a run's outputs besides its results JSON; a probe's file has no CSV form
+    "html": _html(outputs_option(*FORMAT_HELP, aliases="--json/--csv/--html/--perfetto")),
+    "probe-html": _html(outputs_option("json", "html", "perfetto", "text", aliases="--json/--html/--perfetto")),
+}
+
+
+def options(*groups: str) -> Decorator:
+    """The one decorator of shared options: each named group of :data:`GROUPS`, listed in
+    ``--help`` in the order named."""
+    chosen = [option for group in groups for option in GROUPS[group]]
+
+    def decorate(f: Any) -> Any:
+        for option in reversed(chosen):
+            f = option(f)
+        return f
+    return decorate
+
+
+class ExecutorChoice:
+    """The executor the options name; checked when the command starts, started (a Ray cluster
+    joined) only once the rest of the input is known to be good."""
+
+    def __init__(self, executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float) -> None:
+        if executor != "ray":
+            ctx = click.get_current_context()
+            refuse_given(f"--executor {executor}", {p.name or "" for p in ctx.command.params} - RAY_OPTIONS,
+                         "it applies to --executor ray")
+        self.name, self.address, self.cpus, self.timeout = executor, ray_address, cpus_per_trial, ray_timeout
+
+    def start(self) -> Executor:
+        """An :class:`~compilescope.execute.executor.Executor` (with Ray, a trial on a CUDA
+        device reserves one of the cluster's GPUs)."""
+        if self.name != "ray":
+            from ..execute.local import LocalExecutor
+
+            return LocalExecutor()
+        from ..execute.ray_executor import RayExecutor
+
+        return RayExecutor(self.address, cpus_per_trial=self.cpus, connect_timeout_s=self.timeout)
+
+
+def measure(threads: int, warmup: int, samples: int, budget: float, device: str,
+            python: str | None = None) -> MeasureOptions:
+    import os
+
+    return MeasureOptions(
+        warmup=warmup, samples=samples, min_samples=min(5, samples), budget_s=budget,
+        threads=threads or None, device=device, python=None if python is None else os.path.abspath(python),
+    )
+
+
+def complete_strategies(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion of the last name of a comma list."""
+    done, comma, last = incomplete.rpartition(",")
+    given = set(done.split(",")) if comma else set()
+    return [f"{done}{comma}{name}" for name in strategy_names() if name.startswith(last) and name not in given]
