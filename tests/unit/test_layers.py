@@ -1,6 +1,7 @@
 """The layers of ``src/compilescope``, lowest first, and the rule between them: a module
 imports only its own layer and the layers below. Read from the source with ``ast``: imports
-at module level, inside functions and under ``if TYPE_CHECKING:`` all count.
+at module level and inside functions count; one under ``if TYPE_CHECKING:`` names a type for
+a type checker and never runs (as ``test_hygiene.py`` reads them).
 
 - **foundation** — errors, units, the file rules (``paths``), the records (``model``);
 - **records** — the report model (``report/``), the versioned files (``schema``), and the
@@ -23,7 +24,7 @@ An import of a package a module belongs to (``from . import compat`` imports
 
 from __future__ import annotations
 
-from .test_hygiene import MODULES, _resolve
+from .test_hygiene import MODULES, _import_nodes, _resolve
 
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("errors", "units", "paths", "model")),
@@ -49,13 +50,12 @@ def layer_of(module: str) -> int:
 
 
 def _all_imports(module: str) -> set[str]:
-    """Every compilescope module ``module`` imports, wherever the import is (TYPE_CHECKING
-    blocks included), less the packages it is itself in."""
+    """Every compilescope module ``module`` imports, at module level or in a function, less
+    the packages it is itself in."""
     import ast
 
     path = MODULES[module]
-    tree = ast.parse(path.read_text(), str(path))
-    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+    nodes = _import_nodes(ast.parse(path.read_text(), str(path)), everywhere=True)
     found = {target for node in nodes for target in _resolve(module, path, node)} - {module}
     return {t for t in found if not module.startswith(t + ".")}
 
@@ -75,11 +75,11 @@ def test_every_module_has_a_layer():
     assert [m for m in MODULES if layer_of(m) < 0] == []
 
 
-def test_the_reader_sees_imports_in_functions_and_type_checking_blocks():
+def test_the_reader_sees_imports_in_functions():
     # a check that reads nothing passes on any code: these imports are inside functions
     assert "compilescope.app.run" in _all_imports("compilescope.cli.run")
     assert "compilescope.warmup.plan" in _all_imports("compilescope.app.warmup")
-    assert "compilescope.execute.executor" in _all_imports("compilescope.cli.options")  # under TYPE_CHECKING
+    assert "compilescope.analysis.progress" in _all_imports("compilescope.app.progress")
 
 
 def test_the_check_finds_an_upward_import():

@@ -79,11 +79,12 @@ class ConsoleProgress(Watcher):
     a terminal, else a plain line on ``log`` (stderr) every :data:`EVERY_S` seconds."""
 
     def __init__(self, console: Console, *, live: bool | None = None, log: Console | None = None,
-                 every_s: float = EVERY_S) -> None:
+                 every_s: float | None = None) -> None:
         self.console = console
         self.live = console.is_terminal if live is None else live
         self.log = log if log is not None else Console(stderr=True, width=output_width(sys.stderr))
-        self.every_s = every_s
+        self.every_s = EVERY_S if every_s is None else every_s
+        self._last_line = 0.0
         self._lock = threading.Lock()
         self._bar: Progress | None = None
         self._task: Any = None
@@ -102,14 +103,14 @@ class ConsoleProgress(Watcher):
     def begin(self, total: int | None, unit: str = "trials") -> None:
         with self._lock:
             self._total, self._unit, self._done, self._now = total, unit, 0, None
-            self._began = self._since = time.monotonic()
+            self._began = self._since = self._last_line = time.monotonic()
         if self.live:
             self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), _Since(), BarColumn(),
                                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
                                  console=self.console, transient=True)
             self._bar.start()
             self._task = self._bar.add_task("starting", total=total, since=None)
-        else:
+        elif self.every_s > 0:
             self._stop.clear()
             self._ticker = threading.Thread(target=self._tick, name="compilescope-progress", daemon=True)
             self._ticker.start()
@@ -122,6 +123,8 @@ class ConsoleProgress(Watcher):
             since = self._since
         if self._bar is not None:
             self._bar.update(self._task, description=escape(self._doing(label, phase, done, total)), since=since)
+        elif not self.live:
+            self._plain_line()
 
     def finished(self, label: str, trial: TrialDone | None = None, tally: Tally | None = None) -> None:
         with self._lock:
@@ -141,6 +144,8 @@ class ConsoleProgress(Watcher):
             self._stop.set()
             self._ticker.join()
             self._ticker = None
+        self._now = None
+        self._last_line = float("inf")  # no line after the work ended
 
     @staticmethod
     def _doing(label: str, phase: str, done: int | None, total: int | None) -> str:
@@ -160,6 +165,15 @@ class ConsoleProgress(Watcher):
         doing = f"{self._doing(*now)} ({_clock(clock - since)}) · " if now is not None else ""
         return f"[{_clock(clock - began)}] {doing}{steps}"
 
-    def _tick(self) -> None:
+    def _plain_line(self) -> None:
+        """Off a terminal: the progress line, when :attr:`every_s` has passed since the last."""
+        with self._lock:
+            now = time.monotonic()
+            if now - self._last_line < self.every_s:
+                return
+            self._last_line = now
+        self.log.print(Text(self.line(), style="dim"))
+
+    def _tick(self) -> None:  # a line even while nothing reports: a long compile is not silence
         while not self._stop.wait(self.every_s):
-            self.log.print(Text(self.line(), style="dim"))
+            self._plain_line()

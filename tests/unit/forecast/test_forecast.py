@@ -261,12 +261,13 @@ def test_a_request_that_raises_for_real_is_an_error_and_the_headline_says_no_pre
 
 
 def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
-    from compilescope.cli import _ForecastProgress
+    from compilescope.cli import progress
 
-    monkeypatch.setattr(_ForecastProgress, "EVERY_S", 0.0)  # every call: the test needs no 5 s wait
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)  # every call: the test needs no 5 s wait
     code, out, err = main("forecast", "sincos", "--stream", "16,16,32", "--strategies", "static", "--backend", "eager")
     assert code == 0, err
-    lines = [ln for ln in err.splitlines() if ln.startswith("forecast: ")]
-    assert lines[0].startswith("forecast: static: 1/2 distinct shapes run, 1 traced; 2/3 requests, ")
-    assert lines[-1].startswith("forecast: static: 2/2 distinct shapes run, 2 traced; 3/3 requests, ")
-    assert "forecast: " not in out  # the report's own stream is untouched
+    lines = [ln for ln in err.splitlines() if "distinct shapes run" in ln]
+    assert lines[0].startswith("[0:") and "] static: 1/2 distinct shapes run, 1 traced, request 2/3 (" in lines[0]
+    assert "] static: 2/2 distinct shapes run, 2 traced, request 3/3 (" in lines[-1]
+    assert lines[-1].endswith(" · 0 strategies done")
+    assert "distinct shapes run" not in out  # the report's own stream is untouched
