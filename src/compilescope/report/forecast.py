@@ -33,14 +33,11 @@ not, whose guards are then PyTorch's rule for it, not PyTorch's own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from ..model import shape_label
 
-if TYPE_CHECKING:
-    from ..analysis.outcomes import ForecastWord as Outcome
-else:
-    Outcome = str  # the forecast's word, analysis.outcomes.ForecastWord (the report model imports no analysis)
+Outcome = str  # the forecast's word, analysis.outcomes.ForecastWord (the report model imports no analysis)
 OUTCOMES: tuple[Outcome, ...] = ("hit", "compile", "eager", "error", "unknown")
 
 
