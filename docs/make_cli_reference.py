@@ -24,9 +24,11 @@ Conventions shared by every command:
   goes to stderr; one output at a time can be `-`. `run` and `advise` with `--json -` still
   keep each trial in the default results file as it finishes (so an interrupted run can be
   resumed) and print the file on stdout when the run ends.
-- Tables take the terminal's width; off a terminal, `COLUMNS` when it is set, else 100. A
-  table too wide for that is printed one record per block (`column: value` fields); cells
-  wrap, and no value is cut short.
+- On a terminal, tables take its width; a table too wide for it is printed one record per
+  block (`column: value` fields); cells wrap, and no value is cut short. Off a terminal (a
+  pipe, a CI log, `--out FILE.txt`) nothing is wrapped: every sentence, guard and path is on
+  one line for `grep`, and a table wider than `COLUMNS` (else 100) is printed one record per
+  line (`name · column: value · …`).
 - The results JSON of `advise` holds every proposal (`advice`) and the judgement
   (`advice_summary`); `compilescope report` of that file prints the advice again.
 

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from compilescope.cli import PIPE_WIDTH, output_width
 from compilescope.strategies import strategy_names
-from compilescope.render.console import Grid, T, to_text
+from compilescope.render.grid import Grid, T, to_text
 from compilescope.units import fmt_time, n_star_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -61,20 +61,22 @@ def _flat(text: str) -> str:
 
 
 def _records(text: str, names: set[str], after: str) -> dict[str, str]:
-    """The one-record-per-block form of a table titled ``after``: record name → its field
-    lines, flattened (``column: value · column: value …``)."""
+    """The one-record-per-line form of a table titled ``after`` (off a terminal): record name →
+    its fields (``column: value · column: value …``)."""
     lines = text.splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.strip() == after)
     out: dict[str, str] = {}
-    i = start + 1
-    while i < len(lines) and lines[i].strip() in names and not lines[i].startswith(" "):
-        name = lines[i].strip()
-        j = i + 1
-        while j < len(lines) and lines[j].startswith("  "):
-            j += 1
-        out[name] = _flat(" ".join(lines[i + 1:j]))
-        i = j
+    for line in lines[start + 1:]:
+        name = next((n for n in names if line == n or line.startswith(n + " · ")), None)
+        if name is None:
+            break
+        out[name] = line[len(name):].removeprefix(" · ")
     return out
+
+
+def _on_a_line(part: str, text: str) -> bool:
+    """``part`` is found whole on one line of ``text`` (as ``grep`` finds it)."""
+    return any(part in line for line in text.splitlines())
 
 
 def _fields(record: str, headers: list[str]) -> dict[str, str]:
@@ -115,7 +117,6 @@ def assert_summary_shown(summary: dict[str, dict[str, object]], text: str) -> No
     from compilescope.analysis.verdict import _t as verdict_time
     from compilescope.analysis.verdict import verdict_text
 
-    flat = _flat(text)
     records = _records(text, set(summary), "per strategy")
     assert set(records) == set(summary), f"per-strategy records {sorted(records)} vs summary {sorted(summary)}"
     for label, s in summary.items():
@@ -147,15 +148,15 @@ def assert_summary_shown(summary: dict[str, dict[str, object]], text: str) -> No
                 assert f"{s['numerics_checked']} pass" in numerics, where
             if s["numerics_not_comparable"] and not s["numerics_failed"]:
                 assert f"{s['numerics_not_comparable']} n/a" in numerics, where
-            assert verdict_text(s["verdict"]) in flat, where  # type: ignore[arg-type]
+            assert _on_a_line(verdict_text(s["verdict"]), text), where  # type: ignore[arg-type]
             for key in ("steady_weighted_ratio", "steady_median_ratio"):
                 if s[key] is not None:
-                    assert f"×{s[key]:.2f}" in flat, (key, where)
+                    assert _on_a_line(f"×{s[key]:.2f}", text), (key, where)
             if s["saving_per_request_s"] is not None:  # in the verdict, as the verdict writes times
                 saving = abs(s["saving_per_request_s"])  # type: ignore[arg-type]
-                assert fmt_time(saving) in flat or verdict_time(saving) in flat, where
+                assert _on_a_line(fmt_time(saving), text) or _on_a_line(verdict_time(saving), text), where
         for shape in s["eager_fallback_shapes"]:  # type: ignore[attr-defined]
-            assert shape in flat, where
+            assert _on_a_line(shape, text), where
         checked |= {"compiles", "recompiles", "refused_by_recompile_limit", "failed_compiles", "later_phase_compiles",
                     "compile_s", "eager_fallbacks", "eager_fallback_shapes", "n_star", "saving_significant",
                     "saving_per_request_s", "numerics_checked", "numerics_failed", "numerics_not_comparable",
@@ -165,11 +166,10 @@ def assert_summary_shown(summary: dict[str, dict[str, object]], text: str) -> No
             values = value if isinstance(value, list) else [value]
             for v in values:
                 forms = _renderings(v)
-                assert not forms or any(form in flat for form in forms), (key, v, where)
+                assert not forms or any(_on_a_line(form, text) for form in forms), (key, v, where)
 
 
 def assert_advice_shown(advice: dict[str, object], text: str) -> None:
-    flat = _flat(text)
     rows = advice["rows"]
     assert isinstance(rows, list)
     records = _records(text, {r["label"] for r in rows},
@@ -178,17 +178,17 @@ def assert_advice_shown(advice: dict[str, object], text: str) -> None:
     for r in rows:
         f = _fields(records[r["label"]], ["verdict", "compiles (re)", "compile time", "stream total", "fallbacks",
                                           "numerics", "score", "why"])
-        assert f["verdict"] == r["verdict"] and f["why"] == _flat(r["why"]), (r, f)
+        assert f["verdict"] == r["verdict"] and f["why"] == r["why"], (r, f)
         assert f["score"] == (fmt_time(r["score"]) if r["score"] is not None else "—"), (r, f)
     rec = advice["recommendation"]
     if rec is not None:
-        assert _flat(f"recommended: {rec['label']}") in flat
+        assert _on_a_line(f"recommended: {rec['label']}", text)
         for part in rec["snippet"].values():  # the code as it runs: once, before each call, then
-            assert all(_flat(line) in flat for line in part.splitlines()), part
+            assert all(_on_a_line(line.strip(), text) for line in part.splitlines()), part
         row = next(r for r in rows if r["label"] == rec["label"])
-        assert _flat("addresses: " + "; ".join(row["addresses"])) in flat
+        assert _on_a_line("addresses: " + "; ".join(row["addresses"]), text)
     for fix in advice["code_fixes"]:  # type: ignore[attr-defined]
-        assert _flat(f"- {fix['cause']}: {fix['step']}") in flat
+        assert _on_a_line(f"- {fix['cause']}: {fix['step']}", text)
 
 
 # ----------------------------------------------------------------------------- runs, once per module
@@ -233,8 +233,8 @@ def test_piped_run_at_80_columns_shows_every_summary_value(piped_run):
     assert summary["default (cold)"]["eager_fallbacks"] > 0
     assert_summary_shown(summary, proc.stderr)
     assert "…" not in proc.stderr
-    long = [line for line in proc.stderr.splitlines() if len(line.rstrip()) > 80]
-    assert all(line.startswith("results: ") for line in long), long  # only a path is never broken
+    reasons = {r for t in json.loads(proc.stdout)["trials"] for c in t["compiles"] for r in c["reasons"]}
+    assert reasons and all(_on_a_line(r, proc.stderr) for r in reasons), reasons  # grep finds each guard
 
 
 def test_report_at_80_columns_with_csv_to_stdout(piped_run):
@@ -427,7 +427,7 @@ def test_a_grid_loses_no_value_at_any_width(ncols, data, width):
                 keys=data.draw(st.integers(0, 2)), keep=sorted(keep))
     for row in rows:
         grid.add_row(*[T(c) for c in row])
-    text = to_text([grid], width)
+    text = to_text([grid], width, terminal=True)
     assert "…" not in text
     assert max(cell_len(line.rstrip()) for line in text.splitlines()) <= width  # terminal cells, as rich lays out
     shown = text.split()
@@ -437,14 +437,37 @@ def test_a_grid_loses_no_value_at_any_width(ncols, data, width):
                 assert word in shown, (word, text)  # whole: a table cell wraps at spaces, never inside a word
 
 
+@settings(max_examples=100, deadline=None, database=None)
+@given(ncols=st.integers(2, 10), data=st.data(), width=st.integers(30, 200))
+def test_off_a_terminal_a_grid_wraps_no_cell(ncols, data, width):
+    headers = [f"col{i} name" for i in range(ncols)]
+    rows = data.draw(st.lists(st.lists(cells, min_size=ncols, max_size=ncols), min_size=1, max_size=6))
+    grid = Grid(T("title"), [(h, "left") for h in headers], keys=data.draw(st.integers(0, 2)),
+                keep=sorted(data.draw(st.sets(st.sampled_from(headers)))))
+    for row in rows:
+        grid.add_row(*[T(c) for c in row])
+    text = to_text([grid], width)
+    lines = text.splitlines()
+    for row in rows:
+        assert all(any(c in line for line in lines) for c in row), (row, text)  # each cell whole on one line
+    if "┃" in text:  # a table only when every row fits the width unwrapped
+        assert max(cell_len(line.rstrip()) for line in lines) <= width and len(lines) == len(rows) + 5, text
+    else:  # else one record per line, after the title
+        assert len(lines) == len(rows) + 1, text
+
+
 def test_a_grid_is_a_table_when_it_fits_and_records_when_not():
     grid = Grid(T("per thing"), [("name", "left"), ("value", "right"), ("why", "left")])
     grid.add_row(T("alpha"), T("1.5 ms"), T("a reason with several words"))
-    wide = to_text([grid], 120)
+    wide = to_text([grid], 120, terminal=True)
     assert "┃ name" in wide and "alpha" in wide
-    narrow = to_text([grid], 16)
+    narrow = to_text([grid], 16, terminal=True)
     assert "┃" not in narrow and "alpha" in narrow and "value: 1.5 ms" in narrow
     assert "why: a reason" in _flat(narrow)
+    # fits unwrapped: the same table off a terminal
+    assert [ln.rstrip() for ln in to_text([grid], 120).splitlines()] == [ln.rstrip() for ln in wide.splitlines()]
+    piped = to_text([grid], 40)  # off a terminal: one record per line, never wrapped
+    assert piped.splitlines() == ["per thing", "alpha · value: 1.5 ms · why: a reason with several words"]
 
 
 @pytest.mark.parametrize("command, kinds", [

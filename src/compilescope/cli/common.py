@@ -18,7 +18,7 @@ from ..errors import OptionError
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
-PIPE_WIDTH = 100  # off a terminal with no COLUMNS; tables wrap their cells to whatever width they get
+PIPE_WIDTH = 100  # off a terminal with no COLUMNS: a table wider than this is printed one record per line
 STDOUT = Path("-")  # an output path of `-`: written to stdout, with the human report on stderr
 
 
@@ -38,7 +38,11 @@ def output_width(stream: Any, environ: Any = None) -> int | None:
 
 
 def console(stderr: bool = False) -> Console:
-    return Console(stderr=stderr, width=output_width(sys.stderr if stderr else sys.stdout))
+    """On a terminal rich wraps at its width; off one (a pipe, a log) nothing is hard-wrapped —
+    one record per line (see :mod:`compilescope.render.grid`) — and the width only picks a
+    table or records."""
+    width = output_width(sys.stderr if stderr else sys.stdout)
+    return Console(stderr=stderr, width=width, soft_wrap=width is not None)
 
 
 def say(console: Console, text: str, style: str = "") -> None:

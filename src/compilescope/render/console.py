@@ -6,14 +6,9 @@ Every string that comes from user code, paths or PyTorch goes into a ``rich.text
 
 from __future__ import annotations
 
-import io
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
-from rich.cells import cell_len
-from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.measure import Measurement
-from rich.padding import Padding
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..report import (
@@ -29,127 +24,10 @@ from ..report import (
     TrialReport,
 )
 from ..units import fmt_time, n_star_text
+from .grid import Grid, T, indent, to_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
 _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
-
-
-def T(text: object, style: str = "") -> Text:
-    """Plain text: never markup."""
-    return Text("" if text is None else str(text), style=style)
-
-
-WRAP_MIN = 16  # the narrowest a wrapping table column may get
-
-
-class Grid:
-    """A table that never loses a value, whatever the width it is printed at (a terminal's,
-    ``COLUMNS``, or the CLI's default off a terminal). Laid out as a table when it fits: each
-    ``keep`` column (short figures: a time, a count, a verdict) on one line, every other column
-    at least its longest word wide — the space left goes first to the ``keys`` columns' labels,
-    then to the columns that would wrap most; otherwise one record per block: the record's name
-    (its ``keys`` cells), then every non-empty ``column: value``, packed into lines of the width.
-    No cell is cut short with "…", and no word is broken unless it is wider than the screen.
-
-    ``once`` columns are printed in the table only where their value changes from the row
-    above (in records every record carries them)."""
-
-    def __init__(self, title: Text | None, columns: Sequence[tuple[str, str]], *, keys: int = 1,
-                 once: Sequence[int] = (), keep: Sequence[str] = ()) -> None:
-        self.title = title
-        self.columns = list(columns)
-        self.keys = keys
-        self.once = set(once)
-        self.keep = set(keep)
-        self.rows: list[tuple[list[Text], bool]] = []
-
-    def add_row(self, *cells: Text, end_section: bool = False) -> None:
-        assert len(cells) == len(self.columns), (len(cells), len(self.columns))
-        self.rows.append((list(cells), end_section))
-
-    def _extent(self, i: int) -> tuple[int, int, int]:
-        """Column ``i``'s longest word (header included), its cells' longest line, and the
-        longest line with the header's."""
-        cells = [cells[i].plain for cells, _ in self.rows]
-        header = self.columns[i][0]
-        word = max((cell_len(w) for t in [header, *cells] for w in t.split()), default=1)
-        line = max((cell_len(ln) for t in cells for ln in t.splitlines()), default=0)
-        head = max((cell_len(ln) for ln in header.splitlines()), default=0)
-        return max(word, 1), max(line, word), max(line, head, 1)
-
-    def widths(self, width: int) -> list[int] | None:
-        """Each column's content width, ``width`` columns in all, or None when the ``keep``
-        columns' lines and the other columns' longest words do not fit."""
-        n = len(self.columns)
-        extents = [self._extent(i) for i in range(n)]
-        # a column that wraps keeps room for a few words a line: narrower, the records read better
-        out = [line if name in self.keep else max(word, min(whole, WRAP_MIN))
-               for (name, _), (word, line, whole) in zip(self.columns, extents)]
-        full = [whole for _, _, whole in extents]
-        room = width - (3 * n + 1)  # a border before each column and after the last, padding 1 + 1
-        if sum(out) > room:
-            return None
-        for i in range(min(self.keys, n)):  # the labels on one line, when they can be
-            grow = min(full[i] - out[i], room - sum(out))
-            out[i] += max(grow, 0)
-        spare, want = room - sum(out), [max(h - w, 0) for w, h in zip(out, full)]
-        if sum(want) <= spare:
-            return full
-        if spare > 0 and sum(want):
-            out = [w + spare * x // sum(want) for w, x in zip(out, want)]
-            for i in sorted(range(n), key=lambda i: full[i] - out[i], reverse=True)[:room - sum(out)]:
-                out[i] += 1
-        return out
-
-    def table(self, widths: Sequence[int] | None = None) -> Table:
-        table = Table(title=self.title, title_justify="left")
-        for i, (name, justify) in enumerate(self.columns):
-            table.add_column(T(name), justify=justify, overflow="fold", no_wrap=False,  # type: ignore[arg-type]
-                             width=None if widths is None else widths[i])
-        previous: list[str] | None = None
-        for cells, end_section in self.rows:
-            shown = [T("") if i in self.once and previous is not None and previous[i] == c.plain else c
-                     for i, c in enumerate(cells)]
-            table.add_row(*shown, end_section=end_section)
-            previous = None if end_section else [c.plain for c in cells]
-        return table
-
-    def records(self, width: int) -> Iterator[RenderableType]:
-        """One block per row: its name, then its ``column: value`` fields packed into lines of
-        ``width`` (a field is broken only when it is longer than a line)."""
-        if self.title is not None:
-            yield self.title
-        for cells, _ in self.rows:
-            name = Text(" · ").join(c for c in cells[:self.keys] if c.plain) if self.keys else Text()
-            name.stylize("bold")
-            yield name
-            fields = [Text.assemble((head.replace("\n", " ") + ": ", "dim"), cell)
-                      for (head, _), cell in zip(self.columns[self.keys:], cells[self.keys:]) if cell.plain]
-            lines: list[Text] = []
-            for field in fields:
-                if lines and "\n" not in lines[-1].plain + field.plain \
-                        and lines[-1].cell_len + 3 + field.cell_len <= width - 2:
-                    lines[-1].append(" · ", "dim")
-                    lines[-1].append_text(field)
-                else:
-                    lines.append(field.copy())
-            for line in lines:
-                yield Padding(line, (0, 0, 0, 2), expand=False)
-
-    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        widths = self.widths(options.max_width)
-        if widths is not None:
-            yield self.table(widths)
-        else:
-            yield from self.records(options.max_width)
-
-    def __rich_measure__(self, console: Console, options: ConsoleOptions) -> Measurement:
-        widths = self.widths(options.max_width)
-        if widths is None:
-            return Measurement(options.max_width, options.max_width)
-        extra = 3 * len(self.columns) + 1
-        natural = sum(self._extent(i)[2] for i in range(len(self.columns))) + extra
-        return Measurement(sum(widths) + extra, natural).with_maximum(options.max_width)
 
 
 def _steady_cell(row: ShapeRow) -> Text:
@@ -344,7 +222,7 @@ def shape_change_lines(report: RunReport) -> list[Text]:
     return lines
 
 
-def break_lines(breaks: Sequence[BreakRow], indent: int = 2) -> list[RenderableType]:
+def break_lines(breaks: Sequence[BreakRow], spaces: int = 2) -> list[RenderableType]:
     """Each distinct graph break: where, how often, PyTorch's first line, then its hints
     (the explanation and the rest are in the JSON and the HTML report)."""
     lines: list[RenderableType] = []
@@ -352,9 +230,9 @@ def break_lines(breaks: Sequence[BreakRow], indent: int = 2) -> list[RenderableT
         text = T(f"{b.filename}:{b.line}" if b.filename else "(unknown location)")
         text.append(f" ({b.count}×) ", style="dim")
         text.append(b.reason, style="bold")
-        lines.append(Padding(text, (0, 0, 0, indent), expand=False))
+        lines.append(indent(text, spaces))
         for hint in b.hints:
-            lines.append(Padding(T(f"hint: {hint}", "dim"), (0, 0, 0, indent + 4), expand=False))
+            lines.append(indent(T(f"hint: {hint}", "dim"), spaces + 4))
     return lines
 
 
@@ -428,15 +306,6 @@ def renderables(report: RunReport) -> list[RenderableType]:
     if notes:
         parts.append(Group(*[note_line(n) for n in notes]))
     return parts
-
-
-def to_text(parts: list[RenderableType], width: int = 160) -> str:
-    """Rich renderables as plain text (no colour), for files and tests."""
-    buf = io.StringIO()
-    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
-    for part in parts:
-        console.print(part)
-    return buf.getvalue()
 
 
 def render(report: RunReport, width: int = 160) -> str:

@@ -2,39 +2,35 @@
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..report.forecast import ForecastReport, StrategyForecast
 from ..units import fmt_time
+from .grid import Grid, T, to_text
 
 MAX_STALLS_SHOWN = 20
 
 
-def _totals(reports: list[ForecastReport]) -> Table:
-    table = Table(title=None, show_edge=False, pad_edge=False)
+def _totals(reports: list[ForecastReport]) -> Grid:
     both = len(reports) > 1
     recorded = any(r.method == "recorded guards" for r in reports)
     columns = [("strategy", "left")] + ([("method", "left")] if both else []) + [
         ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"), ("unknown", "right"),
         ("traced" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
         ("compile s (predicted)", "right"), ("wall" if recorded else "dry run", "right")]
-    for name, justify in columns:
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Grid(None, columns, keys=2 if both else 1, keep=[name for name, _ in columns[1:]])
     rows = [(s, r.method) for base in reports[0].strategies for r in reports for s in r.strategies
             if s.strategy == base.strategy]
     for s, method in rows:
         predicted = "—" if s.predicted_compile_s is None else fmt_time(s.predicted_compile_s)
-        row: list[RenderableType] = [Text(s.strategy)] + ([Text(method)] if both else []) + [
-            str(s.hits), Text(str(s.compiles), "yellow" if s.compiles > 1 else ""),
-            Text(str(s.eager), "red" if s.eager else ""), Text(str(s.errors), "red" if s.errors else ""),
-            Text(str(s.unknown), "magenta" if s.unknown else ""), str(s.traced)]
+        row: list[Text] = [T(s.strategy)] + ([T(method)] if both else []) + [
+            T(s.hits), T(s.compiles, "yellow" if s.compiles > 1 else ""),
+            T(s.eager, "red" if s.eager else ""), T(s.errors, "red" if s.errors else ""),
+            T(s.unknown, "magenta" if s.unknown else ""), T(s.traced)]
         if recorded:
-            row.append(Text(str(s.estimated) if method == "recorded guards" else "—", "dim" if s.estimated else ""))
-        table.add_row(*row, predicted, fmt_time(s.dry_wall_s))
+            row.append(T(s.estimated if method == "recorded guards" else "—", "dim" if s.estimated else ""))
+        table.add_row(*row, T(predicted), T(fmt_time(s.dry_wall_s)))
     return table
 
 
@@ -133,6 +129,4 @@ def renderables(report: ForecastReport) -> list[RenderableType]:
 
 def render(report: ForecastReport, width: int = 100) -> str:
     """The console text of ``report``."""
-    out = io.StringIO()
-    Console(file=out, width=width, no_color=True, highlight=False).print(*renderables(report))
-    return out.getvalue()
+    return to_text(renderables(report), width)

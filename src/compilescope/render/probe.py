@@ -5,8 +5,8 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 
 from ..report import ProbeReport
-from .console import Grid, T, to_text
 from ..units import fmt_time
+from .grid import Grid, T, to_text
 
 
 def renderables(report: ProbeReport) -> list[RenderableType]:

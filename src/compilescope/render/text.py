@@ -8,6 +8,7 @@ from rich.console import RenderableType
 from ..report import AdviceReport, CompareReport, ForecastReport, ProbeFile, RunFile, ScriptAdvice, VerifyReport
 from ..report.warmup import WarmupReport
 from . import console, forecast, probe, verify, warmup
+from .grid import to_text
 
 WIDTH = 160
 
@@ -45,7 +46,7 @@ class TextRenderer:
 
     def render(self, report: RunFile | ProbeFile | CompareReport | AdviceReport | ScriptAdvice | ForecastReport
                | WarmupReport | VerifyReport) -> str:
-        return console.to_text(renderables(report), WIDTH)
+        return to_text(renderables(report), WIDTH)
 
 
 RENDERER = TextRenderer()

@@ -5,14 +5,12 @@ escaped)."""
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
+from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 from ..units import fmt_time
+from .grid import Grid, T, to_text
 
 MAX_SHOWN = 20
 
@@ -89,11 +87,10 @@ def _strategy(s: StrategyVerify) -> list[RenderableType]:
     title = Text(f"\n{s.strategy}", "bold")
     title.append(f": {s.startup_shapes} start-up shape(s), then {s.heldout} held-out request(s) "
                  f"(trial {s.status}; start-up compiled {s.startup_compiles} frame(s))")
-    table = Table(show_edge=False, pad_edge=False)
-    for name, justify in (("figure", "left"), ("measured", "right"), ("forecast", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = Grid(None, (("figure", "left"), ("measured", "right"), ("forecast", "right")),
+                 keep=("measured", "forecast"))
     for figure, measured, forecast in rows(s):
-        table.add_row(Text(figure), Text(measured), Text(forecast))
+        table.add_row(T(figure), T(measured), T(forecast))
     parts: list[RenderableType] = [title, table, verdict(s)]
     for r in s.failures[:MAX_SHOWN]:
         parts += _request_lines(r)
@@ -119,6 +116,4 @@ def renderables(report: VerifyReport) -> list[RenderableType]:
 
 def render(report: VerifyReport, width: int = 120) -> str:
     """The console text of ``report``."""
-    out = io.StringIO()
-    Console(file=out, width=width, no_color=True, highlight=False).print(*renderables(report))
-    return out.getvalue()
+    return to_text(renderables(report), width)

@@ -7,12 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from ..model import shape_label
 from ..report.warmup import StrategyMeasured, WarmupReport
 from ..units import fmt_time
+from .grid import Grid, T
 
 MAX_SHAPES_SHOWN = 12
 MAX_LISTED = 10
@@ -30,15 +30,15 @@ def limit_text(p: Any) -> str:
     return f"{p.recompile_limit} (default {p.recompile_limit_default})"
 
 
-def _plan_table(plan: Any) -> Table:
-    table = Table(title="plan (forecast, dry run)", title_justify="left", show_edge=False, pad_edge=False)
-    for name, justify in (("strategy", "left"), ("start-up shapes, in order", "left"), ("covers", "right"),
-                          ("uncovered", "right"), ("entries/frame", "right"), ("recompile_limit", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+def _plan_table(plan: Any) -> Grid:
+    table = Grid(T("plan (forecast, dry run)"), (
+        ("strategy", "left"), ("start-up shapes, in order", "left"), ("covers", "right"), ("uncovered", "right"),
+        ("entries/frame", "right"), ("recompile_limit", "left")),
+        keep=("covers", "uncovered", "entries/frame", "recompile_limit"))
     for p in plan.plans:
-        table.add_row(Text(p.strategy), Text(f"{len(p.shapes)}: {shapes_text(p.shapes)}"), str(len(p.covers)),
-                      Text(str(len(p.uncovered)), "red" if p.uncovered else ""), str(p.frame_entries),
-                      Text(limit_text(p), "yellow" if p.recompile_limit is not None else ""))
+        table.add_row(T(p.strategy), T(f"{len(p.shapes)}: {shapes_text(p.shapes)}"), T(len(p.covers)),
+                      T(len(p.uncovered), "red" if p.uncovered else ""), T(p.frame_entries),
+                      T(limit_text(p), "yellow" if p.recompile_limit is not None else ""))
     return table
 
 
@@ -53,19 +53,18 @@ def _plan_details(plan: Any) -> list[RenderableType]:
     return parts
 
 
-def _measured_table(report: WarmupReport) -> Table:
-    table = Table(title=f"measured (trials: start-up, then {report.trial_stream})", title_justify="left",
-                  show_edge=False, pad_edge=False)
-    for name, justify in (("strategy", "left"), ("start", "left"), ("start-up (+ load)", "right"),
-                          ("artifact load", "right"),
-                          ("start-up compiles", "right"), ("compiles after start-up", "right"),
-                          ("steady / request", "right"), ("status", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+def _measured_table(report: WarmupReport) -> Grid:
+    table = Grid(T(f"measured (trials: start-up, then {report.trial_stream})"), (
+        ("strategy", "left"), ("start", "left"), ("start-up (+ load)", "right"), ("artifact load", "right"),
+        ("start-up compiles", "right"), ("compiles after start-up", "right"), ("steady / request", "right"),
+        ("status", "left")), keys=2,
+        keep=("start-up (+ load)", "artifact load", "start-up compiles", "compiles after start-up",
+              "steady / request", "status"))
     for m in report.measured:
         for s in m.starts:
-            after = Text(str(len(s.after)), "red" if s.after else "green")
-            table.add_row(Text(m.strategy), s.cache, fmt_time(s.total_s), fmt_time(s.load_s), str(s.startup_compiles),
-                          after, fmt_time(m.steady_s), Text(s.status))
+            table.add_row(T(m.strategy), T(s.cache), T(fmt_time(s.total_s)), T(fmt_time(s.load_s)),
+                          T(s.startup_compiles), T(len(s.after), "red" if s.after else "green"),
+                          T(fmt_time(m.steady_s)), T(s.status))
     return table
 
 
@@ -89,12 +88,12 @@ def _verdict(report: WarmupReport) -> list[RenderableType]:
     v = report.verdict
     if v is None:
         return []
-    table = Table(title=f"over {v.lifetime_basis} (measured start-up + lifetime × measured steady)",
-                  title_justify="left", show_edge=False, pad_edge=False)
-    for name in ("strategy", "start", "start-up", "steady / request", "total"):
-        table.add_column(name, justify="left" if name in ("strategy", "start") else "right")
+    table = Grid(T(f"over {v.lifetime_basis} (measured start-up + lifetime × measured steady)"), (
+        ("strategy", "left"), ("start", "left"), ("start-up", "right"), ("steady / request", "right"),
+        ("total", "right")), keys=2, keep=("start-up", "steady / request", "total"))
     for r in v.rows:
-        table.add_row(Text(r.strategy), r.cache, fmt_time(r.startup_s), fmt_time(r.steady_s), fmt_time(r.total_s))
+        table.add_row(T(r.strategy), T(r.cache), T(fmt_time(r.startup_s)), T(fmt_time(r.steady_s)),
+                      T(fmt_time(r.total_s)))
     head = Text("verdict (measured): ", "bold")
     head.append(v.why if v.recommended else f"none recommended: {v.why}")
     return [table, head, *[Text(f"  {n}", "dim") for n in (*v.steady_noise, *v.other_starts)]]
