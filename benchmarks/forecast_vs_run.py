@@ -1,7 +1,8 @@
 """The forecast against a real ``run`` of the same stream: per-request agreement, unknowns, cost.
 
     python benchmarks/forecast_vs_run.py [--workload W ...] [--stream SPEC|default|text:N]
-                                         [--backend aot_eager] [--strategies default,static,dynamic]
+                                         [--backend aot_eager] [--dry-backend NAME ...]
+                                         [--strategies default,static,dynamic]
                                          [--record none|half|SPEC] [--quick] [--no-dry-run]
 
 With no ``--workload``, every built-in real model (``minilm``, ``gpt2-tiny``, ``convnet``,
@@ -15,6 +16,9 @@ this process, and prints per strategy the requests whose hit/compile/eager outco
 agreeing), then one table: agreement of the known requests, unknowns, and the forecast's
 cost over the run's — wall time, and CPU time (this process's for the forecast; the trial
 processes' and this one's for the run), which a shared machine's load does not inflate.
+``--dry-backend`` (repeatable) times each way of tracing beside the same real run, e.g.
+``--dry-backend aot_eager --dry-backend eager`` for an ``aot_eager`` forecast traced faithfully
+and by Dynamo alone.
 
 ``--record half|SPEC`` also forecasts from recorded guards (``forecast --from-results``): a
 recording run of the stream's first half (or SPEC), steady state and numerics off, whose cost
@@ -67,18 +71,21 @@ def one(workload: str, args: argparse.Namespace) -> dict[str, Any]:
         "workload": workload, "stream": args.stream or STREAMS.get(workload, "default"), "backend": args.backend,
         "quick": args.quick, "run_wall_s": run_wall, "run_cpu_s": run_cpu,
     }
-    if not args.no_dry_run:
+    data["dry"] = []
+    for dry_backend in ([] if args.no_dry_run else args.dry_backend or [None]):
         t0, c0 = time.perf_counter(), _cpu(resource.RUSAGE_SELF)
-        report = forecast(workload, stream, args.strategies, backend=args.backend, dry_backend=args.dry_backend)
+        report = forecast(workload, stream, args.strategies, backend=args.backend, dry_backend=dry_backend)
         dry_wall, dry_cpu = time.perf_counter() - t0, _cpu(resource.RUSAGE_SELF) - c0
-        rows = _agreement("dry run", report, real)
-        data |= {"dry_backend": report.dry_backend, "requests": report.stream_length,
-                 "distinct_shapes": report.distinct_shapes, "forecast_wall_s": dry_wall, "forecast_cpu_s": dry_cpu,
-                 "wall_ratio": dry_wall / run_wall, "cpu_ratio": dry_cpu / run_cpu, "strategies": rows,
-                 "computed": [s.strategy for s in report.strategies if s.computed]}
-        print(f"{workload} ({args.backend}), {report.stream_length} requests, {report.distinct_shapes} distinct "
-              f"shapes: {_share(rows)}; run {run_wall:.1f} s ({run_cpu:.1f} s CPU), forecast {dry_wall:.1f} s "
-              f"({dry_cpu:.1f} s CPU): ratio {dry_wall / run_wall:.3f} wall, {dry_cpu / run_cpu:.3f} CPU", flush=True)
+        rows = _agreement(f"dry run ({report.dry_backend})", report, real)
+        data["dry"].append({
+            "dry_backend": report.dry_backend, "requests": report.stream_length,
+            "distinct_shapes": report.distinct_shapes, "forecast_wall_s": dry_wall, "forecast_cpu_s": dry_cpu,
+            "wall_ratio": dry_wall / run_wall, "cpu_ratio": dry_cpu / run_cpu, "strategies": rows,
+            "computed": [s.strategy for s in report.strategies if s.computed]})
+        print(f"{workload} ({args.backend}, traced with {report.dry_backend}), {report.stream_length} requests, "
+              f"{report.distinct_shapes} distinct shapes: {_share(rows)}; run {run_wall:.1f} s ({run_cpu:.1f} s CPU), "
+              f"forecast {dry_wall:.1f} s ({dry_cpu:.1f} s CPU): ratio {dry_wall / run_wall:.3f} wall, "
+              f"{dry_cpu / run_cpu:.3f} CPU", flush=True)
     if args.record != "none":
         recording = results.with_name("recording.json")
         record_stream = list(real.stream[: max(1, len(real.stream) // 2)]) if args.record == "half" else args.record
@@ -134,7 +141,9 @@ def main() -> None:
                         help="a stream spec; `default`: the workload's; `text:N`: minilm's real text stream "
                              "(default: text:24 for minilm, the default stream for the others)")
     parser.add_argument("--backend", default="aot_eager")
-    parser.add_argument("--dry-backend", default=None, help="what the forecast traces with (see forecast --help)")
+    parser.add_argument("--dry-backend", action="append",
+                        help="what the forecast traces with (see forecast --help); repeatable: each dry run beside "
+                             "the same real run (default: the backend's own)")
     parser.add_argument("--strategies", default="default,static,dynamic")
     parser.add_argument("--record", default="none", help="none (default), half, or a stream spec")
     parser.add_argument("--quick", action="store_true", help="the real run without steady state and numerics")
@@ -142,17 +151,17 @@ def main() -> None:
     args = parser.parse_args()
     names = args.workload or [w for w in REAL_MODELS if w in BUILTINS]
     done = [one(w, args) for w in names]
-    print(f"\n{'workload':<11} {'requests':>8} {'agree (known)':>14} {'unknown':>8} {'run s':>8} {'run CPU s':>9} "
-          f"{'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
+    print(f"\n{'workload':<11} {'traced with':<18} {'requests':>8} {'agree (known)':>14} {'unknown':>8} "
+          f"{'run s':>8} {'run CPU s':>9} {'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
     for d in done:
-        if "strategies" not in d:
-            continue
-        rows = d["strategies"].values()
-        known = sum(r["requests"] - r["unknown"] for r in rows)
-        agree, unknown = sum(r["agree"] for r in rows), sum(r["unknown"] for r in rows)
-        print(f"{d['workload']:<11} {sum(r['requests'] for r in rows):>8} {f'{agree}/{known}':>14} {unknown:>8} "
-              f"{d['run_wall_s']:>8.1f} {d['run_cpu_s']:>9.1f} {d['forecast_wall_s']:>7.1f} {d['forecast_cpu_s']:>9.1f} "
-              f"{d['wall_ratio']:>10.3f} {d['cpu_ratio']:>9.3f}")
+        for dry in d["dry"]:
+            rows = dry["strategies"].values()
+            known = sum(r["requests"] - r["unknown"] for r in rows)
+            agree, unknown = sum(r["agree"] for r in rows), sum(r["unknown"] for r in rows)
+            print(f"{d['workload']:<11} {dry['dry_backend']:<18} {sum(r['requests'] for r in rows):>8} "
+                  f"{f'{agree}/{known}':>14} {unknown:>8} {d['run_wall_s']:>8.1f} {d['run_cpu_s']:>9.1f} "
+                  f"{dry['forecast_wall_s']:>7.1f} {dry['forecast_cpu_s']:>9.1f} {dry['wall_ratio']:>10.3f} "
+                  f"{dry['cpu_ratio']:>9.3f}")
     name = "forecast_vs_run" if len(names) > 1 else f"forecast_vs_run-{names[0]}"
     write(name, {"backend": args.backend, "quick": args.quick, "workloads": done})
 
