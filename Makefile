@@ -3,7 +3,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench install clean browser test-torch test-matrix
+.PHONY: demo test check bench install clean browser test-torch test-matrix
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,12 @@ test-torch:
 test-matrix:
 	@status=0; for v in $(TORCH_MATRIX); do $(PYTHON) matrix/run.py $$v || status=1; done; \
 	  $(PYTHON) matrix/run.py --table; exit $$status
+
+# The inner loop: the unit tests that start no process (no trial, no CLI process, no inductor);
+# --no-processes fails a test that starts one unmarked (mark it `processes`).
+check: $(STAMP)
+	$(BIN)/python -m pytest tests/unit -m "not processes and not inductor" --no-processes -n 2 --dist loadfile \
+	  --no-loadscope-reorder --durations=5
 
 # Headless Chromium from Debian's packages for the browser tests, when missing and possible
 # (root and apt-get); otherwise those tests skip with the reason.

@@ -39,12 +39,15 @@ for _name in _without_ambient(dict(os.environ)):
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
-    """Each in-process test starts with empty dynamo caches (reset is public API)."""
-    import torch
-
-    torch.compiler.reset()
+    """Each in-process test starts with empty dynamo caches (reset is public API). Where torch
+    is not imported yet there is nothing to reset, and a test that needs no torch imports none."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.compiler.reset()
     yield
-    torch.compiler.reset()
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.compiler.reset()
 
 
 def _cli_env(tmp_path: Path) -> dict[str, str]:
@@ -147,6 +150,28 @@ LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_docs.py", "t
                  "test_inductor.py", "test_trialenv.py", "test_script_advise.py", "test_request_errors.py",
                  "test_hostile_inputs.py", "test_executor_seam.py", "test_compare.py", "test_forecast.py",
                  "test_watch.py", "test_zoo.py", "test_hostile_outputs.py")
+
+
+def pytest_addoption(parser):  # type: ignore[no-untyped-def]
+    parser.addoption("--no-processes", action="store_true", default=False,
+                     help="fail a test that starts a process (`make check`: its tests are the unit tests "
+                          "that start none; a test that does is marked `processes`)")
+
+
+@pytest.fixture(autouse=True)
+def _no_processes(request, monkeypatch):
+    """Under --no-processes a test that starts a process fails, naming the marker it needs."""
+    if not request.config.getoption("--no-processes"):
+        yield
+        return
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        pytest.fail(f"{request.node.nodeid} starts a process: mark it @pytest.mark.processes", pytrace=False)
+
+    monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
+    monkeypatch.setattr(os, "fork", refuse)
+    monkeypatch.setattr(os, "posix_spawn", refuse)
+    yield
 
 
 def pytest_collection_modifyitems(config, items):  # type: ignore[no-untyped-def]

@@ -13,13 +13,16 @@ Capture is installed only around tests that use one of these, so other tests run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .watch import Watch
+if TYPE_CHECKING:
+    from .watch import Watch
 
-_WATCH = pytest.StashKey[Watch]()
+# The plugin loads in every pytest session of an environment where compilescope is installed:
+# it imports torch (through ``watch``) only for a test that uses a budget, the fixture or the report.
+_WATCH = pytest.StashKey["Watch"]()
 _ROWS = pytest.StashKey[list[tuple[str, int, int, int, str]]]()
 
 
@@ -53,6 +56,8 @@ def _budget(item: pytest.Item, name: str) -> int | None:
 @pytest.fixture
 def compile_watch(request: pytest.FixtureRequest) -> Any:
     """The watch that counts this test's compiles (budgets come from the markers)."""
+    from .watch import Watch
+
     item = request.node
     watch = Watch(_budget(item, "max_recompiles"), _budget(item, "max_graph_breaks"))
     item.stash[_WATCH] = watch
@@ -69,6 +74,8 @@ def pytest_runtest_call(item: pytest.Item) -> Any:
     reporting = item.config.getoption("--compilescope-report")
     own = None
     if _WATCH not in item.stash and (recompiles is not None or breaks is not None or reporting):
+        from .watch import Watch
+
         own = Watch(recompiles, breaks)
         item.stash[_WATCH] = own
         own.__enter__()

@@ -139,6 +139,7 @@ def test_a_recording_replays_as_the_same_forecast_and_run(tmp_path):
     assert [r.compile_ids for r in s.requests[:3]] == [(str(c.compile_id),) for c in watched.records]
 
 
+@pytest.mark.processes
 def test_probe_records_a_scripts_compiled_calls(cli, tmp_path):
     script = tmp_path / "serve.py"
     script.write_text(
@@ -158,6 +159,7 @@ def test_probe_records_a_scripts_compiled_calls(cli, tmp_path):
     assert parse_stream(f"@{tmp_path / 'rec.jsonl'}", ("n",)) == tuple({"n": k} for k in (2, 3, 2, 4))
 
 
+@pytest.mark.processes
 def test_probe_record_shapes_refuses_a_bad_path_before_running(cli, tmp_path):
     script = tmp_path / "s.py"
     script.write_text("open('ran', 'w').write('yes')\n")

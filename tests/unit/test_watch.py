@@ -183,3 +183,16 @@ def test_plugin_fixture_and_report(pytester_compiled):
         "*test_plain*0*0*0*",
     ])
 
+
+@pytest.mark.processes
+def test_the_plugin_imports_torch_only_for_a_test_that_uses_it(pytester):
+    # a pytest of its own (a fresh interpreter), the plugin loaded by its entry point: a session
+    # whose tests use no budget, fixture or report never imports torch
+    pytester.makepyfile("""
+        import sys
+
+        def test_plain():
+            assert "compilescope.pytest_plugin" in sys.modules and "torch" not in sys.modules
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)

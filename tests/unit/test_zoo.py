@@ -49,6 +49,7 @@ def test_minilm_inputs_are_real_padded_tokens_and_embeddings_are_sentence_embedd
     assert float(emb[0] @ emb[1]) == pytest.approx(0.755, abs=0.01)
 
 
+@pytest.mark.processes  # `run` starts its trial processes ahead
 def test_models_extra_missing_is_one_line_with_the_install_command(tmp_path, monkeypatch):
     from ..conftest import cli_here
 
@@ -75,6 +76,7 @@ def test_training_step_attaches_backward_to_each_frame_compile_without_phantoms(
     assert all(c.ran_eagerly is False for c in result.calls)
 
 
+@pytest.mark.processes
 def test_training_step_console_shows_backward_inside_each_frame_compile(cli):
     proc = cli("run", "mlp-train", "--stream", "8,8,16", "--strategies", "static", "--backend", "aot_eager",
                "--samples", "3", "--budget", "0.02", "--json", "r.json")

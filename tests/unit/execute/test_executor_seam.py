@@ -36,6 +36,7 @@ def compiles(path: Path) -> dict[str, tuple]:
             for t in result.trials}
 
 
+@pytest.mark.processes
 def test_run_with_the_ray_executor_gives_the_compile_counts_of_the_local_one(tmp_path):
     pytest.importorskip("ray")
     local = cli_in(tmp_path, *RUN, "--json", "local.json")
@@ -49,6 +50,7 @@ def test_run_with_the_ray_executor_gives_the_compile_counts_of_the_local_one(tmp
     assert all(status == "ok" for status, _ in b.values())
 
 
+@pytest.mark.processes  # `run` starts its trial processes ahead
 def test_executor_options_are_shared_and_ray_ones_refused_with_the_local_executor(main):
     for command in (["run", "sincos", "--ray-timeout", "5"], ["advise", "sincos", "--cpus-per-trial", "2"],
                     ["sweep", "s.toml", "--ray-address", "127.0.0.1:1"]):
@@ -58,6 +60,7 @@ def test_executor_options_are_shared_and_ray_ones_refused_with_the_local_executo
         assert len(err.strip().splitlines()) == 1
 
 
+@pytest.mark.processes
 def test_run_with_the_ray_executor_without_ray_names_the_extra(tmp_path):
     code = ("import sys; sys.modules['ray'] = None\nfrom compilescope.cli import main\n"
             "sys.argv = ['compilescope', 'run', 'sincos', '--backend', 'eager', '--executor', 'ray', "
@@ -67,6 +70,7 @@ def test_run_with_the_ray_executor_without_ray_names_the_extra(tmp_path):
     assert proc.stderr.count("\n") == 1
 
 
+@pytest.mark.processes
 def test_the_local_executor_is_an_executor_that_streams_each_call_as_it_finishes(tmp_path):
     executor = LocalExecutor()
     assert isinstance(executor, Executor)

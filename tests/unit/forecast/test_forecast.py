@@ -133,6 +133,7 @@ def test_repeats_are_predicted_without_tracing_again():
     assert all(r.basis == "repeat" for r in s.requests[5:])
 
 
+@pytest.mark.processes
 def test_compile_seconds_come_from_a_results_file(tmp_path):
     from compilescope.api import run
 

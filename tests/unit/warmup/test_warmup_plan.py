@@ -120,6 +120,7 @@ def test_the_cli_writes_the_plan_and_every_output_format(main, tmp_path):
         assert line in out
 
 
+@pytest.mark.processes
 def test_the_cli_measures_a_plan_with_trials(main, tmp_path):
     code, out, err = main("warmup", "sincos", "--stream", "16,16,32,64", "--strategies", "dynamic", "--backend",
                           "eager", "--cache", "cold", "--samples", "3", "--lifetime", "1000", "--out", "w.json")
@@ -148,6 +149,7 @@ def test_bad_input_is_one_line_and_exit_2(main, tmp_path, args, says):
     assert sorted(p.name for p in tmp_path.iterdir()) == []
 
 
+@pytest.mark.processes
 def test_verify_is_in_the_out_files_beside_the_plan(main, tmp_path):
     """``--verify`` writes the warm-up report first, then again with the replay in it."""
     code, out, err = main("warmup", "sincos", "--stream", "16,32,16", "--backend", "eager", "--strategies",
@@ -164,6 +166,7 @@ def test_verify_is_in_the_out_files_beside_the_plan(main, tmp_path):
     assert "compilescope warmup --verify: sincos" in text and "(with the verification)" in out + err
 
 
+@pytest.mark.processes
 def test_verify_with_json_to_stdout_writes_one_document(main, tmp_path):
     code, out, err = main("warmup", "sincos", "--stream", "16,32", "--backend", "eager", "--strategies", "static",
                           "--no-measure", "--verify", "16,32", "--json", "-")
