@@ -6,7 +6,7 @@
 
 For one version it builds (once) a side environment with that torch and this checkout
 (matrix/side-venv.sh), runs the tests marked ``compat(capability)`` there — among them
-tests/test_probe.py, which checks probe against PyTorch's own ``TORCH_LOGS`` on every probe
+tests/e2e/test_probe.py, which checks probe against PyTorch's own ``TORCH_LOGS`` on every probe
 scenario — and writes each test's outcome by capability to matrix/results/X.json. A capability
 is ``ok`` when its tests passed, ``unavailable`` when every one was skipped because that torch
 lacks the feature (the cell names the release that has it), ``broken`` when one failed.

@@ -152,12 +152,6 @@ LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_docs.py", "t
                  "test_watch.py", "test_zoo.py", "test_hostile_outputs.py")
 
 
-def pytest_addoption(parser):  # type: ignore[no-untyped-def]
-    parser.addoption("--no-processes", action="store_true", default=False,
-                     help="fail a test that starts a process (`make check`: its tests are the unit tests "
-                          "that start none; a test that does is marked `processes`)")
-
-
 @pytest.fixture(autouse=True)
 def _no_processes(request, monkeypatch):
     """Under --no-processes a test that starts a process fails, naming the marker it needs."""
@@ -235,6 +229,9 @@ def advised_runs():
 def pytest_addoption(parser):  # type: ignore[no-untyped-def]
     parser.addoption("--capability-report", default=None, metavar="PATH",
                      help="write the outcome of every compat-marked test, by capability, to PATH (JSON)")
+    parser.addoption("--no-processes", action="store_true", default=False,  # `make check` (_no_processes)
+                     help="fail a test that starts a process (`make check`: its tests are the unit tests "
+                          "that start none; a test that does is marked `processes`)")
 
 
 @pytest.hookimpl(hookwrapper=True)
