@@ -116,6 +116,7 @@ def test_a_directory_is_refused(tmp_path):
         compilescope.watch(record_shapes=tmp_path)
 
 
+@pytest.mark.processes  # the forecast checks its backend in a process of its own
 def test_a_recording_replays_as_the_same_forecast_and_run(tmp_path):
     """Record a served transformer's calls, then forecast the recording: the outcomes are
     those the watched calls had."""
