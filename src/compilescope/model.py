@@ -678,6 +678,12 @@ class StrategyPlan:
     def covered(self, shape: Shape) -> bool:
         return shape_key(shape) in {shape_key(s) for s in self.covers}
 
+    @property
+    def forecast_failed(self) -> bool:
+        """Every recorded shape's dry run failed: nothing was forecast, so the plan's entries
+        per frame and recompile limit are no figures at all."""
+        return not self.covers and bool(self.uncovered) and all(u.outcome == "error" for u in self.uncovered)
+
 
 @dataclass(frozen=True)
 class WarmupPlan:

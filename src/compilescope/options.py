@@ -66,8 +66,13 @@ def _bounded_lifetime(requests: int, text: str) -> int:
 
 def check_sizes(shapes: object, what: str = "--stream") -> None:
     """Every size of every shape an integer in [0, MAX_SIZE]: a larger one would only fail
-    inside torch, as a C++ error, in every trial."""
+    inside torch, as a C++ error, in every trial. A dict seen already (requests of one shape
+    share one) is checked once."""
+    checked: set[int] = set()
     for shape in shapes:  # type: ignore[attr-defined]
+        if id(shape) in checked:
+            continue
+        checked.add(id(shape))
         for dim, value in shape.items():
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise OptionError(f"{what}: size {value!r} of {dim!r} is not a non-negative integer")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from .errors import StreamError
@@ -134,42 +134,91 @@ def _random(body: str, dims: tuple[str, ...]) -> list[Shape]:
     return [{d: rng.choice(axes[d]) for d in dims} for _ in range(count)]
 
 
+MAX_NAMES = 256  # dimension names on one line of a stream file: more is not a stream of shapes
+
+
 def _jsonl(path_text: str, dims: tuple[str, ...], recorded: Mapping[str, str] | None = None) -> list[Shape]:
+    """A stream file's requests. Bounded work: each distinct line is parsed and checked once
+    (a recording of a million requests of a few shapes repeats a few lines), and a line's
+    names are counted before anything else is done with them — a line of more than
+    :data:`MAX_NAMES` names is refused at the first such line. Requests of one shape share
+    one dict."""
     from .paths import read_capped
 
     raw = read_capped(path_text, f"stream file {path_text!r}", StreamError)  # a regular file, size-capped
     try:
-        lines = raw.decode("utf-8").splitlines()
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise StreamError(f"stream file {path_text!r} is not text (expected JSON lines)") from None
     del raw
-    rows: list[tuple[str, Shape]] = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
+    parsed: dict[str, int | None] = {}  # line text → its distinct shape's index (None: a closing line)
+    order: list[tuple[str, Shape]] = []  # the distinct shapes, first appearance first, with a token
+    keys: dict[tuple[tuple[str, int], ...], int] = {}
+    requests: list[int] = []  # every request, as an index into ``order``
+    for number, line in enumerate(_lines(text), 1):
+        line = line.strip()
+        if not line:
             continue
-        token = f"{path_text}:{number}"
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise StreamError(f"bad stream token {token!r}: not JSON ({exc.msg})") from None
-        except (ValueError, RecursionError):
-            raise StreamError(f"bad stream token {token!r}: not readable JSON") from None
-        if isinstance(obj, dict) and isinstance(obj.get(META_KEY), dict):
-            continue  # a recording's closing line: what was recorded and dropped
-        if isinstance(obj, dict) and isinstance(obj.get("shape"), dict):
-            obj = obj["shape"]  # a recorded request's dtypes and scalars are not part of its shape
-        if not isinstance(obj, dict):
-            raise StreamError(f"bad stream token {token!r}: expected a JSON object of dimension sizes")
-        shape = {}
-        for k, v in obj.items():
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
-                raise StreamError(f"bad stream token {token!r}: {k!r} is not a non-negative integer")
-            shape[str(k)] = v
-        rows.append((token, shape))
-    varying = _varying([shape for _, shape in rows])
-    named = bool(recorded) and any(k in shape for _, shape in rows for k in recorded.values())  # type: ignore[union-attr]
+        if line not in parsed:
+            token = f"{path_text}:{number}"
+            shape = _line_shape(line, token)
+            if shape is None:
+                parsed[line] = None
+            else:
+                parsed[line] = keys.setdefault(tuple(shape.items()), len(order))
+                if parsed[line] == len(order):
+                    order.append((token, shape))
+        index = parsed[line]
+        if index is not None:
+            requests.append(index)
+    del text, parsed
+    named = _name_shapes(order, dims, recorded)
+    return [named[i] for i in requests]
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of ``text`` one at a time (no list of a million lines held at once)."""
+    start, size = 0, len(text)
+    while start < size:
+        end = text.find("\n", start)
+        if end < 0:
+            end = size
+        yield text[start:end]
+        start = end + 1
+
+
+def _line_shape(line: str, token: str) -> Shape | None:
+    """One line's shape (None for a recording's closing line), its names counted first."""
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise StreamError(f"bad stream token {token!r}: not JSON ({exc.msg})") from None
+    except (ValueError, RecursionError):
+        raise StreamError(f"bad stream token {token!r}: not readable JSON") from None
+    if isinstance(obj, dict) and isinstance(obj.get(META_KEY), dict):
+        return None  # a recording's closing line: what was recorded and dropped
+    if isinstance(obj, dict) and isinstance(obj.get("shape"), dict):
+        obj = obj["shape"]  # a recorded request's dtypes and scalars are not part of its shape
+    if not isinstance(obj, dict):
+        raise StreamError(f"bad stream token {token!r}: expected a JSON object of dimension sizes")
+    if len(obj) > MAX_NAMES:
+        raise StreamError(f"bad stream token {token!r}: {len(obj):,} dimension names on one line (at most "
+                          f"{MAX_NAMES}): not a stream of shapes")
+    shape = {}
+    for k, v in obj.items():
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise StreamError(f"bad stream token {token!r}: {k!r} is not a non-negative integer")
+        shape[str(k)] = v
+    return shape
+
+
+def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
+                 recorded: Mapping[str, str] | None) -> list[Shape]:
+    """Each distinct shape named by the workload's dims (see the module docstring)."""
+    varying = _varying([shape for _, shape in order])
+    named = bool(recorded) and any(k in shape for _, shape in order for k in recorded.values())  # type: ignore[union-attr]
     shapes = []
-    for token, shape in rows:
+    for token, shape in order:
         if named and not set(shape) & set(dims):
             shape = {d: shape.get(recorded[d], 0) if recorded and d in recorded else shape.get(d, -1) for d in dims}  # type: ignore[index]
             missing = [d for d, v in shape.items() if v == -1]
@@ -190,11 +239,15 @@ def _jsonl(path_text: str, dims: tuple[str, ...], recorded: Mapping[str, str] | 
 def _varying(shapes: list[Shape]) -> list[str]:
     """The names whose value changes across ``shapes``, in order of first appearance; a name
     equal to an earlier one in every shape (``attention_mask.0`` beside ``input_ids.0``) is
-    the same dimension, named once."""
+    the same dimension, named once. Linear in names × shapes: each name's column of values
+    is hashed, and the shapes are the file's distinct ones."""
     keys = list(dict.fromkeys(k for s in shapes for k in s))
     out: list[str] = []
+    columns: set[tuple[int | None, ...]] = set()
     for k in keys:
-        if len({s.get(k) for s in shapes}) > 1 and not any(all(s.get(k) == s.get(j) for s in shapes) for j in out):
+        column = tuple(s.get(k) for s in shapes)
+        if len(set(column)) > 1 and column not in columns:
+            columns.add(column)
             out.append(k)
     return out
 
@@ -221,11 +274,16 @@ def parse_stream(spec: str, dims: tuple[str, ...], recorded: Mapping[str, str] |
     return tuple(shapes)
 
 
-def distinct_shapes(stream: tuple[Shape, ...]) -> list[Shape]:
-    """Distinct shapes in order of first appearance."""
+def distinct_shapes(stream: Sequence[Shape]) -> list[Shape]:
+    """Distinct shapes in order of first appearance. Linear, and cheap for a long stream of a
+    few shapes: a dict already seen (a stream file's requests of one shape share one) is
+    skipped by identity."""
     seen: dict[tuple[tuple[str, int], ...], Shape] = {}
+    known: set[int] = set()
     for shape in stream:
-        seen.setdefault(tuple(shape.items()), shape)
+        if id(shape) not in known:
+            known.add(id(shape))
+            seen.setdefault(tuple(shape.items()), shape)
     return list(seen.values())
 
 

@@ -7,6 +7,8 @@ def fmt_time(seconds: float | None) -> str:
     """A duration with its unit, three significant figures: ``98.1 µs``, ``1.23 ms``, ``20.5 s``."""
     if seconds is None:
         return "—"
+    if seconds < 0:  # a difference that went the other way: its sign, and its size in the same units
+        return "-" + fmt_time(-seconds)
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if seconds >= scale:
             value = seconds / scale

@@ -50,3 +50,49 @@ def test_a_graph_break_hint_is_run_under_its_setting_and_removes_the_break(nonze
     assert hinted.graph_breaks == ()
     compiles = lambda t: sum(1 for r in t.compiles if r.phase == "stream" and r.is_compile)  # noqa: E731
     assert compiles(hinted) < compiles(default)
+
+
+# --------------------------------------------------------------------------------------------
+# No figure for what was not measured, no raw or negative duration
+# --------------------------------------------------------------------------------------------
+
+FAILS_ON_META = """
+import torch
+from compilescope import Workload
+
+
+def build():
+    def f(x):
+        if x.sum().item() > 0:  # a data-dependent branch: the dry run cannot run it on meta tensors
+            return x * 2
+        return x - 1
+    return f
+
+
+w = Workload("bad", build, lambda s: (torch.randn(s["n"]),), ("n",), tuple({"n": n} for n in (16, 32, 16)))
+"""
+
+
+def test_durations_keep_their_sign_and_unit_and_a_negative_saving_is_said_so():
+    from compilescope.render.verify import _avoided
+    from compilescope.units import fmt_time
+
+    assert fmt_time(-2.509818509) == "-2.51 s" and fmt_time(-4.2e-5) == "-42 µs" and fmt_time(0.0) == "0 ns"
+    assert _avoided(-2.509818509) == "none (2.51 s more with the warm-up)" and _avoided(0.25) == "250 ms"
+
+
+@pytest.mark.parametrize("command", ["forecast", "warmup"])
+def test_a_plan_or_forecast_whose_every_dry_run_failed_shows_no_figure(main, tmp_path, command):
+    (tmp_path / "bad.py").write_text(FAILS_ON_META)
+    extra = ("--no-measure",) if command == "warmup" else ()
+    code, out, err = main(command, "bad.py:w", "--stream", "16,32,64,16", "--backend", "eager",
+                          "--strategies", "default,static", *extra)
+    assert code == 0, err
+    text = " ".join((out + err).split())
+    if command == "forecast":
+        assert "default: nothing forecast — every request's dry run failed (4)" in text
+        assert "0 request(s) compile on the request path" not in text
+    else:
+        rows = [line for line in out.splitlines() if line.startswith(("default ", "static "))]
+        assert len(rows) == 2 and all("— (every dry run failed)" in r for r in rows), out
+        assert all("entries/frame: — ·" in r for r in rows), rows  # one record per line off a terminal

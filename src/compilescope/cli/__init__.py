@@ -11,6 +11,7 @@ answer at once."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from typing import Any
@@ -57,10 +58,30 @@ def _loaded(module: str, name: str) -> type[BaseException]:
     return getattr(found, name) if found is not None else _NeverRaised
 
 
+def _ended(code: int, program: bool) -> int:
+    """An interrupted command's exit status. When this process is the program (``argv`` None:
+    the ``compilescope`` command), it ends at once: the command's own resources are released
+    by now (temporary directories, locks, workers started ahead), and the interpreter's
+    finalisation after Dynamo or inductor ran in this process (their pools and caches) can
+    take seconds to a quarter of a minute — a signal ends the program within a second."""
+    if program:
+        from ..execute.local import AHEAD
+
+        AHEAD.close()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        os._exit(code)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..execute.local import Interrupted
 
     INVOKED[:] = list(sys.argv[1:] if argv is None else argv)
+    program = argv is None
     _install_signal_handlers()
     try:
         rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
@@ -82,13 +103,13 @@ def main(argv: list[str] | None = None) -> int:
         if interrupted.path:
             click.echo("compilescope: resume with: compilescope run --resume "
                        f"{shlex.quote(str(interrupted.path))}", err=True)
-        return 128 + interrupted.signum
+        return _ended(128 + interrupted.signum, program)
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("compilescope: interrupted", err=True)
-        return 130
+        return _ended(130, program)
     except Interrupted as exc:
         click.echo("compilescope: interrupted", err=True)
-        return 128 + exc.signum
+        return _ended(128 + exc.signum, program)
     return rv if isinstance(rv, int) else 0
 
 

@@ -148,19 +148,25 @@ def dry_outcomes(trial: TrialResult, shapes: int | None = None) -> list[Observed
 def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[ForecastRequest]:
     """The whole stream's requests from the outcomes of its distinct shapes (in order of
     first appearance)."""
-    firsts: dict[tuple[tuple[str, int], ...], Observed] = {}
+    firsts: dict[tuple[tuple[str, int], ...], tuple[Observed, tuple[tuple[str, int], ...], str]] = {}
+    by_id: dict[int, tuple[Observed, tuple[tuple[str, int], ...], str]] = {}  # a shared dict: its key at once
     it = iter(traced)
     out = []
     for index, shape in enumerate(stream):
-        key = shape_key(shape)
-        if key in firsts:
-            first = firsts[key]
-            out.append(ForecastRequest(index, key, repeat_word(first.outcome, first.eager_part), "repeat",
-                                       why=first.why))
-            continue
-        seen = firsts[key] = next(it)
-        out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards, seen.error,
-                                   why=seen.why))
+        known = by_id.get(id(shape))
+        if known is None:
+            key = shape_key(shape)
+            known = firsts.get(key)
+            if known is None:
+                seen = next(it)
+                firsts[key] = (seen, key, repeat_word(seen.outcome, seen.eager_part))
+                out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards,
+                                           seen.error, why=seen.why))
+                by_id[id(shape)] = firsts[key]
+                continue
+            by_id[id(shape)] = known
+        first = known[0]
+        out.append(ForecastRequest(index, known[1], known[2], "repeat", why=first.why))  # one key per distinct shape
     return out
 
 

@@ -558,9 +558,12 @@ def _warmup_rows(report: WarmupReport) -> list[list[tuple[str, str]]]:
     rows = []
     for p in report.plan.plans:
         limit = f"default ({p.recompile_limit_default})" if p.recompile_limit is None else str(p.recompile_limit)
+        if p.forecast_failed:
+            limit = "— (every dry run failed)"
         forecast = [(p.strategy, ""), (f"{len(p.shapes)}: {_warmup_shapes(p.shapes)}", "text"),
                     (str(len(p.covers)), "num"), (str(len(p.uncovered)), "num bad" if p.uncovered else "num"),
-                    (str(p.frame_entries), "num"), (limit, "warn" if p.recompile_limit is not None else "")]
+                    ("—" if p.forecast_failed else str(p.frame_entries), "num"),
+                    (limit, "warn" if p.recompile_limit is not None and not p.forecast_failed else "")]
         measured = next((m for m in report.measured if m.strategy == p.strategy), None)
         for s in (measured.starts if measured is not None else ()) or (None,):
             if s is None or measured is None:

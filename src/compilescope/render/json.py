@@ -46,10 +46,23 @@ def render_probe(result: ProbeResult, report: ProbeReport) -> str:
     return json.dumps(data, indent=1, allow_nan=False)
 
 
+LONG_JSON = 10_000  # requests: a longer forecast is written without indentation
+
+
+def _fields(obj: Any) -> Any:
+    """A dataclass as the dict of its fields, one level at a time (the encoder descends)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    raise TypeError(f"{type(obj).__name__} is not JSON serializable")
+
+
 def render_forecast(report: ForecastReport) -> str:
-    """A forecast as JSON: ``kind`` ``forecast`` and the schema version, then the report's fields."""
-    data = {"schema_version": SCHEMA_VERSION, "kind": "forecast", **dataclasses.asdict(report)}
-    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+    """A forecast as JSON: ``kind`` ``forecast`` and the schema version, then the report's fields.
+    Each record is turned into a dict as the encoder reaches it (no deep copy of a million
+    requests first), and a stream of more than :data:`LONG_JSON` requests is written compactly."""
+    data = {"schema_version": SCHEMA_VERSION, "kind": "forecast", **_fields(report)}
+    indent = 1 if report.stream_length <= LONG_JSON else None
+    return json.dumps(data, indent=indent, allow_nan=False, default=_fields) + "\n"
 
 
 def render_warmup(report: WarmupReport) -> str:

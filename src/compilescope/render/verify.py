@@ -23,6 +23,13 @@ def _count(value: int | None) -> str:
     return "—" if value is None else str(value)
 
 
+def _avoided(seconds: float | None) -> str:
+    """What the warm-up took off the compiling requests' wall; none when they took longer."""
+    if seconds is None or seconds >= 0:
+        return fmt_time(seconds)
+    return f"none ({fmt_time(-seconds)} more with the warm-up)"
+
+
 def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
     """(figure, measured, forecast) — the table both the console and the page show."""
     w, b = s.with_warmup, s.without_warmup
@@ -41,7 +48,7 @@ def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
         ("  of which compile s", "0 s" if s.startup_compile_s == 0 else fmt_time(s.startup_compile_s), "—"),
         ("compiling requests' wall, with / without", f"{lat(w, 'stall_s')} / {lat(b, 'stall_s')}", "—"),
         ("  of which compile s, with / without", f"{lat(w, 'compile_s')} / {lat(b, 'compile_s')}", "—"),
-        ("stall cost avoided (compiling requests' wall)", fmt_time(s.stall_avoided_s), "—"),
+        ("stall cost avoided (compiling requests' wall)", _avoided(s.stall_avoided_s), "—"),
         ("forecast agrees with the measurement (of those predicted)", "—", _pct(s.agreement)),
         ("requests the forecast could not predict (unknown)", "—",
          _count(s.forecast_unknown if s.forecast_wall_s is not None else None)),

@@ -25,6 +25,8 @@ def shapes_text(shapes: Any) -> str:
 
 
 def limit_text(p: Any) -> str:
+    if p.forecast_failed:
+        return "— (every dry run failed)"
     if p.recompile_limit is None:
         return f"default ({p.recompile_limit_default})"
     return f"{p.recompile_limit} (default {p.recompile_limit_default})"
@@ -37,7 +39,8 @@ def _plan_table(plan: Any) -> Grid:
         keep=("covers", "uncovered", "entries/frame", "recompile_limit"))
     for p in plan.plans:
         table.add_row(T(p.strategy), T(f"{len(p.shapes)}: {shapes_text(p.shapes)}"), T(len(p.covers)),
-                      T(len(p.uncovered), "red" if p.uncovered else ""), T(p.frame_entries),
+                      T(len(p.uncovered), "red" if p.uncovered else ""),
+                      T("—" if p.forecast_failed else p.frame_entries),
                       T(limit_text(p), "yellow" if p.recompile_limit is not None else ""))
     return table
 

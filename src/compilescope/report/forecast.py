@@ -54,7 +54,7 @@ class ForecastGuard:
     actual: str | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ForecastRequest:
     index: int
     shape: tuple[tuple[str, int], ...]
