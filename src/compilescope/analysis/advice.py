@@ -29,7 +29,11 @@ def describe(cause: Cause) -> str:
             "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
             "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
             "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(cause.kind)
-    if what and seen:
+    if what and len(cause.values) == 1:  # one value is no variation: the guard held it, the call brought it
+        noun = {"size": "size", "stride": "stride", "value": "value", "module_attribute": "value",
+                "global": "value"}.get(cause.kind, cause.kind.replace("_", " "))
+        head = f"{where} {noun} {seen} (one value seen)"
+    elif what and seen:
         head = f"{where} {what} {seen}"
     elif cause.kind == "relation":
         texts = cause.values
@@ -55,6 +59,25 @@ def listing(values: Sequence[object], shown: int = SHOWN) -> str:
 
 RESUME_PREFIX = "torch_dynamo_resume_in_"
 _PLAIN_INPUT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?:\[\d+\]|\['[A-Za-z_]\w*'\])?$")
+_INSIDE_INPUT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?P<path>(?:\.[A-Za-z_]\w*|\[\d+\]|\['[^']*'\])+)$")
+_PARAMETER = re.compile(r"\._(?:parameters|buffers)\[")
+
+
+def inside_input(source: str | None) -> str | None:
+    """Python for what a source reaches inside an argument the caller passes — a cache
+    object's ``L['cache'].layers[0].keys`` is ``cache.layers[0].keys`` — else None (a plain
+    argument, ``self``, a frame temporary, a module's attribute)."""
+    m = _INSIDE_INPUT.match(source or "")
+    if not m or m["name"].startswith("_") or m["name"] == "self" or input_name(source) is not None:
+        return None
+    if "._modules[" in m["path"] or _PARAMETER.search(m["path"]):
+        return None
+    return m["name"] + m["path"]
+
+
+def is_parameter(source: str | None) -> bool:
+    """A module's parameter or buffer (``L['self']._modules['lin']._parameters['weight']``)."""
+    return bool(source) and bool(_PARAMETER.search(source or ""))
 
 
 def input_name(source: str | None) -> str | None:
@@ -97,7 +120,7 @@ def _at(lines: Sequence[str]) -> str:
 def _next_step(
     kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = (),
     frame_src: str | None = None, *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
-    marked: bool | None = None, thresholds: bool = False,
+    marked: bool | None = None, thresholds: bool = False, compiles: int = 0,
 ) -> tuple[bool, str]:
     """Whether a shape setting removes the cause, and the next step, in words."""
     src = source or "the input"
@@ -110,8 +133,24 @@ def _next_step(
         )
     if kind == "relation":
         return False, relation_step(tuple(str(v) for v in values), exprs, lines)
+    if kind == "size" and is_parameter(source):
+        return False, ("not shape-reducible: a parameter's shape — module instances whose weights differ in shape "
+                       "share one compiled code object, so each instance needs its own graph (expected once per "
+                       "instance); compile each instance on its own, or raise torch._dynamo.config.recompile_limit "
+                       "above the number of instances")
+    inner = inside_input(source)
+    if kind == "size" and inner is not None and not resume:
+        return True, (f"a tensor inside the argument the caller passes: mark it dynamic before each call: "
+                      f"torch._dynamo.mark_dynamic({inner}, {dim}); or pad it to a few bucket sizes")
     if kind == "size":
         return True, _size_step(src, dim, values, frame_src, reach=reach, resume=resume, thresholds=thresholds)
+    if kind in ("module_attribute", "value") and inner is not None:
+        return False, (f"not shape-reducible: {inner} is a Python value on an object the caller passes (a cache's "
+                       "state flag, say); each value needs its own graph — expected when it changes once (an "
+                       "empty cache filled), else keep it constant across calls or hold it in a tensor")
+    if kind == "grad_mode" and compiles <= 1:  # a second entry for the other mode
+        return False, ("one entry per grad mode, expected (a training loop's eval pass under torch.no_grad()): "
+                       "nothing to remove while it compiles no more than once per mode")
     if not reach and kind == "value" and resume:
         return False, ("not shape-reducible: a Python number the program computed before the graph break"
                        f"{_at(lines)} is specialised in the frame that resumes after it — keep it a tensor (no "
@@ -317,7 +356,14 @@ def group_causes(compiles: tuple[CompileRecord, ...], *,
         inputs = {name for name, _ in observed}
     related = {d for k in ev.ids if k[1] == "relation" for d in ev.involves.get(k, ())}
     related |= {f"{k[0]} dim {k[2]}" for k in ev.ids if k[1] == "range" and not marked}
-    causes = (_cause(ev, key, observed, inputs, marked, related) for key in ev.ids)
+    causes = [_cause(ev, key, observed, inputs, marked, related) for key in ev.ids]
+    # an input whose size varied only in the compiles a parameter's shape also caused varies
+    # with the module instance: marking it alone removes nothing
+    by_parameter = {i for k in ev.ids if k[1] == "size" and is_parameter(k[0]) for i in ev.ids[k]}
+    causes = [replace(c, shape_reducible=False, next_step=(
+        "varies with the module instance: the instances' parameters differ in shape (listed apart), so marking "
+        "it dynamic alone removes no compile")) if c.kind == "size" and not is_parameter(c.source)
+        and c.compile_ids and set(c.compile_ids) <= by_parameter else c for c in causes]
     return tuple(replace(c, description=describe(c)) for c in causes)
 
 
@@ -335,7 +381,7 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
     reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, ev.frame_sources.get(key),
                                  lines=tuple(ev.lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
                                  marked=True if key in ev.by_mark else marked,
-                                 thresholds=f"{source} dim {dim}" in related)
+                                 thresholds=f"{source} dim {dim}" in related, compiles=len(ev.ids[key]))
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
                  ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach)

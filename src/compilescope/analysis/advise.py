@@ -141,7 +141,7 @@ def propose(
     relation = None
     fixes: list[CodeFix] = []
     for c in causes:
-        if c.kind == "size" and c.dim is not None:
+        if c.kind == "size" and c.dim is not None and c.shape_reducible:
             size_causes.append(c.description)
             name = input_name(c.source)
             if c.reachable and name is not None and c.frame_source:

@@ -151,7 +151,8 @@ def _fallback_cause(call_index: int, records: Sequence[CompileRecord], limit: in
         return _limit_hit(limit)
     failed = [r for r in earlier if r.failed]
     if failed:
-        return f"compile {failed[0].compile_id} failed ({failed[0].fail_type}); Dynamo runs the frame eagerly since"
+        return (f"compile {failed[0].compile_id} failed ({failed[0].fail_type}); Dynamo runs the frame eagerly "
+                "from then on")
     return "no compiled graph ran (a frame Dynamo skips)"
 
 
@@ -772,7 +773,8 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
                 unevaluated[k] = unevaluated.get(k, 0) + v
         functions.append(FunctionReport(name, location, shown_frame, counts.compiles, counts.recompiles, counts.refused,
                                         counts.compile_s, counts.backward_s, causes, failures, guard_rows(records),
-                                        tuple(sorted(unevaluated.items())), tuple(compile_row(r) for r in records)))
+                                        tuple(sorted(unevaluated.items())), tuple(compile_row(r) for r in records),
+                                        causes_overlap=sum(len(c.compile_ids) for c in causes) > counts.recompiles + counts.refused))
     totals = count_compiles(result.compiles)
     return finish_probe_report(ProbeReport(
         source=result.source,

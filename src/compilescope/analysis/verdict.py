@@ -21,11 +21,11 @@ if TYPE_CHECKING:
 
 
 def _t(seconds: float) -> str:
-    if abs(seconds) >= 1:
-        return f"{seconds:.1f} s"
-    if abs(seconds) >= 1e-3:
-        return f"{seconds * 1e3:.2f} ms"
-    return f"{seconds * 1e6:.1f} µs"
+    """A duration as every table prints it (:func:`compilescope.units.fmt_time`): 968 ms beside
+    2 s, never 967.67 ms beside 2.0 s."""
+    from ..units import fmt_time
+
+    return fmt_time(seconds)
 
 
 def _range(g: SpeedGroup) -> str:

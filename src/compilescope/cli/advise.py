@@ -32,13 +32,13 @@ from .common import (
     stream_inputs,
     write_text,
 )
-from .options import ExecutorChoice, measure, options
+from .options import ExecutorChoice, complete_workload, measure, options
 from .progress import ConsoleProgress
 from .root import cli
 
 
 @cli.command("advise", context_settings={"ignore_unknown_options": True})
-@click.argument("workload", required=False)
+@click.argument("workload", required=False, shell_complete=complete_workload)
 @click.argument("script_args", nargs=-1, type=click.UNPROCESSED)
 @click.option("--script", "script", is_flag=True,
               help="WORKLOAD is a script to run unmodified (its arguments follow it; put them after -- when "

@@ -10,13 +10,13 @@ import click
 from ..errors import OptionError
 from ..options import parse_mark
 from .common import check_kinds, check_outputs, console, in_interpreter, outputs, show, stdout_output, stream_inputs
-from .options import outputs_option
+from .options import complete_workload, outputs_option
 from .progress import ConsoleProgress
 from .root import cli
 
 
 @cli.command("forecast")
-@click.argument("workload")
+@click.argument("workload", shell_complete=complete_workload)
 @click.option("--stream", help="shapes, as for run (a recorded `@shapes.jsonl` too); default: the workload's.")
 @click.option("--strategies", default="default,static,dynamic", show_default=True,
               help="comma-separated compiling strategies to forecast.")

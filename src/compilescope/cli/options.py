@@ -144,3 +144,48 @@ def complete_strategies(_ctx: click.Context, _param: click.Parameter, incomplete
     done, comma, last = incomplete.rpartition(",")
     given = set(done.split(",")) if comma else set()
     return [f"{done}{comma}{name}" for name in strategy_names() if name.startswith(last) and name not in given]
+
+
+def _builtin_names() -> list[str]:
+    """The built-in workloads' names, read from ``zoo.py``'s ``BUILTINS`` without importing it
+    (it imports torch): completion answers at once."""
+    import ast
+
+    tree = ast.parse((Path(__file__).parents[1] / "zoo.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", None) == "BUILTINS" \
+                and isinstance(node.value, ast.Dict):
+            return [k.value for k in node.value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return []
+
+
+def _file_names(path: str) -> list[str]:
+    """The top-level functions and names a workload file defines, read without running it."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError):
+        return []
+    names = [n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    names += [t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)]
+    return [n for n in dict.fromkeys(names) if not n.startswith("_")]
+
+
+def complete_workload(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """A built-in name, a ``file.py`` path (the shell completes it), or after ``file.py:`` the
+    names the file defines."""
+    from click.shell_completion import CompletionItem
+
+    path, colon, name = incomplete.partition(":")
+    if colon and path.endswith(".py"):
+        return [CompletionItem(f"{path}:{n}") for n in _file_names(path) if n.startswith(name)]
+    return [*(CompletionItem(n) for n in _builtin_names() if n.startswith(incomplete)),
+            CompletionItem(incomplete, type="file")]
+
+
+def complete_script(_ctx: click.Context, _param: click.Parameter, incomplete: str) -> list[Any]:
+    """A script's path: the shell completes it."""
+    from click.shell_completion import CompletionItem
+
+    return [CompletionItem(incomplete, type="file")]

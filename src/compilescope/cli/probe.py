@@ -11,9 +11,11 @@ import click
 from ..errors import OptionError
 from .common import STDOUT, check_kinds, check_outputs, console, outputs, results_out, say, show, shown, \
     stdout_output, write_text
-from .options import options
+from .options import complete_script, options
 from .root import cli
 
+PROBE_OPTIONS = ("--json", "--stream-out", "--record-shapes", "--trace", "--strict", "--config", "--html",
+                 "--perfetto", "--out")  # probe's own, which after the script are the script's
 IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, `&`): kept so for a probed program
 
 
@@ -30,7 +32,7 @@ IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, 
               help="run the script with a setting applied (repeatable): dynamic_sources, recompile_limit, "
                    "automatic_dynamic_shapes, assume_static_by_default, inductor.NAME; VALUE is JSON or text.")
 @options("probe-html")
-@click.argument("script", required=False)
+@click.argument("script", required=False, shell_complete=complete_script)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes: Path | None,
                   trace_dir: Path | None, strict: bool, settings: tuple[str, ...], html_path: Path | None,
@@ -91,6 +93,12 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
                  f"{record_shapes.suffix} when several)")
     if probed.returncode is None:
         return file.result.exit_code
+    mistaken = [a for a in args if a.split("=", 1)[0] in PROBE_OPTIONS]
+    if mistaken and json_path is None:  # `probe s.py --json x`: the script got it, as under python
+        named = mistaken[0].split("=", 1)[0]
+        say(out, f"note: {', '.join(dict.fromkeys(a.split('=', 1)[0] for a in mistaken))} after the script went to "
+                 f"the script, as under `python` — probe options go before it (`compilescope probe {named} … "
+                 f"{script} …`); no probe JSON was written", "yellow")
     from ..probe.launch import end_as
 
     return end_as(probed.returncode)

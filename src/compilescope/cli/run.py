@@ -27,7 +27,7 @@ from .common import (
     stdout_output,
     stream_inputs,
 )
-from .options import EXECUTOR_OPTIONS, ExecutorChoice, complete_strategies, measure, options
+from .options import EXECUTOR_OPTIONS, ExecutorChoice, complete_strategies, complete_workload, measure, options
 from .progress import ConsoleProgress
 from .root import cli
 
@@ -40,7 +40,7 @@ ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps",
 
 
 @cli.command("run")
-@click.argument("workload", required=False)
+@click.argument("workload", required=False, shell_complete=complete_workload)
 @click.option("--stream", help="shapes: 16,32,64 | batch=4,seq=32;… | product:… | random:… | @file.jsonl")
 @click.option("--strategies", default=",".join(DEFAULT_STRATEGIES), show_default=True,
               shell_complete=complete_strategies, help=f"comma list of: {', '.join(strategy_names())}.")

@@ -13,13 +13,13 @@ from ..errors import OptionError
 from ..options import parse_lifetime, parse_mark
 from .common import STDOUT, check_kinds, check_outputs, console, outputs, say, show, shown, stdout_output, \
     stream_inputs, write_outputs
-from .options import ExecutorChoice, options, outputs_option
+from .options import ExecutorChoice, complete_workload, options, outputs_option
 from .progress import ConsoleProgress
 from .root import cli
 
 
 @cli.command("warmup")
-@click.argument("workload")
+@click.argument("workload", shell_complete=complete_workload)
 @click.option("--stream", required=True, help="the recorded stream to plan for (`@shapes.jsonl`, or shapes as for run).")
 @click.option("--strategies", default="default,static,dynamic", show_default=True,
               help="comma-separated compiling strategies to plan.")

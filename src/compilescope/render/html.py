@@ -470,8 +470,9 @@ def render_probe(report: ProbeReport) -> str:
     require_plotly()
     page = _Page(f"compilescope probe — {report.source}")
     page.add(f"<h1>compilescope probe — {e(report.source)}</h1>")
-    page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling "
-             f"({e(report.cache_start)} compile cache), {report.graph_break_count} graph break(s)</p>")
+    cache = f" ({e(report.cache_start)} compile cache)" if report.compiles else ""
+    page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling"
+             f"{cache}, {report.graph_break_count} graph break(s)</p>")
     fig = go.Figure()
     for i, f in enumerate(report.functions):
         points = [c for c in f.compile_rows if c.start_us is not None]

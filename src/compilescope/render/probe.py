@@ -12,8 +12,11 @@ from .grid import Grid, T, to_text
 def renderables(report: ProbeReport) -> list[RenderableType]:
     parts: list[RenderableType] = []
     head = T(f"compilescope probe: {report.source}", "bold")
-    head.append(f"  — {report.compiles} compile(s) in {report.frames} frame(s), {fmt_time(report.compile_s)} compiling "
-                f"({report.cache_start} compile cache), {report.graph_break_count} graph break(s)")
+    if report.compiles:
+        head.append(f"  — {report.compiles} compile(s) in {report.frames} frame(s), {fmt_time(report.compile_s)} "
+                    f"compiling ({report.cache_start} compile cache), {report.graph_break_count} graph break(s)")
+    else:  # no compile time, no cache state: nothing used them
+        head.append(f"  — nothing compiled, {report.graph_break_count} graph break(s)")
     parts.append(head)
     for f in report.functions:
         title = T(f"\n{f.name}", "bold")
@@ -39,6 +42,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         if not f.causes and not f.refused and not f.failures:
             table.add_row(T("first compile only"), T(""), T(""))
         parts.append(table)
+        if f.causes_overlap:
+            parts.append(T("  the causes' compile counts overlap: one recompile can have several causes", "dim"))
     if report.graph_breaks:
         parts.append(T(f"\ngraph breaks: {report.graph_break_count} occurrence(s), {len(report.graph_breaks)} distinct",
                        "bold"))

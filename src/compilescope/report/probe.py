@@ -66,6 +66,7 @@ class FunctionReport:
     guards: tuple[GuardRow, ...] = ()
     unevaluated: tuple[tuple[str, int], ...] = ()  # guards a walk could not evaluate, by kind
     compile_rows: tuple[CompileRow, ...] = ()
+    causes_overlap: bool = False  # the causes' compile counts add up to more than the recompiles: one compile has several
 
 
 @dataclass(frozen=True)

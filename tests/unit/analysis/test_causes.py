@@ -1,0 +1,88 @@
+"""Causes named for what they are: a parameter's shape is not shape-reducible (nor is an input
+that varies only with it), one value is no variation, a value on an object the caller passes
+is not a module attribute, a tensor inside such an object is an input the caller can mark, and
+a training loop's eval pass is one entry per grad mode, expected. Records are as capture makes
+them (the parameter and grad-mode cases are also run for real)."""
+
+from __future__ import annotations
+
+import torch
+
+import compilescope
+from compilescope.analysis.advice import group_causes, inside_input
+from compilescope.model import CompileId, CompileRecord, GuardFailure
+
+
+def _compile(cid: str, *failures: GuardFailure, function: str = "forward") -> CompileRecord:
+    return CompileRecord(CompileId.parse(cid), function, "m.py", 3, outcome="compiled", guard_failures=failures,
+                         reasons=tuple(g.reason for g in failures), rejected_by=tuple("0/0" for _ in failures))
+
+
+def _size(source: str, dim: int, expected: int, actual: int) -> GuardFailure:
+    return GuardFailure(f"tensor '{source}' size mismatch at index {dim}. expected {expected}, actual {actual}",
+                        "0/0", "size", source, dim, expected, actual)
+
+
+def test_a_parameters_shape_and_the_input_that_varies_with_it_are_not_shape_reducible():
+    weight = "L['self']._modules['lin']._parameters['weight']"
+    (x, w) = group_causes((_compile("0/1", _size("L['x']", 1, 8, 16), _size(weight, 1, 8, 16)),))
+    assert not w.shape_reducible and "a parameter's shape" in w.next_step and "compile each instance" in w.next_step
+    assert not x.shape_reducible and "varies with the module instance" in x.next_step
+    assert "a tensor the program computes" not in w.next_step + x.next_step
+
+
+def test_two_real_module_instances_of_different_widths():
+    class M(torch.nn.Module):
+        def __init__(self, n):
+            super().__init__()
+            self.lin = torch.nn.Linear(n, 4)
+
+        def forward(self, x):
+            return self.lin(x).relu()
+
+    a, b = torch.compile(M(8), backend="eager"), torch.compile(M(16), backend="eager")
+    with compilescope.watch() as w:
+        a(torch.randn(2, 8))
+        b(torch.randn(2, 16))
+    assert w.causes and not any(c.shape_reducible for c in w.causes), [(c.description, c.next_step) for c in w.causes]
+
+
+def test_one_value_is_no_variation():
+    (c,) = group_causes((_compile("0/1", GuardFailure("L['n'] == 200", "0/0", "value", "L['n']", None, 200, None)),))
+    assert c.description == "L['n'] value 200 (one value seen) → 1 compile(s)"
+    assert "varied over" not in c.description
+
+
+def test_a_value_on_an_object_the_caller_passes_is_not_a_module_attribute():
+    flag = "L['cache'].layers[0].is_initialized"
+    (c,) = group_causes((_compile("0/1", GuardFailure(f"{flag} == False", "0/0", "module_attribute", flag, None,
+                                                      False, True)),))
+    assert "cache.layers[0].is_initialized is a Python value on an object the caller passes" in c.next_step
+    assert "allow_unspec_int_on_nn_module" not in c.next_step and "module attribute" not in c.next_step
+
+
+def test_a_tensor_inside_an_argument_is_an_input_the_caller_can_mark():
+    keys = "L['cache'].layers[0].keys"
+    (c,) = group_causes((_compile("0/1", _size(keys, 2, 5, 6)),))
+    assert c.shape_reducible and "torch._dynamo.mark_dynamic(cache.layers[0].keys, 2)" in c.next_step
+    assert "a tensor the program computes" not in c.next_step
+    assert inside_input("L['self']._modules['lin'].weight") is None and inside_input("L['x']") is None
+
+
+def test_a_training_loops_eval_pass_is_one_entry_per_grad_mode():
+    mode = GuardFailure("GLOBAL_STATE changed: grad_mode", "0/0", "grad_mode")
+    (once,) = group_causes((_compile("0/1", mode),))
+    assert "one entry per grad mode, expected" in once.next_step
+    (again,) = group_causes((_compile("0/1", mode), _compile("0/2", mode)))
+    assert "grad mode changed between calls" in again.next_step  # more than one entry per mode is a problem
+
+
+def test_a_real_training_loop_with_an_eval_pass():
+    lin = torch.compile(torch.nn.Linear(4, 4), backend="eager")
+    with compilescope.watch() as w:
+        for _ in range(3):
+            lin(torch.randn(2, 4)).sum().backward()
+            with torch.no_grad():
+                lin(torch.randn(2, 4))
+    (c,) = w.causes
+    assert c.kind == "grad_mode" and "one entry per grad mode, expected" in c.next_step
