@@ -65,8 +65,9 @@ def warmup(
         if heldout is not None:
             check_heldout(workload, heldout)
         started = time.perf_counter()
-        plan = plan_warmup(workload, stream, strategies, backend=backend, recompile_limit=recompile_limit,
-                           marks=tuple(marks))
+        plan = _planned(progress, lambda on_begin, on_step: plan_warmup(
+            workload, stream, strategies, backend=backend, recompile_limit=recompile_limit, marks=tuple(marks),
+            on_begin=on_begin, on_step=on_step))
         report = _measured(plan, stream, measure, lifetime, caches, samples, threads, timeout_s, executor,
                            artifacts, plan_out, time.perf_counter() - started, progress)
         if plan_out is not None:
@@ -76,6 +77,30 @@ def warmup(
         if heldout is None:
             return report
         return dataclasses.replace(report, verified=_verify(report, heldout, executor, progress))
+
+
+def _planned(progress: Progress, work: Callable[..., WarmupPlan]) -> WarmupPlan:
+    """Run the planning ``work`` telling ``progress`` each strategy's dry-run phase (``plan
+    default: checking a start-up list of 3 shape(s)``) and each plan done: the dry runs of a
+    large model under inductor take minutes, never silent ones."""
+    begun = False
+
+    def on_begin(total: int) -> None:
+        nonlocal begun
+        progress.begin(total, "plans")
+        begun = True
+
+    def on_step(strategy: str, phase: str | None) -> None:
+        if phase is None:
+            progress.finished(f"plan {strategy}")
+        else:
+            progress.working(f"plan {strategy}", phase)
+
+    try:
+        return work(on_begin, on_step)
+    finally:
+        if begun:
+            progress.end()
 
 
 def _measured(plan: WarmupPlan, stream: str, measure: bool, lifetime: int | None, caches: Sequence[str], samples: int,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +37,14 @@ from ..stream import distinct_shapes
 DEFAULT_PLAN_STRATEGIES = ("default", "static", "dynamic")
 MAX_DRY_RUNS = 16  # the drop-each-shape check's bound, per strategy
 MAX_REPAIRS = 3  # rounds of adding still-compiling shapes when the first list does not hold
+
+# told each planning step, so that a long dry run is never silence: (strategy, phase), and
+# (strategy, None) when the strategy's plan is done
+StepFn = Callable[[str, "str | None"], None]
+
+
+def _silent(_strategy: str, _phase: str | None) -> None:
+    pass
 
 
 @dataclass(frozen=True)
@@ -194,18 +202,22 @@ def _limit_needed(frame_entries: int, default: int) -> int | None:
 
 
 def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
-                  max_dry_runs: int = MAX_DRY_RUNS) -> StrategyPlan | str:
-    """One strategy's plan, or why the strategy cannot have one for this workload."""
+                  max_dry_runs: int = MAX_DRY_RUNS, on_step: StepFn = _silent) -> StrategyPlan | str:
+    """One strategy's plan, or why the strategy cannot have one for this workload; ``on_step``
+    hears each phase's start."""
     default = limit_in_force(None)
     distinct = distinct_shapes(tuple(stream))
     given = options.recompile_limit
     # plan under the limit asked for, else under one high enough to refuse nothing
     high = max(default, len(distinct) + 1)  # a frame holds at most one entry per distinct shape
     search = options if given is not None else dataclasses.replace(options, recompile_limit=high)
+    on_step(strategy, f"dry run of the {len(stream)} recorded request(s)")
     found = _candidates(workload_ref, strategy, stream, search)
     if isinstance(found, str):
         return found
+    on_step(strategy, f"checking a start-up list of {len(found)} shape(s)")
     checked, runs = _repaired(workload_ref, strategy, found, distinct, search)
+    on_step(strategy, f"dropping each of {len(checked.startup)} start-up shape(s) in turn")
     final, minimal = _smallest(workload_ref, strategy, checked, distinct, search, max(0, max_dry_runs - runs))
     needed = _limit_needed(final.frame_entries, default) if given is None else given
     if given is None:
@@ -242,10 +254,13 @@ def plan_warmup(
     recompile_limit: int | None = None,
     marks: Sequence[Any] = (),
     max_dry_runs: int = MAX_DRY_RUNS,
+    on_begin: Callable[[int], None] | None = None,
+    on_step: StepFn = _silent,
 ) -> WarmupPlan:
     """Plan each strategy's start-up calls for ``stream`` by dry run (seconds, nothing measured;
     ``recommended`` is None until :func:`compilescope.warmup.measure.measure_plan`). Raises a
-    :class:`~compilescope.errors.CompilescopeError` on bad input."""
+    :class:`~compilescope.errors.CompilescopeError` on bad input. ``on_begin`` hears how many
+    strategies will be planned, ``on_step`` each one's phases and its end."""
     from ..prepare import prepare_run
     from ..forecast.engine import DRY_BACKENDS, dry_note
 
@@ -256,7 +271,12 @@ def plan_warmup(
     compiled = [n for n in names if get_strategy(n).compiles]
     if not compiled:
         raise OptionError("no compiling strategy to plan (eager compiles nothing: it needs no warm-up)")
-    done = [(n, plan_strategy(base.workload, n, base.stream, options, max_dry_runs)) for n in compiled]
+    if on_begin is not None:
+        on_begin(len(compiled))
+    done = []
+    for n in compiled:
+        done.append((n, plan_strategy(base.workload, n, base.stream, options, max_dry_runs, on_step)))
+        on_step(n, None)
     plans = tuple(d for _, d in done if isinstance(d, StrategyPlan))
     notes = [f"no plan for {n}: {d}" for n, d in done if isinstance(d, str)]
     if not plans:

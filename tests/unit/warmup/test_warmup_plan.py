@@ -282,3 +282,40 @@ def test_a_plan_over_the_cpu_convolutions_threshold_warms_both_sides_of_it(tmp_p
     assert not plan.uncovered
     compiled, eager = _after_startup(_replay(ref, recorded, plan, tmp_path, monkeypatch))
     assert compiled == [] and eager == []
+
+
+@pytest.mark.processes
+def test_the_planning_phase_tells_its_progress_strategy_by_strategy():
+    """warmup's dry runs are never silent: each strategy's phases, then its plan done, counted
+    against the strategies to plan (what the CLI's progress line shows)."""
+    from compilescope.app.progress import Progress
+    from compilescope.app.warmup import warmup
+
+    class Heard(Progress):
+        def __init__(self) -> None:
+            self.events: list[tuple] = []
+
+        def begin(self, total, unit="trials"):
+            self.events.append(("begin", total, unit))
+
+        def working(self, label, phase, done=None, total=None):
+            self.events.append(("working", label, phase))
+
+        def finished(self, label, trial=None, tally=None):
+            self.events.append(("finished", label))
+
+        def end(self):
+            self.events.append(("end",))
+
+    heard = Heard()
+    report = warmup("sincos", "16,32,16,64", "eager,default,static", backend="eager", measure=False, progress=heard)
+    assert [p.strategy for p in report.plan.plans] == ["default", "static"]
+    events = heard.events
+    assert events[0] == ("begin", 2, "plans") and events[-1] == ("end",)
+    assert [e for e in events if e[0] == "finished"] == [("finished", "plan default"), ("finished", "plan static")]
+    phases = [e[2] for e in events if e[:2] == ("working", "plan default")]
+    assert phases[0] == "dry run of the 4 recorded request(s)"
+    assert any(p.startswith("checking a start-up list of ") for p in phases)
+    # every phase of a strategy comes before its end, and the next strategy's after it
+    assert events.index(("finished", "plan default")) < min(
+        i for i, e in enumerate(events) if e[:2] == ("working", "plan static"))
