@@ -506,6 +506,7 @@ class MetricsView:
     guard_count: int | None
     start_time_us: int | None
     bad_fields: tuple[str, ...] = ()
+    guard_latency_us: float | None = None  # the new entry's guards evaluated once, on a flushed cache
 
 
 def view_metrics(m: Any) -> MetricsView:
@@ -535,6 +536,7 @@ def view_metrics(m: Any) -> MetricsView:
     is_forward = get("is_forward", (bool,))
     start = get("start_time_us", num)
     line = get("co_firstlineno", (int,))
+    latency = get("guard_latency_us", num)
     return MetricsView(
         compile_id=str(get("compile_id", (str,)) or ""),
         co_name=str(get("co_name", (str,)) or ""),
@@ -551,6 +553,7 @@ def view_metrics(m: Any) -> MetricsView:
         guard_count=get("guard_count", (int,)),
         start_time_us=None if start is None else int(start),
         bad_fields=tuple(bad),
+        guard_latency_us=None if latency is None else float(latency),
     )
 
 
@@ -1190,6 +1193,219 @@ def pytree_children(value: Any) -> list[tuple[tuple[str, Any], Any]] | None:
         else:
             return None
     return out
+# ----------------------------------------------------------------------------- guard cost
+# What the guards charge on every call: the frames a call runs compiled code for, with the
+# inputs their guards read; each frame's cache entries in lookup order; each entry's guard
+# tree; a part of that tree evaluated alone. All read-only: nothing here changes what Dynamo
+# does on a call, and no hook here can raise into the user's code.
+
+# The profiler event Dynamo's cache lookup records around the guard evaluation of a frame's
+# entries (``torch/csrc/dynamo/eval_frame.c``) — checked on 2.13.0.
+CACHE_LOOKUP_EVENT = "TorchDynamo Cache Lookup"
+MAX_FRAME_CALLS = 256  # frame entries noted for one call (a regionally compiled block: one per instance)
+
+
+@dataclass(frozen=True)
+class FrameCall:
+    """A frame a call ran compiled code for: the frame's own code object (whose cache entries
+    the lookup tried), the frame's locals at entry (what its guards read as ``L[...]``) and its
+    globals (``G[...]``)."""
+
+    code: Any
+    inputs: dict[str, Any]
+    globals: dict[str, Any]
+
+
+def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) -> tuple[Any, list[FrameCall]]:
+    """Run ``call()`` once and note, in order, each frame it ran a compiled entry's code for.
+
+    Dynamo runs a compiled entry's code (its transformed bytecode) in place of the frame;
+    ``torch._dynamo.utils.orig_code_map`` maps that code back to the frame's own (its
+    ``values`` dict, keyed by the code's id) — checked on 2.13.0. A profile function
+    (``sys.setprofile``, the previous one put back after) sees each such frame start, its
+    locals then being the frame's inputs, as the lookup saw them. The hook calls no Python
+    function (Dynamo, active during the call, would compile one) and is itself skipped by
+    Dynamo (``eval_frame.skip_code``); it never raises, and what ``call`` raises is the
+    caller's. Returns what ``call`` returned."""
+    import sys
+
+    from torch._dynamo.eval_frame import skip_code
+    from torch._dynamo.utils import orig_code_map
+
+    originals = orig_code_map.values
+    seen: list[tuple[Any, dict[str, Any], dict[str, Any]]] = []
+    previous = sys.getprofile()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and len(seen) < limit:
+            try:
+                code = originals.get(id(frame.f_code))
+                if code is not None:
+                    seen.append((code, dict(frame.f_locals), frame.f_globals))
+            except Exception:  # noqa: BLE001 - a hook never raises into the program
+                pass
+
+    skip_code(hook.__code__)
+    sys.setprofile(hook)
+    try:
+        out = call()
+    finally:
+        sys.setprofile(previous)
+    return out, [FrameCall(code, inputs, scope) for code, inputs, scope in seen]
+
+
+def cache_entries(code: Any) -> list[Any]:
+    """A frame's cache entries in the order the next lookup tries them: the most recently hit
+    first (Dynamo moves a hit entry to the front), a new entry at the front.
+    ``torch._dynamo.eval_frame._debug_get_cache_entry_list`` — checked on 2.13.0."""
+    from torch._dynamo.eval_frame import _debug_get_cache_entry_list
+
+    try:
+        return list(_debug_get_cache_entry_list(code))
+    except Exception:  # noqa: BLE001 - not a code object Dynamo knows
+        return []
+
+
+def entry_compile_id(entry: Any) -> str | None:
+    """The compile id (``"0/3"``) of the compile that made a cache entry (``CacheEntry.compile_id``,
+    a ``CompileId`` with ``frame_id`` and ``frame_compile_id``) — checked on 2.13.0."""
+    cid = getattr(entry, "compile_id", None)
+    frame, attempt = getattr(cid, "frame_id", None), getattr(cid, "frame_compile_id", None)
+    return None if frame is None or attempt is None else f"{frame}/{attempt}"
+
+
+def entry_guard_check(entry: Any) -> Callable[[dict[str, Any]], bool]:
+    """The entry's whole guard check, as the lookup runs it: ``guard_manager.check(f_locals)``
+    (the C++ root manager; ``True`` when every guard passes) — checked on 2.13.0."""
+    return entry.guard_manager.check  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class GuardLeafInfo:
+    """One guard of a cache entry: the source its manager guards (``L['x']``,
+    ``L['self']._modules['layers']._modules['0'].scale``, ``G['torch']``; ``L`` for the frame's
+    ambient state — grad mode, default device…; ``""`` for a symbolic-shape relation), the leaf
+    guard's kind (its class name: ``TENSOR_MATCH``, ``TYPE_MATCH``…, ``EPILOGUE`` for a
+    relation) and the sources of the managers from the root down to its own (a part of the
+    tree holding it is built from these)."""
+
+    source: str
+    kind: str
+    path: tuple[str, ...]
+
+
+def _guard_children(manager: Any) -> list[Any]:
+    """A manager's children: a dict manager's key and value managers too (which
+    ``get_child_managers`` leaves out) — checked on 2.13.0."""
+    from torch._C._dynamo.guards import DictGuardManager
+
+    out = []
+    if isinstance(manager, DictGuardManager):
+        for pair in manager.get_key_value_managers().values():
+            out += [m for m in pair if m is not None]
+    out += [m for m in manager.get_child_managers() if m is not None]
+    return out
+
+
+def entry_guard_leaves(entry: Any, limit: int = 50_000) -> tuple[list[GuardLeafInfo], int]:
+    """Every guard of a cache entry (each manager's leaf guards, dict managers' keys and
+    values included, then the root's symbolic-shape relations), with how many were past
+    ``limit``. Walks ``guard_manager.root`` by ``get_source``, ``get_leaf_guards``,
+    ``get_child_managers``, ``DictGuardManager.get_key_value_managers`` and
+    ``get_epilogue_lambda_guards`` — checked on 2.13.0."""
+    out: list[GuardLeafInfo] = []
+    cut = 0
+    root = entry.guard_manager.root
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        manager, above = stack.pop()
+        try:
+            source = str(manager.get_source())
+            path = (*above, source)
+            leaves = manager.get_leaf_guards()
+            children = _guard_children(manager)
+        except Exception:  # noqa: BLE001 - a node this torch does not describe
+            continue
+        for leaf in leaves:
+            if len(out) >= limit:
+                cut += 1
+            else:
+                out.append(GuardLeafInfo(source, type(leaf).__name__, path))
+        stack.extend((child, path) for child in reversed(children))
+    try:
+        relations = list(root.get_epilogue_lambda_guards())
+    except Exception:  # noqa: BLE001
+        relations = []
+    out += [GuardLeafInfo("", "EPILOGUE", ("L",)) for _ in relations]
+    return out, cut
+
+
+def entry_guard_part(entry: Any, sources: frozenset[str]) -> Callable[[dict[str, Any]], bool] | None:
+    """A check of a part of the entry's guards: a copy of its guard tree keeping only the
+    managers whose source is in ``sources`` (give a manager's ancestors too: a manager is kept
+    under a kept parent) and their leaf guards. ``RootGuardManager.clone_manager(filter)``,
+    which Dynamo uses for its diff guards — checked on 2.13.0. None when the copy fails."""
+    try:
+        part = entry.guard_manager.root.clone_manager(lambda m: m.get_source() in sources)
+    except Exception:  # noqa: BLE001
+        return None
+    return None if part is None else part.check  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class DroppedGuard:
+    """A guard a ``guard_filter_fn`` told Dynamo not to keep: its name as Dynamo gives it
+    (``self._modules['layers']._modules['0'].scale``, ``G['CLAMP']``), its kind
+    (``CONSTANT_MATCH``, ``TENSOR_MATCH``…), whether it is on a global, and the value it held."""
+
+    name: str
+    kind: str
+    is_global: bool
+    value: Any = None
+
+
+def recording_guard_filter(fn: Callable[[list[Any]], list[bool]], dropped: list[DroppedGuard],
+                           limit: int = 10_000) -> Callable[[list[Any]], list[bool]]:
+    """``fn`` as a ``guard_filter_fn`` that also appends each guard it drops to ``dropped``.
+    Dynamo calls it with ``GuardFilterEntry`` records (``name``, ``guard_type``, ``is_global``,
+    ``value``, ``has_value``) — checked on 2.13.0. Recording never changes what ``fn`` decides,
+    nor raises."""
+
+    def recording(entries: list[Any]) -> list[bool]:
+        keep = fn(entries)
+        try:
+            for entry, kept in zip(entries, keep):
+                if not kept and len(dropped) < limit:
+                    dropped.append(DroppedGuard(str(entry.name), str(entry.guard_type), bool(entry.is_global),
+                                                entry.value if getattr(entry, "has_value", False) else None))
+        except Exception:  # noqa: BLE001 - the record is ours; the filter's answer stands
+            pass
+        return keep
+
+    recording.__name__ = getattr(fn, "__name__", "guard_filter")
+    return recording
+
+
+def local_scope_name(name: str) -> str:
+    """A guard filter entry's name with the frame's local scope put back: Dynamo strips
+    ``L['self']`` to ``self`` (``strip_local_scope``) — checked on 2.13.0."""
+    if name.startswith(("L[", "G[")) or not name:
+        return name
+    head, sep, rest = name.partition(".")
+    head, bracket, tail = head.partition("[")
+    return f"L[{head!r}]" + (bracket + tail if bracket else "") + (sep + rest if sep else "")
+
+
+def cache_lookup_times(call: Callable[[], Any], n: int) -> list[float]:
+    """Seconds of each ``TorchDynamo Cache Lookup`` event over ``n`` calls of ``call`` under
+    ``torch.profiler.profile`` (public; the event name is Dynamo's, checked on 2.13.0). The
+    profiler slows every op it records: for cross-checking, never inside timed samples."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(n):
+            call()
+    return [e.cpu_time_total / 1e6 for e in prof.events() if e.name == CACHE_LOOKUP_EVENT]
 
 
 _say_version_note()

@@ -17,7 +17,7 @@ from .errors import OptionError, WorkloadError
 # The schema version of every file compilescope writes (results and probe JSON, journals,
 # store rows): one number for the records below. Its history and the steps that migrate older
 # files on load are in :mod:`compilescope.schema`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
@@ -248,6 +248,7 @@ class CompileRecord:
     entry_guards: tuple[EntryGuard, ...] = ()  # the new cache entry's guards on its inputs (compiled ones)
     entry_guards_cut: int = 0  # guards past the recording's bounds, not kept
     guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
+    guard_latency_s: float | None = None  # PyTorch's one evaluation of them at compile time, on a flushed cache
 
     @property
     def key(self) -> tuple[int, int, int]:
@@ -357,6 +358,97 @@ class SteadyState:
 
 
 @dataclass(frozen=True)
+class GuardGroup:
+    """The guards of one kind of source in a cache entry: ``category`` is ``input`` (the
+    frame's arguments), ``module`` (an ``nn.Module``'s type, attributes, dicts), ``parameter``
+    (a parameter's or buffer's tensor guards), ``global``, ``ambient`` (the frame's global
+    state: grad mode, default device, function-mode stack…), ``shape`` (symbolic-shape
+    relations) or ``other``; ``owner`` the source they guard with module indices folded
+    (``self.layers[*].linear``), ``owners`` how many sources were folded into it, ``kinds``
+    each guard kind's count. ``samples_s``: the entry's guard check *without* this group's own
+    managers (those whose every guard below is this group's: a part of the entry's tree, copied)
+    on the call's inputs, each right after a real call — the whole tree copied the same way
+    (:attr:`FrameGuards.copy_s`) minus this is what the group adds to the lookup; empty when
+    not timed."""
+
+    category: str
+    owner: str
+    owners: int
+    kinds: dict[str, int] = field(default_factory=dict)
+    samples_s: tuple[float, ...] = ()
+
+    @property
+    def guards(self) -> int:
+        return sum(self.kinds.values())
+
+
+@dataclass(frozen=True)
+class EntryCheck:
+    """One cache entry's guards evaluated on one shape's call inputs: ``passed`` when they
+    accept it (the entry the call runs); ``samples_s`` raw, each right after a real call."""
+
+    entry: str
+    passed: bool
+    samples_s: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class FrameGuards:
+    """A compiled frame one request of a shape entered: ``calls`` times per request (a block
+    compiled regionally: once per instance), ``order`` its cache entries (compile ids) in the
+    order a lookup tried them when measured (the most recently hit first), ``checks`` each
+    entry's guards on this shape's inputs, ``guards`` the guard count of the entry that passed
+    and ``groups`` those guards by source; ``copy_s`` that entry's whole guard tree copied as a
+    group's part is (the base a part's time is read against). ``error`` says why a part is
+    missing."""
+
+    function: str
+    frame: int | None
+    calls: int
+    order: tuple[str, ...] = ()
+    checks: tuple[EntryCheck, ...] = ()
+    guards: int = 0
+    groups: tuple[GuardGroup, ...] = ()
+    copy_s: tuple[float, ...] = ()
+    guards_cut: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class GuardCost:
+    """What one shape's calls pay for guards, measured after its steady state: the compiled
+    frames a request enters, each with its cache entries' guard checks timed on the request's
+    own inputs (``rounds`` samples each, every one right after a real call, none inside the
+    steady samples). ``error``: why nothing was measured."""
+
+    shape: Shape
+    frames: tuple[FrameGuards, ...] = ()
+    rounds: int = 0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class SoundnessCheck:
+    """Whether compiled code goes stale when something a guard filter stopped guarding
+    changes: ``mutation`` is the change as code (``model.layers[0].scale = 2.0``), ``kind`` what
+    it changes (``module_attribute``, ``global``, ``requires_grad``, ``grad_mode``), ``guard``
+    the dropped guard it tests. After the change, on ``shape``: ``eager_changed`` — eager's
+    output changed (else the mutation tells nothing); ``stale`` — the compiled output no longer
+    matched eager's (None: not told); ``max_abs_err`` the difference; ``recompiled`` — the
+    compiled call compiled again (its guards saw the change)."""
+
+    mutation: str
+    kind: str
+    guard: str
+    shape: Shape
+    eager_changed: bool | None
+    stale: bool | None
+    max_abs_err: float | None = None
+    detail: str | None = None
+    recompiled: bool = False
+
+
+@dataclass(frozen=True)
 class NumericsCheck:
     shape: Shape
     dtype: str | None
@@ -413,6 +505,7 @@ class MeasureOptions:
     steady: bool = True
     numerics: bool = True
     python: str | None = None  # the interpreter trials run in (``run --python``); None: the driver's own
+    guards: bool = True  # time each compiled shape's guard checks after its steady state
 
 
 @dataclass(frozen=True)
@@ -513,6 +606,9 @@ class TrialResult:
     artifacts_bytes: int | None = None
     notes: tuple[str, ...] = ()
     startup: tuple[CallRecord, ...] = ()  # the spec's start-up calls, before the stream (their own indices)
+    guard_costs: tuple[GuardCost, ...] = ()  # per distinct shape: what its calls pay for guards
+    soundness: tuple[SoundnessCheck, ...] = ()  # a guard filter's dropped guards, changed: stale or not
+    dropped_guards: dict[str, int] = field(default_factory=dict)  # a guard filter's dropped guards, by kind
 
     @property
     def ok(self) -> bool:

@@ -26,6 +26,14 @@ Schema history (``schema_version``):
       expressions, scalar values) and ``entry_guards_cut`` (how many were past the bounds).
       A steady state's ``changed_inputs`` (the call changes its inputs, these paths; each
       sample was given inputs made afresh).
+  3 — the third cost, the guards: a trial's ``guard_costs`` (per distinct shape, each compiled
+      frame a request enters, its cache entries' guard checks timed on the shape's inputs, the
+      passing entry's guards grouped by source with each group timed alone), ``soundness``
+      (a guard filter's dropped guards changed in the trial: stale or not) and
+      ``dropped_guards`` (their kinds, counted); a compile record's ``guard_count`` and
+      ``guard_latency_s`` (PyTorch's own count, and its one evaluation at compile time); the
+      measure option ``guards``. A schema-2 file has none of them: it loads with them empty
+      (no guard cost measured), which is what it recorded.
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
@@ -456,6 +464,15 @@ def _records_from_events(events: list[Document]) -> list[Document]:
         latest[cid] = record
         records.append(record)
     return records
+
+
+@migration(2)
+def _guard_costs(data: Document) -> Document:
+    """2 → 3: the guard-cost records are new and optional; a schema-2 run measured none, and
+    loads with none (an empty ``guard_costs``, no soundness checks)."""
+    if data.get("kind", "run") == "run":
+        data["trials"] = [{**t, "guard_costs": t.get("guard_costs") or []} for t in data.get("trials") or []]
+    return data
 
 
 def encode(result: RunResult | ProbeResult, extra: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import torch
 
 from .errors import WorkloadError
 from .model import Inputs, Shape, Workload
-from .zoo import BUILTINS
+from .zoo import BUILTINS, sized_builtin
 
 
 def bind_arguments(target: Callable[..., Any], args: Sequence[Any], kwargs: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,7 +71,7 @@ def _import_file(path: Path) -> Any:
 
 def resolve_reference(ref: str) -> str:
     """Make a file reference absolute so a worker process in another directory finds it."""
-    if ref in BUILTINS:
+    if ref in BUILTINS or sized_builtin(ref) is not None:
         return ref
     target, sep, name = ref.rpartition(":")
     if sep and target.endswith(".py"):
@@ -83,11 +83,15 @@ def load_workload(ref: str) -> Workload:
     """Load a workload by reference; raise :class:`WorkloadError` naming what went wrong."""
     if ref in BUILTINS:
         return _with_ref(BUILTINS[ref](), ref)
+    sized = sized_builtin(ref)
+    if sized is not None:
+        return _with_ref(sized, ref)
     target, sep, name = ref.rpartition(":")
     if not sep or not target or not name:
         builtins = ", ".join(sorted(BUILTINS))
         raise WorkloadError(
-            f"unknown workload {ref!r}: use path/to/file.py:name, package.module:name or a built-in ({builtins})"
+            f"unknown workload {ref!r}: use path/to/file.py:name, package.module:name or a built-in ({builtins}; "
+            "layers:N for N layers)"
         )
     if target.endswith(".py"):
         path = Path(target)

@@ -96,6 +96,67 @@ def transformer_workload(layers: int = 4, d_model: int = 128, heads: int = 4, ff
 
 
 
+# ----------------------------------------------------------------------------- layers
+
+# A module-level setting the layers read: compiled code guards its value (a global guard).
+LAYERS_CLAMP = 6.0
+LAYERS_DEFAULT = 48
+LAYERS_WIDTH = 16
+# eight batch sizes, first in order (each compiles under dynamic=False), then mixed
+LAYERS_BATCHES = (1, 2, 3, 4, 5, 6, 7, 8, 3, 8, 1, 6, 2, 7, 4, 5, 8, 2, 5, 1, 7, 3, 6, 4)
+
+
+class SmallLayer(torch.nn.Module):
+    """A user-defined block: Linear + ReLU (clamped at :data:`LAYERS_CLAMP`), scaled, with a
+    residual connection. ``scale`` and ``residual`` are plain Python attributes the forward
+    reads, so compiled code guards them (module attribute guards)."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(width, width)
+        self.scale = 0.5
+        self.residual = True
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.linear(x)).clamp(max=LAYERS_CLAMP) * self.scale
+        return x + y if self.residual else y
+
+
+class Layers(torch.nn.Module):
+    """``n`` :class:`SmallLayer` blocks in a ``ModuleList``, applied in turn."""
+
+    def __init__(self, n: int, width: int = LAYERS_WIDTH) -> None:
+        super().__init__()
+        self.layers = torch.nn.ModuleList(SmallLayer(width) for _ in range(n))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def layers_workload(n: int = LAYERS_DEFAULT) -> Workload:
+    """``layers``: a ``ModuleList`` of ``n`` small user-defined layers over a varying batch —
+    little compute per call, many guards (each layer's module, attributes and parameters), so
+    what the guards charge on every call shows. ``layers:N`` picks ``n``."""
+    if not 1 <= n <= 4096:
+        raise WorkloadError(f"layers:{n}: the number of layers must be between 1 and 4096")
+
+    def build() -> Layers:
+        torch.manual_seed(0)
+        return Layers(n).eval()
+
+    return Workload(
+        name="layers" if n == LAYERS_DEFAULT else f"layers:{n}",
+        description=f"a ModuleList of {n} user-defined Linear+ReLU layers (width {LAYERS_WIDTH}), "
+                    "8 batch sizes mixed",
+        build=build,
+        make_inputs=lambda s: (torch.randn(s["batch"], LAYERS_WIDTH),),
+        dims=("batch",),
+        default_stream=tuple({"batch": b} for b in LAYERS_BATCHES),
+    )
+
+
 MODELS_EXTRA = "pip install 'compilescope[models]'"
 
 
@@ -451,4 +512,16 @@ BUILTINS: dict[str, Callable[[], Workload]] = {
     "gpt2-tiny": gpt2_tiny,
     "minilm": minilm,
     "causal-lm": causal_lm,
+    "layers": layers_workload,
 }
+
+# built-ins that take a size: ``NAME:N`` (``layers:12``)
+SIZED_BUILTINS: dict[str, Callable[[int], Workload]] = {"layers": layers_workload}
+
+
+def sized_builtin(ref: str) -> Workload | None:
+    """The built-in a ``NAME:N`` reference names (``layers:12``), or None when ``ref`` is not one."""
+    name, sep, size = ref.partition(":")
+    if not sep or name not in SIZED_BUILTINS or not size.isdigit():
+        return None
+    return SIZED_BUILTINS[name](int(size))

@@ -22,6 +22,9 @@ from compilescope.schema import MIGRATIONS, dumps, known_versions, load, loads, 
 from compilescope.store import Store
 
 V1 = Path(__file__).resolve().parents[1] / "schema_files" / "run-schema-1.json"
+# written at schema 2 (``compilescope run sincos --stream 8,8,16,4 --strategies eager,default
+# --backend eager --samples 5``, torch 2.13), paths made neutral: no guard cost was measured then
+V2 = Path(__file__).resolve().parents[1] / "schema_files" / "run-schema-2.json"
 
 
 def _v1() -> dict:
@@ -57,6 +60,23 @@ def test_a_migrated_run_reports_and_writes_the_current_schema():
     again = loads(dumps(result))
     assert json.loads(dumps(result))["schema_version"] == SCHEMA_VERSION
     assert again == result
+
+
+def test_a_schema_2_run_loads_with_no_guard_cost_and_reports_as_before():
+    raw = json.loads(V2.read_text())
+    assert raw["schema_version"] == 2 and all("guard_costs" not in t for t in raw["trials"])
+    result = load(V2)
+    assert isinstance(result, RunResult) and result.schema_version == SCHEMA_VERSION
+    default = next(t for t in result.trials if t.spec.strategy == "default")
+    assert default.guard_costs == () and default.soundness == () and default.dropped_guards == {}
+    assert all(r.guard_latency_s is None for r in default.compiles)
+    old = next(t for t in raw["trials"] if t["spec"]["strategy"] == "default")
+    assert [c.latency_s for c in default.calls] == [c["latency_s"] for c in old["calls"]]
+    report = build_run_report(result)
+    trial = next(t for t in report.trials if t.label.startswith("default"))
+    assert trial.guards is None and trial.guard_extra_s is None  # nothing measured: nothing derived
+    assert (trial.stream.compiles, trial.stream.recompiles) == (2, 1)
+    assert loads(dumps(result)) == result
 
 
 def test_schema_1_backward_events_fold_into_their_forward_and_a_reset_starts_an_epoch():

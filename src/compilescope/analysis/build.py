@@ -56,6 +56,7 @@ from ..report import (
 from ..stream import distinct_shapes
 from ..units import fmt_time
 from .advice import group_causes
+from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
 from .presented import finish_probe_report, finish_run_report
@@ -261,7 +262,7 @@ def trial_records(trial: TrialResult) -> TrialRecords:
     partial = eager_frames(trial.calls, stream)
     compiles_code = strategy_compiles(trial)
     return TrialRecords(trial, compiles_code, trial_limit(trial), stream,
-                        tuple(r for r in trial.compiles if r.phase != "stream"), caused, partial,
+                        tuple(r for r in trial.compiles if r.phase not in ("stream", "soundness")), caused, partial,
                         _frame_names(trial.compiles), tuple(classify_calls(trial.calls, stream, compiles_code, partial)))
 
 
@@ -412,10 +413,17 @@ def backed(measured: Sequence[ShapeRow], faster: bool) -> bool:
     return (above > below) == faster and above != below and sign_test_p(above, below) < ALPHA
 
 
-def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None) -> dict[str, Any]:
+def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
+            guard_extra_s: float | None = None) -> dict[str, Any]:
     """What compiling cost (the compiled calls' latency over their shape's steady p50), the
-    saving that repays it, and when it is repaid: the report's saving and break-even fields."""
+    saving that repays it, and when it is repaid: the report's saving and break-even fields.
+    ``guard_extra_s`` is the lookup per request the stream's order adds to the steady calls
+    (which tried each shape's entry first): the saving a request of this stream sees is the
+    steady saving less it."""
     value, noise, significant = saving(rows)
+    if value is not None and guard_extra_s is not None:
+        value -= guard_extra_s
+        significant = abs(value) > (noise or 0.0)
     steady_by_shape = {r.shape: r.steady.median for r in rows if r.steady is not None}
     cost = 0.0
     for call in trial.calls:
@@ -489,6 +497,8 @@ def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | 
     changes = tuple(_changes(rec))
     reused = [c.latency_s for c in changes if c.outcome == "reused" and c.latency_s is not None]
     status = trial_status(trial.status, trial.calls)  # records written before "partial" existed say "ok"
+    guards = guard_summary(trial, rows) if rec.compiles_code else None
+    extra = guards.extra_s if guards is not None and guards.significant else None
     report = TrialReport(
         label=trial.label, strategy=trial.spec.name, cache=trial.spec.cache, status=status, error=trial.error,
         compiles_code=rec.compiles_code, requests=len(trial.spec.stream), completed=len(trial.calls),
@@ -506,8 +516,9 @@ def trial_report(trial: TrialResult, eager: TrialResult | None, lifetime: int | 
         verdict=(),
         notes=(),
         errors=group_errors(trial.calls),
-        **stream_times(rec, eager), **payback(trial, rows, lifetime), **numerics_counts(rows),
+        **stream_times(rec, eager), **payback(trial, rows, lifetime, extra), **numerics_counts(rows),
         **fallback_counts(trial, rec.partial),
+        guards=guards, guard_extra_s=extra, **soundness_fields(trial),
     )
     report = dataclasses.replace(report, notes=tuple(trial_notes(rec, report)))
     if status == "ok" and rec.compiles_code:
@@ -708,6 +719,9 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "shapes": {r.shape: {"requests": r.requests, "how_it_ran": r.status, "request_errors": r.error_calls,
                                  "eager_fallbacks": r.fallback_calls,
                                  "partial_eager_fallbacks": r.partial_fallback_calls} for r in t.rows},
+            "guards": guard_data(t.guards),
+            "soundness": [dataclasses.asdict(c) for c in t.soundness],
+            "dropped_guards": dict(t.dropped_guards),
         }
         for t in report.trials
     }

@@ -22,6 +22,11 @@ Rules, stated once:
   flagged: it moves with the process's speed, which says nothing about compiling;
 * **status, request errors, eager fallbacks, compiles** — exact: any change is flagged
   (15 errors against 0 is a regression, whatever else improved);
+* **guards** (a compiled shape's guard count, exact) and **guard lookup** (a call's guard
+  checks with its entry tried first, sampled): fewer and less are better; a lookup change is
+  flagged as the speedup is — the IQRs apart and beyond the tolerance. The stream's mean
+  lookup in its order (derived from the same samples) is shown, flagged only beyond the two
+  runs' noise;
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
   ``SINGLE_SAMPLE_TOLERANCE`` (wider than the tolerance of sampled figures: one sample's
   jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``, and beyond the noise that
@@ -52,7 +57,7 @@ from dataclasses import dataclass, field
 from ..errors import OptionError
 from ..model import CompileRecord, RunResult, TrialEnv, TrialResult, shape_label
 from ..torchtext import failure_key
-from ..report import Change, CompareReport, Flag, Pair, RunReport, ShapeRow, Stats, TrialReport
+from ..report import Change, CompareReport, Flag, GuardSummary, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
 from .build import build_run_report
 from .noise import busy, holm, mann_whitney_p
@@ -76,6 +81,9 @@ BETTER = {
     "how it ran": "compiled is better than an eager fallback or an error",
     "speedup": "eager p50 / compiled p50 in the same process: higher is better",
     "steady p50": "eager trial, raw: never flagged",
+    "guards": "fewer is better",
+    "guard lookup": "a call's guard checks, its entry tried first: less is better",
+    "guard lookup, stream order": "a request's guard checks in the stream's order: less is better",
 }
 MIN_IMPORT_S = 0.1  # a trial whose imports took less (forked, in-process) says nothing of start-up noise
 
@@ -118,6 +126,53 @@ def _spread(t: TrialReport) -> dict[str, float]:
         if r.eager is not None and r.eager_trial is not None and r.eager.median > 0 and r.eager_trial.median > 0:
             ratio = r.eager_trial.median / r.eager.median
             out[r.shape] = max(ratio, 1 / ratio)
+    return out
+
+
+def _guard_changes(trial: str, ta: TrialReport, tb: TrialReport, busy_text: str = "") -> list[Change]:
+    """Per shape: the guard count (exact) and the lookup with the entry tried first (sampled);
+    per trial: the mean lookup in the stream's order. Timings of a busy machine are shown,
+    never flagged."""
+    ga, gb = ta.guards, tb.guards
+    if ga is None or gb is None:
+        return []
+    out = _guard_lookups(trial, ga, gb)
+    if busy_text:
+        out = [dataclasses.replace(c, flag="", why=busy_text) if c.figure != "guards" else c for c in out]
+    return out
+
+
+def _guard_lookups(trial: str, ga: GuardSummary, gb: GuardSummary) -> list[Change]:
+    out: list[Change] = []
+    rows_b = {r.shape: r for r in gb.rows}
+    for ra in ga.rows:
+        rb = rows_b.get(ra.shape)
+        if rb is None:
+            continue
+        if ra.guards != rb.guards:
+            change = _count(trial, "guards", ra.guards, rb.guards, "counts are exact")
+            out.append(dataclasses.replace(change, shape=ra.shape))
+        if ra.lookup is not None and rb.lookup is not None:
+            a, b = ra.lookup, rb.lookup
+            rel = _rel(a.median, b.median)
+            texts = dict(a_text=fmt_time(a.median), b_text=fmt_time(b.median))
+            if rel is None or not iqr_separated((a.q1, a.q3), (b.q1, b.q3)):
+                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", "within the IQRs", **texts))
+            elif abs(rel) < TOLERANCE:
+                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", f"below {TOLERANCE:.0%}",
+                                  **texts))
+            else:
+                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel,
+                                  "regression" if rel > 0 else "improvement", "IQRs do not overlap", **texts))
+    if ga.stream_s is not None and gb.stream_s is not None:
+        rel = _rel(ga.stream_s, gb.stream_s)
+        noise = (ga.noise_s or 0.0) + (gb.noise_s or 0.0)
+        beyond = abs(gb.stream_s - ga.stream_s) > noise and rel is not None and abs(rel) >= TOLERANCE
+        flag: Flag = ("regression" if gb.stream_s > ga.stream_s else "improvement") if beyond else ""
+        out.append(Change(trial, "", "guard lookup, stream order", ga.stream_s, gb.stream_s, rel, flag,
+                          (f"{ga.mean_tried or 0:.1f} against {gb.mean_tried or 0:.1f} entries tried; "
+                           + ("beyond" if beyond else "within") + f" the noise (±{fmt_time(noise)})"),
+                          fmt_time(ga.stream_s), fmt_time(gb.stream_s)))
     return out
 
 
@@ -300,6 +355,7 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport, noise: _Noise | 
             change = _eager_steady(name, ra, rb)
         if change is not None:
             out.append(change)
+    out += _guard_changes(name, ta, tb, noise.busy)
     return out
 
 

@@ -78,7 +78,27 @@ def steady_clauses(t: TrialReport) -> list[str]:
 
 def verdict_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
     """The verdict, clause by clause; each present only when its evidence is."""
-    return [*steady_clauses(t), *compile_clauses(t, limit), *payback_clauses(t), *numerics_clauses(t)]
+    return [*steady_clauses(t), *compile_clauses(t, limit), *guard_clauses(t), *payback_clauses(t),
+            *numerics_clauses(t)]
+
+
+GUARD_SHARE_SHOWN = 0.10  # guard checks this share of a compiled call or more are worth a clause
+
+
+def guard_clauses(t: TrialReport) -> list[str]:
+    """What the guards charged every call: their share of a compiled call when it is large,
+    and what the stream's order added to each request when that is beyond the noise."""
+    g = t.guards
+    if g is None:
+        return []
+    out = []
+    if g.share is not None and g.share >= GUARD_SHARE_SHOWN and g.repeated_s is not None:
+        out.append(f"guard checks took {g.share:.0%} of a compiled call ({_t(g.repeated_s)} a call with its entry "
+                   "tried first)")
+    if g.significant and g.extra_s is not None and g.extra_s > 0 and g.mean_tried is not None:
+        out.append(f"recompiles also slowed later calls: on this stream's order a request tried "
+                   f"{g.mean_tried:.1f} cache entries on average, +{_t(g.extra_s)} of guard checks a request")
+    return out
 
 
 def compile_clauses(t: TrialReport, limit: int | None = None) -> list[str]:
@@ -130,17 +150,20 @@ def payback_clauses(t: TrialReport) -> list[str]:
                 f"(±{_t(t.saving_noise_s)}): no break-even is projected"
             )
         elif t.n_star is not None:
+            net = (f" net of the {_t(t.guard_extra_s)} of guard checks this stream's order adds"
+                   if t.guard_extra_s else "")
             clause = (
                 f"compile cost is repaid after ~{t.n_star:,} requests ({_t(t.compile_cost_s)} of compile stalls, "
-                f"{_t(t.saving_per_request_s)} saved per request)"
+                f"{_t(t.saving_per_request_s)} saved per request{net})"
             )
             if t.break_even_request is not None:
                 clause += f"; within this stream from request {t.break_even_request}"
             out.append(clause)
         else:
+            net = (f", {_t(t.guard_extra_s)} of it guard checks this stream's order adds" if t.guard_extra_s else "")
             out.append(
                 f"compile cost is never repaid on this shape mix (compiled requests are "
-                f"{_t(-t.saving_per_request_s)} slower on average; {_t(t.compile_cost_s)} of compile stalls)"
+                f"{_t(-t.saving_per_request_s)} slower on average{net}; {_t(t.compile_cost_s)} of compile stalls)"
             )
     if t.lifetime is not None and t.lifetime_gain_s is not None:
         if t.lifetime_gain_s > 0:

@@ -231,6 +231,8 @@ class RecordBuilder:
             entry_guards=rename_entry_guards(entry_guards, params) if outcome == "compiled" else (),
             entry_guards_cut=entry_guards_cut if outcome == "compiled" else 0,
             guard_count=view.guard_count if outcome == "compiled" else None,
+            guard_latency_s=view.guard_latency_us / 1e6 if outcome == "compiled" and view.guard_latency_us is not None
+            else None,
         )
         self.records.append(record)
         return record

@@ -25,6 +25,7 @@ import torch
 from .. import __version__, compat
 from ..analysis.numerics import compare_outputs
 from ..collect.capture import CaptureSession, Polled
+from ..collect.guard_cost import measure_guard_cost
 from ..collect.graphs import GraphRunLog
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
@@ -34,6 +35,7 @@ from ..model import (
     CompileRecord,
     ErrorInfo,
     GraphBreak,
+    GuardCost,
     MeasureOptions,
     NumericsCheck,
     ProcessStart,
@@ -291,6 +293,15 @@ class _Runner:
         ran = (eager_samples > 0) if self.compiles and self.graphs.compiled else None
         return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
 
+    def guards(self, shape: Shape) -> GuardCost:
+        """What the guards charge a call of ``shape``: timed after its steady state, apart
+        from the steady samples (:mod:`compilescope.collect.guard_cost`)."""
+        m = self.measure
+        cost = measure_guard_cost(self._call(self.prepared.fn, shape), shape, min_rounds=min(m.min_samples, m.samples),
+                                  max_rounds=m.samples, budget_s=m.budget_s / 2)
+        self._poll(None, {}, "steady")
+        return cost
+
     def numerics(self, shape: Shape) -> NumericsCheck:
         restore = self.workload.snapshot() if self.workload.snapshot is not None else None
 
@@ -438,6 +449,8 @@ def run_trial(
             failed_shapes = {tuple(c.shape.items()) for c in calls if c.error is not None}
             shapes = [s for s in distinct_shapes(spec.stream) if tuple(s.items()) not in failed_shapes]
             steady = tuple(runner.steady(s) for s in shapes) if measure.steady else ()
+            guard_costs = tuple(runner.guards(s) for s in shapes) if (measure.guards and measure.steady
+                                                                        and strategy.compiles) else ()
             numerics = tuple(runner.numerics(s) for s in shapes) if measure.numerics and strategy.compiles else ()
     finally:
         capture.uninstall()
@@ -459,6 +472,7 @@ def run_trial(
         graph_breaks=tuple(capture.graph_breaks),
         steady=steady,
         numerics=numerics,
+        guard_costs=guard_costs,
         env=finished_env(env),
         build_s=build_s,
         cache_load_s=cache_load_s,

@@ -21,6 +21,7 @@ from ..report import (
     ScriptAdvice,
     ShapeRow,
     Snippet,
+    Stats,
     TrialReport,
 )
 from ..units import fmt_time, n_star_text
@@ -273,6 +274,62 @@ def start_table(report: RunReport) -> Grid | None:
     return table
 
 
+def _kinds_text(kinds: Sequence[tuple[str, int]], most: int = 3) -> str:
+    shown = ", ".join(f"{k} {n}" for k, n in kinds[:most])
+    return shown + (f", +{sum(n for _, n in kinds[most:])} more" if len(kinds) > most else "")
+
+
+def _lookup_cell(stats: Stats | None) -> Text:
+    if stats is None:
+        return T("—", "dim")
+    return T(f"{fmt_time(stats.median)} ±{fmt_time(stats.iqr / 2)}" + (" ~" if stats.noisy else ""))
+
+
+def guard_table(report: RunReport) -> Grid | None:
+    """Per compiled trial and shape: what a call's guard checks cost with its entry tried first,
+    the entries a lookup could try, the guards by kind and the costliest source."""
+    trials = [t for t in report.trials if t.guards is not None and t.guards.rows]
+    if not trials:
+        return None
+    table = Grid(T("guards: what every call pays before the compiled code runs"), (
+        ("strategy", "left"), ("shape", "left"), ("entries", "right"), ("lookup\n(entry first)", "right"),
+        ("of the call", "right"), ("one rejecting\nentry", "right"), ("guards", "right"), ("by kind", "left"),
+        ("PyTorch's\nguard_latency", "right"), ("costliest source", "left")),
+        keys=2, once=(0,), keep=("entries", "lookup\n(entry first)", "of the call", "guards"))
+    for t in trials:
+        assert t.guards is not None
+        for i, r in enumerate(t.guards.rows):
+            top = next((s for s in r.sources if s.category not in ("ambient", "shape")), None)
+            top_text = "" if top is None else f"{top.label}: {top.guards} guards" + (
+                f", {top.share:.0%} of the lookup" if top.share is not None else "")
+            table.add_row(T(t.label), T(r.shape), T(r.entries), _lookup_cell(r.lookup),
+                          T(f"{r.share:.0%}" if r.share is not None else ""), T(fmt_time(r.miss_s) if r.miss_s else ""),
+                          T(r.guards), T(_kinds_text(r.kinds), "dim"),
+                          T(fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else ""),
+                          T(top_text or r.note, "dim" if not top_text else ""),
+                          end_section=i == len(t.guards.rows) - 1)
+    return table
+
+
+def guard_lines(report: RunReport) -> list[Text]:
+    """Each compiled trial's guard findings in words: the stream's order, the top sources, and
+    a guard filter's soundness checks."""
+    lines = []
+    for t in report.trials:
+        g = t.guards
+        if g is not None and g.text:
+            lines.append(Text.assemble(("  " + t.label + ": ", "bold"), g.text))
+        if g is not None and g.top_text:
+            lines.append(Text.assemble(("  " + t.label + " — costliest guards: ", "bold"), g.top_text))
+        if t.dropped_guards:
+            lines.append(T(f"  {t.label}: its guard filter dropped {sum(n for _, n in t.dropped_guards):,} guards "
+                           f"({_kinds_text(t.dropped_guards)})", "dim"))
+        for c in t.soundness:
+            style = {"stale": "bold red", "sound": "green"}.get(c.verdict, "dim")
+            lines.append(Text.assemble(("  " + t.label + ": ", "bold"), (c.verdict.upper() + " ", style), c.detail))
+    return lines
+
+
 def note_line(note: Note) -> Text:
     return T(f"{_NOTE_MARK[note.level]} {note.text}", _NOTE_STYLE[note.level])
 
@@ -298,6 +355,12 @@ def renderables(report: RunReport) -> list[RenderableType]:
     backward = backward_lines(report)
     if backward:
         parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
+    guards = guard_table(report)
+    if guards is not None:
+        parts.append(guards)
+    found = guard_lines(report)
+    if found:
+        parts.append(Group(T("guards (lookup = the guard checks before the compiled code runs)", "bold"), *found))
     verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), t.verdict_text) for t in report.trials if t.verdict]
     if verdicts:
         head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")

@@ -17,6 +17,8 @@ COLUMNS = (
     "numerics_ran_eagerly", "trial_compiles", "trial_recompiles", "trial_refused", "trial_compile_s",
     "trial_eager_fallbacks", "trial_stream_s", "eager_stream_s", "break_even_request",
     "error_calls", "partial_fallback_calls", "trial_request_errors", "trial_partial_fallbacks",
+    "guard_entries", "guard_lookup_s", "guard_lookup_iqr_s", "guard_share", "guards",
+    "trial_guard_stream_lookup_s", "trial_guard_repeated_lookup_s",
 )
 
 
@@ -37,10 +39,16 @@ def render(report: RunReport) -> str:
         tail = [t.stream.compiles, t.stream.recompiles, t.stream.refused, t.stream.compile_s, t.fallbacks,
                 t.stream_s, t.eager_stream_s, t.break_even_request]
         counts = [t.call_errors, t.partial_fallbacks]
+        g = t.guards
+        guard_rows = {r.shape: r for r in g.rows} if g is not None else {}
+        trial_guards = [g.stream_s if g else None, g.repeated_s if g else None]
         if not t.rows:
-            writer.writerow([_cell(v) for v in head + [None] * (len(COLUMNS) - len(head) - len(tail) - 4) + tail
-                             + [None, None] + counts])
+            writer.writerow([_cell(v) for v in head + [None] * (len(COLUMNS) - len(head) - len(tail) - 11) + tail
+                             + [None, None] + counts + [None] * 5 + trial_guards])
         for r in t.rows:
+            gr = guard_rows.get(r.shape)
+            guard = [gr.entries, gr.lookup.median if gr.lookup else None, gr.lookup.iqr if gr.lookup else None,
+                     gr.share, gr.guards] if gr is not None else [None] * 5
             n = r.numerics
             writer.writerow([_cell(v) for v in head + [
                 r.shape, r.requests, r.first_call_s, r.status, r.cause, r.fallback_calls,
@@ -50,7 +58,7 @@ def render(report: RunReport) -> str:
                 r.eager_trial.median if r.eager_trial else None,
                 n.max_abs_err if n else None, n.max_rel_err if n else None, n.passed if n else None,
                 n.ran_eagerly if n else None,
-            ] + tail + [r.error_calls, r.partial_fallback_calls] + counts])
+            ] + tail + [r.error_calls, r.partial_fallback_calls] + counts + guard + trial_guards])
     return buf.getvalue()
 
 

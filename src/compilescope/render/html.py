@@ -372,6 +372,53 @@ def _phases_figure(rows: list[tuple[str, Any]]) -> Any:
     return fig
 
 
+def _guard_figure(report: RunReport) -> Any:
+    """Each stream request's guard checks against how many cache entries its lookup tried
+    (the entry's position in the lookup order), and each shape's with its entry tried first."""
+    import plotly.graph_objects as go
+
+    fig = go.Figure()
+    for i, t in enumerate(report.trials):
+        g = t.guards
+        if g is None:
+            continue
+        color = COLORS[i % len(COLORS)]
+        hits = [p for p in g.points if p.lookup_s is not None]
+        if hits:
+            fig.add_trace(go.Scatter(
+                x=[p.tried for p in hits], y=[p.lookup_s * 1e6 for p in hits], mode="markers", name=f"{t.label}: stream",
+                legendgroup=t.label, marker={"color": color, "size": 8},
+                hovertext=[f"request {p.index} · {e(p.shape)}<br>{p.tried} entries tried · {fmt_time(p.lookup_s)}"
+                           for p in hits], hoverinfo="text"))
+        first = [r for r in g.rows if r.lookup is not None]
+        if first:
+            fig.add_trace(go.Scatter(
+                x=[1] * len(first), y=[r.lookup.median * 1e6 for r in first if r.lookup], mode="markers",
+                name=f"{t.label}: its size repeated", legendgroup=t.label,
+                marker={"color": color, "size": 12, "symbol": "diamond-open"},
+                hovertext=[f"{e(r.shape)} repeated: {fmt_time(r.lookup.median if r.lookup else None)}" for r in first],
+                hoverinfo="text"))
+    fig.update_layout(title="guard checks of each request against the position of its cache entry in the lookup "
+                            "(◇ the size repeated: its entry tried first)",
+                      xaxis_title="cache entries tried (the hit included)", yaxis_title="lookup (µs)",
+                      hovermode="closest", margin={"t": 50})
+    return fig
+
+
+def _guard_table(t: TrialReport) -> str:
+    assert t.guards is not None
+    rows = [[(r.shape, ""), (str(r.entries), "num"), (_stats(r.lookup) if r.lookup else "—", "num"),
+             (f"{r.share:.0%}" if r.share is not None else "", "num"), (fmt_time(r.miss_s) if r.miss_s else "", "num"),
+             (str(r.guards), "num"), (", ".join(f"{k} {n}" for k, n in r.kinds), "text"),
+             (fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else "", "num"),
+             ("; ".join(f"{s.label}: {s.guards} guards" + (f", {s.share:.0%} of the lookup" if s.share is not None
+                                                           else "") for s in r.sources[:3]) or r.note, "text")]
+            for r in t.guards.rows]
+    return _table(["shape", "cache entries", "lookup, entry first (p50 ±IQR/2)", "of the call", "one rejecting entry",
+                   "guards", "by kind", "PyTorch's guard_latency (once, cold)", "costliest sources"], rows,
+                  f' class="guards" data-trial="{e(t.label)}"')
+
+
 def _trial_tables(t: TrialReport) -> str:
     rows = []
     for r in t.rows:
@@ -441,10 +488,22 @@ def render_run(report: RunReport, *, title: str | None = None, command: str | No
     if rows:
         page.add("<h2>Compile time by phase</h2>")
         page.figure(_phases_figure(rows), "compile phases")
+    if any(t.guards is not None and t.guards.points for t in report.trials):
+        page.add("<h2>Guards: what every call pays</h2>")
+        page.figure(_guard_figure(report), "guard checks by entry position")
+        page.add("<ul>" + "".join(f"<li><b>{e(t.label)}</b>: {e(t.guards.text)}"
+                                  + (f"<br>costliest guards: {e(t.guards.top_text)}" if t.guards.top_text else "")
+                                  + "</li>" for t in report.trials if t.guards is not None and t.guards.text) + "</ul>")
     for t in report.trials:
         if not t.rows:
             continue
         page.add(f"<h2>{e(t.label)} — per shape</h2>" + _trial_tables(t))
+        if t.guards is not None and t.guards.rows:
+            page.add(_guard_table(t))
+        if t.soundness:
+            page.add(_table(["changed", "guard dropped", "shape", "verdict", "what happened"], [
+                [(c.mutation, "text"), (c.guard, "text"), (c.shape, ""), (c.verdict, "bad" if c.verdict == "stale" else ""),
+                 (c.detail, "text")] for c in t.soundness]))
         changes = [c for c in t.changes if c.outcome != "reused"]
         if changes:
             page.add(_table(["request", "shape change", "latency", "what happened", "reasons (PyTorch's words)"], [

@@ -31,6 +31,7 @@ from __future__ import annotations
 from .advice import AdviceReport, CodeFix, Judged, Proposal, Snippet
 from .compare import LEGEND, Change, CompareReport, Flag, Pair
 from .files import ProbeFile, RunFile
+from .guards import GuardPoint, GuardShapeRow, GuardSourceRow, GuardSummary
 from .forecast import CompileTimes, ForecastGuard, ForecastReport, ForecastRequest, StrategyForecast
 from .probe import Cause, CauseRow, FunctionReport, GuardRow, ProbeReport
 from .run import (
@@ -45,6 +46,7 @@ from .run import (
     RowStatus,
     RunReport,
     ShapeRow,
+    SoundnessRow,
     SpeedClass,
     SpeedGroup,
     StartRow,
@@ -63,4 +65,5 @@ __all__ = [
     "SpeedGroup", "StartRow", "Stats", "SteadySummary", "TrialReport",
     "CompileTimes", "ForecastGuard", "ForecastReport", "ForecastRequest", "StrategyForecast",
     "Latency", "StrategyVerify", "VerifyReport", "VerifyRequest",
+    "GuardPoint", "GuardShapeRow", "GuardSourceRow", "GuardSummary", "SoundnessRow",
 ]

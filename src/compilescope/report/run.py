@@ -6,9 +6,12 @@ partial eager fallback, request error and speedup are stated once, in :mod:`comp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from ..model import NumericsCheck, made_entry
+
+if TYPE_CHECKING:
+    from .guards import GuardSummary
 
 IQR_WARN_THRESHOLD = 0.10  # IQR/median above this marks a steady-state figure as noisy
 
@@ -226,6 +229,22 @@ class TrialReport:
     verdict_text: str = ""  # the verdict clauses as one sentence
     reused_changes: int = 0  # shape changes that ran a compiled graph without recompiling
     numerics_text: str = ""  # "2 pass, 1 eager", "1 of 3 FAIL": the numerics column
+    guards: GuardSummary | None = None  # what the guards charged every call (compiled trials that measured it)
+    guard_extra_s: float | None = None  # per request: the lookup the stream's order added, taken from the saving
+    soundness: tuple[SoundnessRow, ...] = ()  # a guard filter's dropped guards, changed in the trial
+    dropped_guards: tuple[tuple[str, int], ...] = ()  # the kinds of guards a guard filter dropped
+
+
+@dataclass(frozen=True)
+class SoundnessRow:
+    """A change to something a guard filter stopped guarding, and what the compiled call did."""
+
+    mutation: str  # the change, as code
+    kind: str
+    guard: str
+    shape: str
+    verdict: Literal["stale", "sound", "no effect", "unknown"]  # stale: compiled ≠ eager after the change
+    detail: str
 
 
 @dataclass(frozen=True)

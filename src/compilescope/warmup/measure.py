@@ -33,7 +33,7 @@ from ..model import StrategyPlan, WarmupPlan
 
 LONG_STREAM = 200  # a longer recording is replayed as its distinct shapes (its repeats hit)
 DEFAULT_CACHES = ("cold", "warm", "mega")
-MEASURE = MeasureOptions(warmup=2, samples=10, min_samples=3, budget_s=0.5, numerics=False)
+MEASURE = MeasureOptions(warmup=2, samples=10, min_samples=3, budget_s=0.5, numerics=False, guards=False)
 
 
 class KeepArtifacts:

@@ -32,7 +32,11 @@ from compilescope.report import (
     CompileCounts,
     CompileRow,
     FunctionReport,
+    GuardPoint,
     GuardRow,
+    GuardShapeRow,
+    GuardSourceRow,
+    GuardSummary,
     Judged,
     Note,
     Pair,
@@ -45,6 +49,7 @@ from compilescope.report import (
     ScriptRun,
     ShapeRow,
     Snippet,
+    SoundnessRow,
     SpeedGroup,
     Stats,
     SteadySummary,
@@ -109,6 +114,20 @@ COMPILE_1 = CompileRow("0/1", 0, "forward", "compiled", "stream", 1, 0.125, None
                        1_500_000, 0.125)
 
 
+def _guards() -> GuardSummary:
+    source = GuardSourceRow("module", f"self.layers[*] {HOSTILE}", 48, 288, (("TYPE_MATCH", 144), ("EQUALS_MATCH", 96)),
+                            0.41, 2.1e-5, 0.71)
+    rows = (GuardShapeRow("16", 1, 2, _stats(3e-5), 695, (("TYPE_MATCH", 300), ("TENSOR_MATCH", 97)), 0.48, 6e-6,
+                          1.7e-4, (source,)),
+            GuardShapeRow("32", 1, 2, _stats(3.2e-5), 695, (("TYPE_MATCH", 300), ("TENSOR_MATCH", 97)), 0.22, 6.5e-6,
+                          None, (source,)))
+    points = (GuardPoint(0, "16", 0, None, 3e-5, True), GuardPoint(1, "32", 1, None, 3.2e-5, True),
+              GuardPoint(2, "32", 1, 3.2e-5, 3.2e-5))
+    return GuardSummary(rows, points, 1, 3.8e-5, 3.2e-5, 1.5, 6e-6, 6e-6, 1e-6, True, 0.35, (source,),
+                        "on this stream's order a request's guard checks took 38 µs on average (1.5 entries tried)",
+                        f"48 modules self.layers[*] {HOSTILE}: 288 guards (41%), 71% of the lookup")
+
+
 def run_report() -> RunReport:
     eager = _trial(
         "eager", "eager", rows=(_row("16", eager=_stats(1e-4)), _row("32", requests=2, first_call_index=1,
@@ -146,6 +165,10 @@ def run_report() -> RunReport:
         verdict=("compiling pays for itself after 8,400 requests",),
         verdict_text="Compiling pays for itself after 8,400 requests.", numerics_text="2 pass",
         notes=(Note("noise", "1 steady-state figure(s) have IQR/median > 10% (marked ~)"),),
+        guards=_guards(), guard_extra_s=6e-6,
+        soundness=(SoundnessRow(f"model.layers[0].scale = 2.0 {HOSTILE}", "module_attribute", "CONSTANT_MATCH",
+                                "16", "stale", "after the change the compiled call kept its old result"),),
+        dropped_guards=(("TYPE_MATCH", 144), ("CONSTANT_MATCH", 96)),
     )
     return RunReport(workload=f"=w{HOSTILE}", requests=3, lifetime=10_000, trials=(eager, compiled),
                      shapes=("16", "32"), start_modes=(), start_rows=(), eager_spread=0.05, missing=(),

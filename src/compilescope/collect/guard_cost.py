@@ -1,0 +1,249 @@
+"""What the guards charge on every call, measured apart from the steady-state samples.
+
+Before a compiled frame runs, Dynamo evaluates the guards of its cache entries in turn — the
+most recently hit first — until one entry's guards all pass. For one shape, after its steady
+state, :func:`measure_guard_cost`:
+
+1. runs one call with a profile hook (:func:`compilescope.compat.compiled_frame_calls`) to
+   learn each compiled frame the request enters and that frame's inputs, as its guards read
+   them (``L['self']``, ``L['x']``…);
+2. finds the entry whose guards pass on those inputs, and groups that entry's guards by
+   source (:func:`guard_groups`: the frame's inputs, modules, parameters, globals, the
+   ambient state, shape relations);
+3. samples in cycles, each sample right after its own real call (untimed: it leaves the
+   caches as the next call's lookup finds them, so every sample starts from the same state):
+   each entry's whole guard check on the inputs, the passing one first, then the passing
+   entry's check without each of the largest groups' own managers (a part of the entry's
+   guard tree): the whole check's time minus that is what the group adds to the lookup —
+   what a guard filter dropping those guards could save.
+
+Every sample is raw (seconds) in the records; the statistics are derived in
+:mod:`compilescope.analysis.guards`. The timed steady samples never run with any of this:
+the phase comes after them, and its hook is off outside its one call.
+
+Why the guard managers are timed here and not the profiler's ``TorchDynamo Cache Lookup``
+event: the event is one figure per lookup with every op of the call recorded around it (the
+profiler slows each op), while the managers give the cost of each entry tried, of the entry
+that passes and of each part of it, on the call's own inputs, with nothing else running;
+``benchmarks/guard_cost.py`` compares the two, and PyTorch's ``guard_latency_us``, on the
+same calls.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from .. import compat
+from ..model import EntryCheck, FrameGuards, GuardCost, GuardGroup, Shape
+
+MAX_FRAMES = 8  # distinct compiled frames measured for one request
+MAX_ENTRIES = 64  # cache entries of a frame timed
+MAX_TIMED_GROUPS = 6  # source groups timed alone (the largest); the rest are counted only
+MAX_GUARD_LEAVES = 50_000
+
+_MODULE_ITEM = re.compile(r"\._modules\[(['\"])(?P<k>[^'\"]+)\1\]")
+_TENSOR_OWNER = re.compile(r"\._(?:parameters|buffers)\[(['\"])(?P<k>[^'\"]+)\1\]")
+_KEYS_OF = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[\d+\]$")
+_LOCAL = re.compile(r"^L\[(['\"])(?P<name>[^'\"]+)\1\]")
+_GLOBAL = re.compile(r"^G\[(['\"])(?P<name>[^'\"]+)\1\]")
+_INDEX = re.compile(r"\[\d+\]")
+
+
+def readable(source: str) -> str:
+    """A guard source as a user writes the path: ``L['self']._modules['layers']._modules['0']
+    ._parameters['weight']`` → ``self.layers[0].weight``; ``G['__import_torch_dot_nn']`` →
+    ``torch.nn``; ``G['__builtins_dict___0']['iter']`` → ``builtins['iter']``."""
+    m = _KEYS_OF.match(source)
+    text = m["src"] if m else source
+    text = _MODULE_ITEM.sub(lambda k: f"[{k['k']}]" if k["k"].isdigit() else f".{k['k']}", text)
+    text = _TENSOR_OWNER.sub(lambda k: f".{k['k']}", text)
+    text = text.replace(".__dict__", "")
+    text = _LOCAL.sub(lambda k: k["name"], text)
+
+    def global_name(k: re.Match[str]) -> str:
+        name = k["name"]
+        if name.startswith("__import_"):
+            return name[len("__import_"):].replace("_dot_", ".")
+        if name.startswith("__builtins_dict__"):
+            return "builtins"
+        return name
+    return _GLOBAL.sub(global_name, text)
+
+
+def _module_path(source: str) -> str:
+    """The module a source inside a module tree belongs to: the source up to its last
+    ``._modules['k']`` (the root module when there is none)."""
+    m = _KEYS_OF.match(source)
+    if m:
+        return m["src"][: -len("._modules")] if m["src"].endswith("._modules") else m["src"]
+    last = None
+    for last in _MODULE_ITEM.finditer(source):
+        pass
+    if last is not None:
+        return source[: last.end()]
+    root = _LOCAL.match(source)
+    return root.group(0) if root else source
+
+
+def classify(source: str, kind: str, inputs: Mapping[str, Any]) -> tuple[str, str]:
+    """(category, owner source) of one guard: see :class:`~compilescope.model.GuardGroup`."""
+    import torch
+
+    if kind == "EPILOGUE":
+        return "shape", "symbolic relations"
+    if source == "L":
+        return "ambient", "frame state"
+    if source.startswith("G["):
+        g = _GLOBAL.match(source)
+        return "global", g.group(0) if g else source
+    local = _LOCAL.match(source) or (_LOCAL.match(m["src"]) if (m := _KEYS_OF.match(source)) else None)
+    if local is None:
+        return "other", source
+    if isinstance(inputs.get(local["name"]), torch.nn.Module):
+        owner = _TENSOR_OWNER.search(source)
+        if owner is not None:
+            return "parameter", _module_path(source[: owner.start()])
+        return "module", _module_path(source)
+    return "input", local.group(0)
+
+
+def guard_groups(leaves: Sequence[compat.GuardLeafInfo], inputs: Mapping[str, Any]
+                 ) -> tuple[list[tuple[GuardGroup, frozenset[str]]], frozenset[str]]:
+    """The entry's guards grouped by (category, owner with module indices folded), largest
+    first, each with the sources of the managers a part of the tree *without* the group keeps:
+    every manager but those whose guards below are all the group's (the root always stays);
+    and every manager's source (the whole tree, copied as the parts are)."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
+    under: dict[str, set[tuple[str, str]]] = {}  # manager source → the groups of the guards below it
+    for leaf in leaves:
+        category, owner = classify(leaf.source, leaf.kind, inputs)
+        shown = readable(owner) if category not in ("ambient", "shape") else owner
+        key = (category, _INDEX.sub("[*]", shown))
+        g = groups.setdefault(key, {"kinds": {}, "owners": set()})
+        g["kinds"][leaf.kind] = g["kinds"].get(leaf.kind, 0) + 1
+        g["owners"].add(shown)
+        for source in leaf.path:
+            under.setdefault(source, set()).add(key)
+    every = frozenset(under)
+    out = []
+    for key, g in groups.items():
+        own = {s for s, keys in under.items() if keys == {key} and s != "L"}
+        out.append((GuardGroup(key[0], key[1], len(g["owners"]),
+                               dict(sorted(g["kinds"].items(), key=lambda kv: -kv[1]))), every - own))
+    return sorted(out, key=lambda pair: -pair[0].guards), every
+
+
+def _frame_name(code: Any) -> str:
+    import os
+
+    return f"{getattr(code, 'co_name', '?')} ({os.path.basename(str(getattr(code, 'co_filename', '?')))}:" \
+           f"{getattr(code, 'co_firstlineno', 0)})"
+
+
+class _Frame:
+    """One compiled frame of the request: its entries, the one that passes, what is timed."""
+
+    def __init__(self, call: compat.FrameCall, calls: int) -> None:
+        self.call, self.calls = call, calls
+        self.entries = compat.cache_entries(call.code)[:MAX_ENTRIES]
+        self.ids = [compat.entry_compile_id(e) or "?" for e in self.entries]
+        self.checks = [compat.entry_guard_check(e) for e in self.entries]
+        self.passed = next((i for i, check in enumerate(self.checks) if _safe(check, call.inputs)), None)
+        self.samples: list[list[float]] = [[] for _ in self.entries]
+        self.groups: list[tuple[GuardGroup, frozenset[str]]] = []
+        self.parts: list[Callable[[dict[str, Any]], bool] | None] = []
+        self.part_samples: list[list[float]] = []
+        self.copy: Callable[[dict[str, Any]], bool] | None = None
+        self.copy_samples: list[float] = []
+        self.guards, self.cut = 0, 0
+        if self.passed is not None:
+            hit = self.entries[self.passed]
+            leaves, self.cut = compat.entry_guard_leaves(hit, MAX_GUARD_LEAVES)
+            self.guards = len(leaves) + self.cut
+            self.groups, every = guard_groups(leaves, call.inputs)
+            self.parts = [compat.entry_guard_part(hit, sources)
+                          if i < MAX_TIMED_GROUPS and g.category not in ("ambient", "shape") else None
+                          for i, (g, sources) in enumerate(self.groups)]
+            self.part_samples = [[] for _ in self.groups]
+            if any(p is not None for p in self.parts):
+                self.copy = compat.entry_guard_part(hit, every)
+
+    def timers(self) -> list[tuple[Callable[[dict[str, Any]], bool], dict[str, Any], list[float]]]:
+        """What one cycle times, each right after its own real call: the passing entry's
+        check, every other entry's, then the passing entry's without each timed group."""
+        inputs = self.call.inputs
+        order = [self.passed] + [i for i in range(len(self.checks)) if i != self.passed]
+        out = [(self.checks[i], inputs, self.samples[i]) for i in order if i is not None]
+        if self.copy is not None:
+            out.append((self.copy, inputs, self.copy_samples))
+            out += [(part, inputs, samples) for part, samples in zip(self.parts, self.part_samples)
+                    if part is not None]
+        return out
+
+    def record(self) -> FrameGuards:
+        frame = next((int(i.split("/")[0]) for i in self.ids if i != "?"), None)
+        if self.passed is None:
+            return FrameGuards(_frame_name(self.call.code), frame, self.calls, tuple(self.ids),
+                               error="no cache entry's guards passed on the inputs outside the call "
+                                     "(state the call sets around the compiled frame?)")
+        checks = tuple(EntryCheck(self.ids[i], i == self.passed, tuple(self.samples[i])) for i in range(len(self.ids)))
+        groups = tuple(g if not s else _with_samples(g, s) for (g, _), s in zip(self.groups, self.part_samples))
+        return FrameGuards(_frame_name(self.call.code), frame, self.calls, tuple(self.ids), checks, self.guards,
+                           groups, tuple(self.copy_samples), self.cut)
+
+
+def _with_samples(group: GuardGroup, samples: list[float]) -> GuardGroup:
+    import dataclasses
+
+    return dataclasses.replace(group, samples_s=tuple(samples))
+
+
+def _safe(check: Callable[[dict[str, Any]], bool], inputs: dict[str, Any]) -> bool:
+    try:
+        return bool(check(inputs))
+    except Exception:  # noqa: BLE001 - a guard that cannot run here does not pass
+        return False
+
+
+def _timed(check: Callable[[dict[str, Any]], bool], inputs: dict[str, Any], clock: Callable[[], int]) -> float:
+    start = clock()
+    try:
+        check(inputs)
+    except Exception:  # noqa: BLE001 - timed as it ran
+        pass
+    return (clock() - start) / 1e9
+
+
+def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int = 5, max_rounds: int = 30,
+                       budget_s: float = 1.0, clock: Callable[[], int] = time.perf_counter_ns) -> GuardCost:
+    """The guard cost of one shape's request (see the module's description). ``call`` makes
+    one request of the shape (the compiled callable, with what runs before each call). A
+    failure is recorded in ``error``, never raised."""
+    try:
+        _, seen = compat.compiled_frame_calls(call)
+    except Exception as exc:  # noqa: BLE001 - a request that raises here is recorded, not re-raised
+        return GuardCost(shape, error=f"the call raised {type(exc).__name__}: {str(exc)[:200]}")
+    if not seen:
+        return GuardCost(shape, error="no compiled frame ran (the request ran eagerly)")
+    counts: dict[int, int] = {}
+    first: dict[int, compat.FrameCall] = {}
+    for fc in seen:
+        counts[id(fc.code)] = counts.get(id(fc.code), 0) + 1
+        first.setdefault(id(fc.code), fc)
+    frames = [_Frame(fc, counts[key]) for key, fc in list(first.items())[:MAX_FRAMES]]
+    timers = [t for f in frames if f.passed is not None for t in f.timers()]
+    rounds = 0
+    deadline = time.perf_counter() + budget_s
+    try:
+        while timers and rounds < max_rounds and (rounds < min_rounds or time.perf_counter() < deadline):
+            for check, inputs, samples in timers:
+                call()  # the real call: the check that follows finds the caches as a call leaves them
+                samples.append(_timed(check, inputs, clock))
+            rounds += 1
+    except Exception as exc:  # noqa: BLE001
+        return GuardCost(shape, tuple(f.record() for f in frames), rounds,
+                         error=f"the call raised {type(exc).__name__}: {str(exc)[:200]}")
+    return GuardCost(shape, tuple(f.record() for f in frames), rounds)

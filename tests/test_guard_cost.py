@@ -1,0 +1,150 @@
+"""The third cost: what the guards charge on every call — captured on real torch.compile
+(backend eager), derived into the report, rendered. No timing is asserted: which entry
+passes, how many were tried, the guard groups and the stream's lookup order are."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import torch
+
+from compilescope import compat
+from compilescope.analysis.build import build_run_report
+from compilescope.analysis.guards import stream_points
+from compilescope.collect.guard_cost import classify, measure_guard_cost, readable
+from compilescope.execute.trial import run_trial
+from compilescope.model import (
+    CallRecord,
+    CompileId,
+    CompileRecord,
+    EntryCheck,
+    FrameGuards,
+    GuardCost,
+    MeasureOptions,
+    RunResult,
+    StrategyOptions,
+    TrialResult,
+    TrialSpec,
+)
+from compilescope.render import csv, text
+from compilescope.report import RunFile
+from compilescope.zoo import Layers, layers_workload
+
+FAST = MeasureOptions(warmup=1, samples=4, min_samples=3, budget_s=0.05)
+MIXED = tuple({"batch": b} for b in (1, 2, 3, 1, 3, 2, 3, 1, 2))
+
+
+def _compiled_layers(n: int = 4, dynamic: bool | None = False):  # type: ignore[no-untyped-def]
+    model = layers_workload(n).build()
+    return model, torch.compile(model, backend="eager", dynamic=dynamic)
+
+
+def test_readable_sources_and_categories():
+    src = "L['self']._modules['layers']._modules['3']._modules['linear']._parameters['weight']"
+    assert readable(src) == "self.layers[3].linear.weight"
+    assert readable("G['__import_torch_dot_nn_dot_modules_dot_module']._global_forward_hooks") == \
+        "torch.nn.modules.module._global_forward_hooks"
+    inputs = {"self": Layers(1), "x": torch.ones(1)}
+    assert classify(src, "TENSOR_MATCH", inputs) == ("parameter", "L['self']._modules['layers']._modules['3']._modules['linear']")
+    assert classify("L['self']._modules['layers']._modules['3'].scale", "EQUALS_MATCH", inputs) == \
+        ("module", "L['self']._modules['layers']._modules['3']")
+    assert classify("list(dict.keys(L['self']._modules['layers']._modules))[2]", "EQUALS_MATCH", inputs) == \
+        ("module", "L['self']._modules['layers']")
+    assert classify("L['x']", "TENSOR_MATCH", inputs) == ("input", "L['x']")
+    assert classify("G['LAYERS_CLAMP']", "EQUALS_MATCH", inputs) == ("global", "G['LAYERS_CLAMP']")
+    assert classify("L", "GLOBAL_STATE", inputs) == ("ambient", "frame state")
+
+
+def test_a_shapes_guards_are_measured_on_its_own_entry_and_compile_nothing():
+    model, compiled = _compiled_layers(4)
+    xs = {b: torch.randn(b, 16) for b in (1, 2, 3)}
+    with torch.no_grad():
+        for b in (1, 2, 3):
+            compiled(xs[b])
+        metrics = compat.compilation_metrics_count()
+        cost = measure_guard_cost(lambda: compiled(xs[2]), {"batch": 2}, min_rounds=3, max_rounds=3)
+        assert compat.compilation_metrics_count() == metrics  # the capture compiled nothing (its hook included)
+    assert cost.error is None and cost.rounds == 3
+    (frame,) = cost.frames
+    assert frame.calls == 1 and frame.function.startswith("forward (zoo.py:")
+    assert set(frame.order) == {"0/0", "0/1", "0/2"} and len(frame.checks) == 3
+    (passed,) = [c for c in frame.checks if c.passed]
+    assert passed.entry == "0/1" and frame.checks[0] is passed  # the shape's own entry, timed first
+    assert all(len(c.samples_s) == 3 and min(c.samples_s) > 0 for c in frame.checks)
+    groups = {(g.category, g.owner): g for g in frame.groups}
+    assert groups[("module", "self.layers[*]")].owners == 4
+    assert groups[("parameter", "self.layers[*].linear")].kinds["TENSOR_MATCH"] == 8  # weight and bias of each
+    assert ("input", "x") in groups and ("global", "LAYERS_CLAMP") in groups and ("ambient", "frame state") in groups
+    assert frame.guards == sum(g.guards for g in frame.groups)
+    timed = [g for g in frame.groups if g.samples_s]
+    assert timed and all(len(g.samples_s) == 3 for g in timed) and len(frame.copy_s) == 3
+
+
+def test_a_call_that_runs_no_compiled_frame_is_said_so():
+    cost = measure_guard_cost(lambda: torch.ones(2) + 1, {"n": 2})
+    assert cost.frames == () and "no compiled frame ran" in (cost.error or "")
+
+
+def test_a_hook_that_fails_never_reaches_the_call(monkeypatch):
+    _, compiled = _compiled_layers(2)
+    x = torch.randn(2, 16)
+    with torch.no_grad():
+        compiled(x)
+        out, calls = compat.compiled_frame_calls(lambda: compiled(x), limit=0)  # the hook notes nothing
+    assert calls == [] and out.shape == (2, 16)
+
+
+def _checks(order, hit, miss_s=2e-6, hit_s=10e-6):  # type: ignore[no-untyped-def]
+    return tuple(EntryCheck(e, e == hit, (hit_s if e == hit else miss_s,) * 3) for e in order)
+
+
+def test_the_stream_order_is_replayed_and_each_lookup_summed_from_the_checks():
+    order = ("0/2", "0/1", "0/0")
+    costs = tuple(GuardCost({"n": n}, (FrameGuards("f (m.py:1)", 0, 1, order, _checks(order, f"0/{i}")),), 3)
+                  for i, n in enumerate((8, 16, 32)))
+    made = [CompileRecord(CompileId(0, i), "f", "m.py", 1, call_index=i) for i in range(3)]
+    sizes = (8, 16, 32, 8, 8, 32, 16)
+    calls = tuple(CallRecord(i, {"n": n}, 1e-3, compile_ids=("0/%d" % i,) if i < 3 else (),
+                             graphs_run=(f"0/{(8, 16, 32).index(n)}",)) for i, n in enumerate(sizes))
+    spec = TrialSpec("w", "static", "cold", tuple({"n": n} for n in sizes))
+    trial = TrialResult(spec, "ok", calls=calls, compiles=tuple(made), guard_costs=costs)
+    points, _ = stream_points(trial, {(("n", n),): 10e-6 for n in (8, 16, 32)})
+    # entries in lookup order after the three compiles: 0/2, 0/1, 0/0; request 3 (8 → 0/0) tries all three,
+    # request 4 (8 again) tries one, 5 (32 → 0/2, now second) two, 6 (16 → 0/1, third) three
+    assert [p.tried for p in points] == [0, 1, 2, 3, 1, 2, 3]
+    assert [p.compiled for p in points] == [True, True, True, False, False, False, False]
+    assert [p.lookup_s for p in points[3:]] == pytest.approx([14e-6, 10e-6, 12e-6, 14e-6])
+
+
+@pytest.fixture(scope="module")
+def mixed_static():  # type: ignore[no-untyped-def]
+    spec = TrialSpec("layers:4", "static", "cold", MIXED, StrategyOptions(backend="eager"), FAST)
+    return run_trial(spec)[0]
+
+
+def test_a_static_trial_records_the_guard_cost_of_every_shape_and_the_stream_order(mixed_static):
+    t = mixed_static
+    assert t.ok and [c.shape for c in t.guard_costs] == [{"batch": 1}, {"batch": 2}, {"batch": 3}]
+    assert not [r for r in t.compiles if r.phase != "stream"]  # the guard phase compiled nothing
+    assert all(r.guard_count and r.guard_latency_s for r in t.compiles)  # PyTorch's own figures, kept
+    report = build_run_report(RunResult(workload="layers:4", stream=MIXED, trials=(t,)))
+    g = report.trials[0].guards
+    assert g is not None and [r.shape for r in g.rows] == ["1", "2", "3"]
+    assert all(r.entries == 3 and r.lookup is not None and r.guards > 0 for r in g.rows)
+    assert g.requests == 6 and g.mean_tried is not None and g.mean_tried > 1  # sizes alternate: others' entries first
+    assert [p.tried for p in g.points[3:]] == [3, 2, 3, 2, 3, 3]
+    top = {(s.category, s.owner) for s in g.top}
+    assert ("module", "self.layers[*]") in top or ("parameter", "self.layers[*].linear") in top
+    page = text.RENDERER.render(RunFile(RunResult(workload="layers:4", stream=MIXED, trials=(t,)), report))
+    assert "guards: what every call pays" in page and "entries tried" in page
+    assert "guard_lookup_s" in csv.render(report).splitlines()[0]
+
+
+def test_one_repeated_size_tries_its_entry_first():
+    stream = tuple({"batch": b} for b in (1, 2, 2, 2, 2))
+    spec = TrialSpec("layers:2", "static", "cold", stream, StrategyOptions(backend="eager"),
+                     dataclasses.replace(FAST, numerics=False))
+    t = run_trial(spec)[0]
+    g = build_run_report(RunResult(workload="layers:2", stream=stream, trials=(t,))).trials[0].guards
+    assert g is not None and [p.tried for p in g.points] == [0, 1, 1, 1, 1] and g.mean_tried == 1
