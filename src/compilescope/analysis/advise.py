@@ -41,6 +41,7 @@ from typing import Any, Literal
 from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, relation_multiple, relation_step
+from .advise_guards import guard_gain, guard_rejection
 from .counts import count_compiles
 from .outcomes import tolerance_side, within_tolerance
 from .regimes import TOLERANCE
@@ -104,6 +105,11 @@ def _compile_call(base: StrategyOptions, extra: str = "") -> str:
     if extra:
         args.append(extra)
     return f"torch.compile({', '.join(args)})"
+
+
+def compile_call(base: StrategyOptions) -> str:
+    """``torch.compile(model, …)`` as a proposal's snippet writes it."""
+    return _compile_call(base)
 
 
 def _pad_code(name: str, dim: int, rank: int, size: str) -> str:
@@ -464,13 +470,14 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     if default is not None:
         rows.append(Judged(default.label, None, default, score(default, objective, life), "baseline", "the default"))
     for p in proposals:
-        label = f"{p.strategy}[{p.name}] (cold)"
+        label = p.label
         t = by_label.get(label)
         if t is None:
             continue
         why = _rejection(t, default, p.target) or _at_limit(t, p, recompile_limit)
+        gain = guard_gain(t, default) if p.target == "guards" else _gain(t, default, p.target)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
-                           why or "measured: " + _gain(t, default, p.target)))
+                           why or "measured: " + gain))
     if eager is not None and eager.status == "ok" and not eager.call_errors:
         rows.append(Judged(eager.label, EAGER, eager, score(eager, objective, life), "accepted",
                            "no compilation: " + (f"{fmt_s(eager.stream_s)} over the stream" if eager.stream_s else
@@ -608,6 +615,8 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
             return (f"did not reduce what it targets: {len(t.graph_breaks)} graph break(s), {t.stream.compiles} "
                     f"compile(s) against the default's {len(default.graph_breaks)} and {default.stream.compiles}")
         return ""
+    if target == "guards":
+        return guard_rejection(t, default)
     if target == "fallbacks":
         if default is not None and default.fallbacks + default.partial_fallbacks == 0:
             return "did not reduce what it targets: the default ran no request eagerly"

@@ -233,6 +233,8 @@ def guard_summary(trial: TrialResult, rows: Sequence[ShapeRow]) -> GuardSummary 
     extra = stream_s - repeated_s if stream_s is not None and repeated_s is not None else None
     noise = statistics.mean(noises) if noises else None
     weighted = [(r.requests, g.share) for g in grows if g.share is not None and (r := by_shape.get(g.shape))]
+    against_eager = [(r.requests, g.lookup.median / r.eager.median) for g in grows
+                     if g.lookup is not None and (r := by_shape.get(g.shape)) and r.eager is not None and r.eager.median]
     busiest = max(grows, key=lambda g: by_shape[g.shape].requests if g.shape in by_shape else 0)
     top = tuple(r for r in busiest.sources if r.category not in ("ambient", "shape"))[:TOP_SOURCES]
     summary = GuardSummary(
@@ -241,6 +243,7 @@ def guard_summary(trial: TrialResult, rows: Sequence[ShapeRow]) -> GuardSummary 
         extra_total_s=sum(p.lookup_s - p.repeated_s for p in hits) if hits else None,  # type: ignore[operator]
         noise_s=noise, significant=extra is not None and noise is not None and extra > noise,
         share=sum(n * s for n, s in weighted) / sum(n for n, _ in weighted) if weighted else None,
+        eager_ratio=sum(n * s for n, s in against_eager) / sum(n for n, _ in against_eager) if against_eager else None,
         top=top, text="", top_text=_top_text(top, busiest.lookup.median if busiest.lookup else None))
     import dataclasses
 

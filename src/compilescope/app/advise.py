@@ -45,10 +45,14 @@ def advise(
     max_waste: float = 0.125,
     executor: Executor | None = None,
     on_call: CallFn | None = None,
+    guard_filters: bool | None = None,
 ) -> tuple[RunResult, Any]:
     """Run the default strategy, propose the narrowest fix for each recorded cause, run every
     proposal as a cold trial of the same run, and judge them (see
-    :mod:`compilescope.analysis.advise`). Returns the run and the advice report."""
+    :mod:`compilescope.analysis.advise`). Returns the run and the advice report.
+    ``guard_filters``: measure PyTorch's guard filters always (True), never (False), or when
+    the default's guard checks are a share of its call worth it (None,
+    :mod:`compilescope.analysis.advise_guards`)."""
     parse_objective(objective)
     options = StrategyOptions(backend=backend, mode=mode)
     loaded, target, base, _ = prepare_run_with_target(workload, stream, ("eager", "default"), options=options,
@@ -66,6 +70,12 @@ def advise(
     limit = limit_in_force(base.options.recompile_limit)
     proposals, fixes = (propose(default, base.options, sizes, len(distinct), limit, block=block, ranks=ranks)
                         if default.ok else ([], []))
+    if default.ok and guard_filters is not False:  # the third cost: the guards every call pays
+        from ..analysis.advise import compile_call
+        from ..analysis.advise_guards import guard_proposals
+
+        default_report = next(t for t in build_run_report(first).trials if t.strategy == "default")
+        proposals += guard_proposals(default_report, base.options, compile_call(base.options), always=bool(guard_filters))
     trials = list(first.trials)
 
     def more(names: list[Any]) -> None:
@@ -110,6 +120,7 @@ def advise_workload(
     executor: ExecutorStart | None = None,
     check_first: bool = False,
     progress: Progress = SILENT,
+    guard_filters: bool | None = None,
 ) -> RunFile:
     """``compilescope advise``: :func:`advise`, its run saved in ``results``; returns what the
     results file holds with the advice judged when the run ended. ``check_first``: check the
@@ -122,7 +133,7 @@ def advise_workload(
     result, advice = _watched(progress, None, lambda on_progress, on_call: advise(
         workload, stream, backend=backend, mode=mode, measure=measure, timeout_s=timeout_s, lifetime=lifetime,
         objective=objective, on_progress=on_progress, on_call=on_call, results_path=results, command=command,
-        max_waste=max_waste, executor=runner))
+        max_waste=max_waste, executor=runner, guard_filters=guard_filters))
     return dataclasses.replace(run_file(result), advice=advice)
 
 

@@ -51,9 +51,13 @@ from .root import cli
 @click.option("--objective", type=click.Choice(OBJECTIVES), default="total", show_default=True,
               help="total: stream wall time plus the rest of --lifetime at the steady mean; p99: the stream's p99 "
                    "latency; steady: the steady mean per request.")
+@click.option("--guard-filters/--no-guard-filters", "guard_filters", default=None,
+              help="measure PyTorch's guard filters (guard-filter[...]: saving per call, and whether each goes "
+                   "stale when what it stops guarding changes) always / never; by default, when the default's "
+                   "guard checks are at least 5% of its compiled call.")
 @options("executor", "lifetime", "html", "measure")
 def advise_command(workload: str | None, script_args: tuple[str, ...], script: bool, max_waste: float,
-                   stream: str | None, backend: str, mode: str | None, objective: str,
+                   stream: str | None, backend: str, mode: str | None, objective: str, guard_filters: bool | None,
                    executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float,
                    lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                    outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
@@ -79,7 +83,7 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
     check_kinds(chosen, RunFile, "an advise run")
     return advise_run(out, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                       measure(threads, warmup, samples, budget, device, python), timeout, json_path, chosen, max_waste,
-                      executor=runner)
+                      executor=runner, guard_filters=guard_filters)
 
 
 def _advise_script(script: str, args: list[str], timeout: float, json_path: Path | None) -> int:
@@ -103,7 +107,8 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
 
 def advise_run(out: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
                lifetime: int | None, measured: MeasureOptions, timeout: float, json_path: Path | None,
-               chosen: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice) -> int:
+               chosen: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice,
+               guard_filters: bool | None = None) -> int:
     """``advise`` and ``run --advise``: the run saved in its results file, then its report and advice."""
     from ..app.advise import advise_workload
     from ..app.run import default_results_path, exit_status
@@ -117,7 +122,7 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
         workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,
         measure=measured, timeout_s=timeout, max_waste=max_waste, command=command_line(), executor=executor.start,
         check_first=executor.name == "ray",  # the workload checked before a cluster is joined
-        progress=ConsoleProgress(out),
+        progress=ConsoleProgress(out), guard_filters=guard_filters,
     )
     results_to_stdout(json_path, results)
     show(file, out, chosen)

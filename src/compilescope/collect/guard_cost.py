@@ -146,7 +146,7 @@ def _frame_name(code: Any) -> str:
 class _Frame:
     """One compiled frame of the request: its entries, the one that passes, what is timed."""
 
-    def __init__(self, call: compat.FrameCall, calls: int) -> None:
+    def __init__(self, call: compat.FrameCall, calls: int, parts: bool) -> None:
         self.call, self.calls = call, calls
         self.entries = compat.cache_entries(call.code)[:MAX_ENTRIES]
         self.ids = [compat.entry_compile_id(e) or "?" for e in self.entries]
@@ -165,7 +165,7 @@ class _Frame:
             self.guards = len(leaves) + self.cut
             self.groups, every = guard_groups(leaves, call.inputs)
             self.parts = [compat.entry_guard_part(hit, sources)
-                          if i < MAX_TIMED_GROUPS and g.category not in ("ambient", "shape") else None
+                          if parts and i < MAX_TIMED_GROUPS and g.category not in ("ambient", "shape") else None
                           for i, (g, sources) in enumerate(self.groups)]
             self.part_samples = [[] for _ in self.groups]
             if any(p is not None for p in self.parts):
@@ -218,9 +218,11 @@ def _timed(check: Callable[[dict[str, Any]], bool], inputs: dict[str, Any], cloc
 
 
 def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int = 5, max_rounds: int = 30,
-                       budget_s: float = 1.0, clock: Callable[[], int] = time.perf_counter_ns) -> GuardCost:
+                       budget_s: float = 1.0, parts: bool = True,
+                       clock: Callable[[], int] = time.perf_counter_ns) -> GuardCost:
     """The guard cost of one shape's request (see the module's description). ``call`` makes
-    one request of the shape (the compiled callable, with what runs before each call). A
+    one request of the shape (the compiled callable, with what runs before each call);
+    ``parts``: also time the passing entry without each of its largest source groups. A
     failure is recorded in ``error``, never raised."""
     try:
         _, seen = compat.compiled_frame_calls(call)
@@ -233,7 +235,7 @@ def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int
     for fc in seen:
         counts[id(fc.code)] = counts.get(id(fc.code), 0) + 1
         first.setdefault(id(fc.code), fc)
-    frames = [_Frame(fc, counts[key]) for key, fc in list(first.items())[:MAX_FRAMES]]
+    frames = [_Frame(fc, counts[key], parts) for key, fc in list(first.items())[:MAX_FRAMES]]
     timers = [t for f in frames if f.passed is not None for t in f.timers()]
     rounds = 0
     deadline = time.perf_counter() + budget_s

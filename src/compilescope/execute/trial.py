@@ -26,6 +26,7 @@ from .. import __version__, compat
 from ..analysis.numerics import compare_outputs
 from ..collect.capture import CaptureSession, Polled
 from ..collect.guard_cost import measure_guard_cost
+from ..collect.soundness import soundness_checks
 from ..collect.graphs import GraphRunLog
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
@@ -36,6 +37,7 @@ from ..model import (
     ErrorInfo,
     GraphBreak,
     GuardCost,
+    SoundnessCheck,
     MeasureOptions,
     NumericsCheck,
     ProcessStart,
@@ -157,6 +159,7 @@ def _error_text(exc: BaseException) -> str:
     return headline(type(exc).__name__, str(exc))
 
 
+GUARD_ROUNDS = 20  # guard-check samples per entry at most (each after its own real call)
 CallSink = Callable[[CallRecord, tuple[CompileRecord, ...], tuple[GraphBreak, ...]], None]
 
 
@@ -293,14 +296,23 @@ class _Runner:
         ran = (eager_samples > 0) if self.compiles and self.graphs.compiled else None
         return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
 
-    def guards(self, shape: Shape) -> GuardCost:
+    def guards(self, shape: Shape, parts: bool) -> GuardCost:
         """What the guards charge a call of ``shape``: timed after its steady state, apart
-        from the steady samples (:mod:`compilescope.collect.guard_cost`)."""
+        from the steady samples (:mod:`compilescope.collect.guard_cost`); ``parts``: which
+        sources cost, too (done for the stream's most requested shape)."""
         m = self.measure
         cost = measure_guard_cost(self._call(self.prepared.fn, shape), shape, min_rounds=min(m.min_samples, m.samples),
-                                  max_rounds=m.samples, budget_s=m.budget_s / 2)
+                                  max_rounds=min(m.samples, GUARD_ROUNDS), budget_s=m.budget_s / 4, parts=parts)
         self._poll(None, {}, "steady")
         return cost
+
+    def soundness(self, shape: Shape) -> list[SoundnessCheck]:
+        """A guard filter's dropped guards, changed one kind at a time on ``shape``: does the
+        compiled call go stale against eager (:mod:`compilescope.collect.soundness`)?"""
+        dropped = self.prepared.dropped_guards or []
+        checks = soundness_checks(dropped, shape, self._call(self.prepared.fn, shape), self._call(self.eager, shape))
+        self._poll(None, {}, "soundness")
+        return checks
 
     def numerics(self, shape: Shape) -> NumericsCheck:
         restore = self.workload.snapshot() if self.workload.snapshot is not None else None
@@ -342,6 +354,14 @@ def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable
         return step(eager, *args, **kwargs)
 
     return dataclasses.replace(prepared, fn=run_compiled, eager=run_eager)
+
+
+def _kinds(dropped: list[Any] | None) -> dict[str, int]:
+    """A guard filter's dropped guards counted by kind."""
+    out: dict[str, int] = {}
+    for g in dropped or ():
+        out[g.kind] = out.get(g.kind, 0) + 1
+    return out
 
 
 def trial_env(measure: MeasureOptions, cache_dir: str | None, start: ProcessStart) -> TrialEnv:
@@ -449,9 +469,12 @@ def run_trial(
             failed_shapes = {tuple(c.shape.items()) for c in calls if c.error is not None}
             shapes = [s for s in distinct_shapes(spec.stream) if tuple(s.items()) not in failed_shapes]
             steady = tuple(runner.steady(s) for s in shapes) if measure.steady else ()
-            guard_costs = tuple(runner.guards(s) for s in shapes) if (measure.guards and measure.steady
-                                                                        and strategy.compiles) else ()
+            busiest = max(shapes, key=lambda s: sum(1 for r in spec.stream if r == s), default=None)
+            guard_costs = tuple(runner.guards(s, s == busiest) for s in shapes) if (
+                measure.guards and measure.steady and strategy.compiles) else ()
             numerics = tuple(runner.numerics(s) for s in shapes) if measure.numerics and strategy.compiles else ()
+            # last: it changes the model (each change undone) and may compile again
+            soundness = tuple(runner.soundness(busiest)) if prepared.dropped_guards is not None and busiest else ()
     finally:
         capture.uninstall()
         if prepared.close is not None:
@@ -473,6 +496,8 @@ def run_trial(
         steady=steady,
         numerics=numerics,
         guard_costs=guard_costs,
+        soundness=soundness,
+        dropped_guards=_kinds(prepared.dropped_guards),
         env=finished_env(env),
         build_s=build_s,
         cache_load_s=cache_load_s,

@@ -344,6 +344,12 @@ def renderables(report: RunReport) -> list[RenderableType]:
     starts = start_table(report)
     if starts is not None:
         parts.append(starts)
+    guards = guard_table(report)
+    if guards is not None:
+        parts.append(guards)
+    found = guard_lines(report)
+    if found:
+        parts.append(Group(T("guards (lookup = the guard checks before the compiled code runs)", "bold"), *found))
     changes = shape_change_lines(report)
     if changes:
         parts.append(Group(T("shape changes (stream order)", "bold"), *changes))
@@ -355,12 +361,7 @@ def renderables(report: RunReport) -> list[RenderableType]:
     backward = backward_lines(report)
     if backward:
         parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
-    guards = guard_table(report)
-    if guards is not None:
-        parts.append(guards)
-    found = guard_lines(report)
-    if found:
-        parts.append(Group(T("guards (lookup = the guard checks before the compiled code runs)", "bold"), *found))
+
     verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), t.verdict_text) for t in report.trials if t.verdict]
     if verdicts:
         head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")

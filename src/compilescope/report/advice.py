@@ -37,8 +37,13 @@ class Proposal:
     options: StrategyOptions
     addresses: tuple[str, ...]  # the causes it targets
     snippet: Snippet  # what to write to apply it
-    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total", "breaks"] = "recompiles"  # what it must reduce
+    target: Literal["recompiles", "fallbacks", "compile_s", "steady", "total", "breaks", "guards"] = "recompiles"  # what it must reduce
     alternative: Snippet | None = None  # the same fix another way (a setting instead of a code change)
+
+    @property
+    def label(self) -> str:
+        """Its trial's label: ``mark-dynamic[x:0] (cold)``; ``guard-filter[all-nn] (cold)``."""
+        return f"{self.strategy}[{self.name}] (cold)" if self.name else f"{self.strategy} (cold)"
 
     @property
     def code(self) -> str:

@@ -98,6 +98,7 @@ class GuardSummary:
     noise_s: float | None  # the half-IQRs of the checks summed into a request's lookup, averaged
     significant: bool  # extra_s beyond noise_s
     share: float | None  # requests-weighted lookup / compiled steady p50 (entries tried first)
+    eager_ratio: float | None  # requests-weighted lookup / eager p50 in the same process (free of the process's speed)
     top: tuple[GuardSourceRow, ...]  # the costliest sources (of the most requested shape)
     text: str  # the stream-order finding in words
     top_text: str  # the top sources in words

@@ -44,9 +44,11 @@ class PrepareContext:
     graphs: GraphRunLog = field(default_factory=GraphRunLog)
     backends: dict[tuple[str, str | None, bool | None], Callable[..., Any]] = field(default_factory=dict)
 
-    def compile(self, target: Any, options: StrategyOptions, dynamic: bool | None = None, **extra: Any) -> Any:
+    def compile(self, target: Any, options: StrategyOptions, dynamic: bool | None = None,
+                guard_filter_fn: Callable[[list[Any]], list[bool]] | None = None, **extra: Any) -> Any:
         """``torch.compile(target, backend=options.backend, mode=options.mode, dynamic=…)``
-        with the backend wrapped by :class:`GraphRunLog`.
+        with the backend wrapped by :class:`GraphRunLog` (and ``options={"guard_filter_fn": …}``
+        when one is given).
 
         One backend callable per (backend, mode, dynamic) for the whole trial: the compiled
         code's guards check the backend's identity, so compiling each instance of a block
@@ -57,6 +59,8 @@ class PrepareContext:
         from .. import compat
 
         kwargs: dict[str, Any] = dict(extra)
+        if guard_filter_fn is not None:
+            kwargs["options"] = {"guard_filter_fn": guard_filter_fn}
         if options.recompile_limit is not None and compat.compile_accepts("recompile_limit"):
             kwargs["recompile_limit"] = options.recompile_limit
         key = (options.backend, options.mode, dynamic)
@@ -81,6 +85,7 @@ class Prepared:
     notes: tuple[str, ...] = field(default=())
     eager: Callable[..., Any] | None = None  # the eager reference, when the target itself was changed
     named_target: Any = None  # what was passed to torch.compile, when not the whole target
+    dropped_guards: list[Any] | None = None  # a guard filter's dropped guards, filled as frames compile
 
 
 Prepare = Callable[[Callable[..., Any], StrategyOptions, PrepareContext], Prepared]
@@ -375,6 +380,57 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
     )
 
 
+# ----------------------------------------------------------------------------- guard filters
+
+# name → (the torch.compiler guard_filter_fn, what it stops guarding, the assumption it makes)
+GUARD_FILTERS: dict[str, tuple[str, str, str]] = {
+    "inbuilt-nn": ("skip_guard_on_inbuilt_nn_modules_unsafe", "no guards on torch.nn's own modules (Linear, …)",
+                   "torch.nn's own modules (Linear, LayerNorm, …) are not changed after the first call: their "
+                   "attributes, hooks and parameters (requires_grad included)"),
+    "all-nn": ("skip_guard_on_all_nn_modules_unsafe", "no guards on any nn.Module, user-defined ones included",
+               "no nn.Module is changed after the first call: no attribute (a flag, a scale), submodule, hook or "
+               "parameter's requires_grad"),
+    "tensors-only": ("keep_tensor_guards_unsafe", "only the guards on the input tensors (none on parameters)",
+                     "nothing but the input tensors changes after the first call: module attributes, globals, "
+                     "grad mode, autocast and the default device all stay as they were"),
+    "no-globals": ("skip_guard_on_globals_unsafe", "no guards on globals",
+                   "the globals the compiled code reads (module-level settings, imported functions) never change"),
+}
+
+
+def guard_filter_name(strategy: str) -> str | None:
+    """``all-nn`` for ``guard-filter[all-nn]``; None for any other strategy."""
+    if strategy.startswith("guard-filter[") and strategy.endswith("]"):
+        key = strategy[len("guard-filter["):-1]
+        return key if key in GUARD_FILTERS else None
+    return None
+
+
+def _prepare_guard_filter(key: str) -> Prepare:
+    def prepare(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
+        import torch
+
+        from .. import compat
+
+        name = GUARD_FILTERS[key][0]
+        dropped: list[Any] = []
+        fn = compat.recording_guard_filter(getattr(torch.compiler, name), dropped)
+        return Prepared(ctx.compile(target, options, guard_filter_fn=fn), dropped_guards=dropped,
+                        notes=(f"guard_filter_fn=torch.compiler.{name}",))
+
+    return prepare
+
+
+def _guard_filter_unavailable(key: str) -> Unavailable:
+    def unavailable(target: Callable[..., Any], options: StrategyOptions) -> str | None:
+        import torch
+
+        name = GUARD_FILTERS[key][0]
+        return None if hasattr(torch.compiler, name) else f"torch {torch.__version__} has no torch.compiler.{name}"
+
+    return unavailable
+
+
 # ----------------------------------------------------------------------------- the registry
 
 def _prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
@@ -407,3 +463,8 @@ register(Strategy("bucket", "pad the varying dims up to bucket sizes, compile st
 register(Strategy("shapes-spec", "torch.compile(shapes_spec=ParamsSpec) from --mark (unbacked dynamic dims)",
                   compiles=True, prepare=_prepare_shapes_spec, validate=_needs_marks("shapes-spec"),
                   unavailable=_shapes_spec_unavailable, takes=("marks",), dynamic="marked"))
+for _key, (_fn, _what, _assumes) in GUARD_FILTERS.items():
+    register(Strategy(f"guard-filter[{_key}]", f"torch.compile with guard_filter_fn=torch.compiler.{_fn}: {_what} "
+                      f"(unsafe: assumes {_assumes})", compiles=True, prepare=_prepare_guard_filter(_key),
+                      validate=_validate_compile, unavailable=_guard_filter_unavailable(_key),
+                      dynamic="automatic"))

@@ -41,7 +41,8 @@ def stream_compiles(result):
 
 def test_registry_lists_every_strategy():
     assert strategy_names() == ["eager", "default", "static", "dynamic", "mark-dynamic", "dynamic-sources",
-                                "regional", "nested", "bucket", "shapes-spec"]
+                                "regional", "nested", "bucket", "shapes-spec", "guard-filter[inbuilt-nn]",
+                                "guard-filter[all-nn]", "guard-filter[tensors-only]", "guard-filter[no-globals]"]
     assert parse_strategies("all", StrategyOptions(marks=(MarkSpec("x", 0),), dynamic_sources="L['x']")) == tuple(
         strategy_names())
 

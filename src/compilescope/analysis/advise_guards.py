@@ -1,0 +1,108 @@
+"""advise on the third cost: when the default's guard checks are a measurable share of a
+compiled call, PyTorch's guard filters are proposed — each run as a trial that measures the
+per-call saving and changes what the filter stopped guarding to see whether the compiled
+result goes stale (:mod:`compilescope.collect.soundness`).
+
+A filter is accepted only when its guard checks per call dropped beyond the tolerance and no
+change made it stale; a stale one is rejected as **unsafe**, naming the change that made it
+stale and the assumption a user would have to keep. An accepted one carries its assumption in
+its snippet's note, so it is never recommended without it.
+"""
+
+from __future__ import annotations
+
+from ..model import StrategyOptions
+from ..report import Proposal, Snippet, TrialReport
+from ..strategies import GUARD_FILTERS, guard_filter_name
+from ..units import fmt_time
+from .regimes import TOLERANCE
+
+# guard checks at least this share of the default's compiled call: dropping a smaller share could
+# not save beyond the tolerance
+GUARD_SHARE_PROPOSED = TOLERANCE
+
+
+def guard_filter_snippet(key: str, compile_call: str) -> Snippet:
+    """The code applying a filter, and its assumption as the note."""
+    fn, _, assumes = GUARD_FILTERS[key]
+    setup = compile_call[:-1] + f", options={{'guard_filter_fn': torch.compiler.{fn}}})"
+    return Snippet(f"compiled = {setup}", note=f"unsafe: it assumes {assumes}")
+
+
+# the guard categories (:class:`~compilescope.model.GuardGroup`) each filter drops
+DROPS = {"inbuilt-nn": ("module", "parameter"), "all-nn": ("module", "parameter"), "no-globals": ("global",),
+         "tensors-only": ("module", "parameter", "global", "ambient")}
+
+
+def _categories(t: TrialReport) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for row in t.guards.rows if t.guards is not None else ():
+        for s in row.sources:
+            out[s.category] = out.get(s.category, 0) + s.guards
+    return out
+
+
+def guard_proposals(default: TrialReport | None, base: StrategyOptions, compile_call: str,
+                    always: bool = False) -> list[Proposal]:
+    """The guard filters, ``always``; otherwise when what they are for is there: the default's
+    guard checks at least :data:`GUARD_SHARE_PROPOSED` of its compiled call on the stream's
+    mix, most of its guards on modules and parameters (a model's), and only the filters that
+    would drop some of them."""
+    g = default.guards if default is not None else None
+    measured = g is not None and g.share is not None and g.repeated_s is not None
+    kinds = _categories(default) if default is not None else {}
+    modules = kinds.get("module", 0) + kinds.get("parameter", 0)
+    if not always and (not measured or g.share < GUARD_SHARE_PROPOSED  # type: ignore[union-attr,operator]
+                       or modules * 2 < sum(kinds.values())):
+        return []
+    why = (f"guard checks are {g.share:.0%} of a compiled call ({fmt_time(g.repeated_s)} a call, its entry tried "
+           "first)" if measured else "asked for: the guard checks every call pays")  # type: ignore[union-attr]
+    return [Proposal("", f"guard-filter[{key}]", base, (why,), guard_filter_snippet(key, compile_call), target="guards")
+            for key in GUARD_FILTERS if always or any(kinds.get(c) for c in DROPS[key])]
+
+
+def _assumption(t: TrialReport) -> str:
+    key = guard_filter_name(t.strategy)
+    return GUARD_FILTERS[key][2] if key else "what it stopped guarding never changes"
+
+
+def guard_rejection(t: TrialReport, default: TrialReport | None) -> str:
+    """Why a guard filter's trial is rejected ('' when it is not): stale after a change, or
+    guard checks not lower beyond the tolerance. Two trials are two processes, so the checks
+    are compared as each trial measured them against its own eager call (interleaved in the
+    same process), free of the processes' speeds."""
+    stale = [c for c in t.soundness if c.verdict == "stale"]
+    if stale:
+        return f"unsafe: {stale[0].detail} — it is only right if {_assumption(t)}"
+    mine = t.guards.eager_ratio if t.guards is not None else None
+    theirs = default.guards.eager_ratio if default is not None and default.guards is not None else None
+    if mine is None or theirs is None:
+        return "did not reduce what it targets: its guard checks were not measured against eager"
+    if mine > theirs * (1 - TOLERANCE):
+        return (f"did not reduce what it targets: guard checks {theirs:.1%} → {mine:.1%} of an eager call "
+                f"(not lower beyond {TOLERANCE:.0%})")
+    return ""
+
+
+def _steady(t: TrialReport) -> float | None:
+    total = sum(r.requests for r in t.rows if r.steady is not None)
+    return sum(r.requests * r.steady.median for r in t.rows if r.steady is not None) / total if total else None
+
+
+def guard_gain(t: TrialReport, default: TrialReport | None) -> str:
+    """The per-call saving of an accepted filter, what its soundness checks showed and the
+    assumption it makes."""
+    mine = t.guards.repeated_s if t.guards is not None else None
+    theirs = default.guards.repeated_s if default is not None and default.guards is not None else None
+    parts = []
+    if mine is not None and theirs is not None and theirs:
+        parts.append(f"guard checks {fmt_time(theirs)} → {fmt_time(mine)} a call (−{fmt_time(theirs - mine)}, "
+                     f"{(theirs - mine) / theirs:.0%})")
+    a, b = (_steady(default) if default is not None else None), _steady(t)
+    if a is not None and b is not None:
+        parts.append(f"compiled call p50 {fmt_time(a)} → {fmt_time(b)} on the stream's mix")
+    checked = [c for c in t.soundness if c.verdict == "sound"]
+    parts.append(("changed and still right: " + ", ".join(f"`{c.mutation}`" for c in checked)) if checked else
+                 "no change the trial could make showed it stale")
+    parts.append(f"it assumes {_assumption(t)}")
+    return "; ".join(p for p in parts if p)

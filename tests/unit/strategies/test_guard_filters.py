@@ -1,0 +1,119 @@
+"""PyTorch's guard filters as strategies: each trial records what its filter dropped, changes
+it and says whether the compiled call went stale; advise judges a stale one unsafe, naming the
+change. Real torch.compile, backend eager, in this process."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from compilescope.analysis.advise import compile_call, judge
+from compilescope.analysis.advise_guards import guard_proposals
+from compilescope.analysis.build import build_run_report
+from compilescope.collect.soundness import changes, soundness_checks
+from compilescope import compat
+from compilescope.execute.trial import run_trial
+from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialSpec
+from compilescope.render.console import advice_renderables, to_text
+from compilescope.strategies import GUARD_FILTERS, get_strategy, strategy_names
+from compilescope.zoo import layers_workload
+
+FAST = MeasureOptions(warmup=1, samples=4, min_samples=3, budget_s=0.05)
+STREAM = tuple({"batch": b} for b in (2, 3, 2, 2))
+OPTIONS = StrategyOptions(backend="eager")
+
+
+def _trial(strategy: str):  # type: ignore[no-untyped-def]
+    return run_trial(TrialSpec("layers:4", strategy, "cold", STREAM, OPTIONS, FAST))[0]
+
+
+@pytest.fixture(scope="module")
+def trials():  # type: ignore[no-untyped-def]
+    return {name: _trial(name) for name in ("eager", "default", "guard-filter[all-nn]", "guard-filter[inbuilt-nn]",
+                                            "guard-filter[no-globals]")}
+
+
+def test_every_filter_is_a_registered_strategy():
+    for key, (fn, _, _) in GUARD_FILTERS.items():
+        name = f"guard-filter[{key}]"
+        assert name in strategy_names() and get_strategy(name).compiles and hasattr(torch.compiler, fn)
+
+
+def test_a_stale_filter_is_caught_by_changing_what_it_stopped_guarding(trials):
+    t = trials["guard-filter[all-nn]"]
+    assert t.ok and t.dropped_guards["CONSTANT_MATCH"] > 0  # the layers' scale and residual attributes
+    stale = [c for c in t.soundness if c.stale]
+    assert stale and stale[0].kind == "module_attribute" and stale[0].eager_changed
+    assert stale[0].mutation.startswith("model.layers[") and stale[0].max_abs_err > 0
+    # every change was undone: the numerics before it passed, and the model is as built
+    assert all(n.passed for n in t.numerics)
+    assert layers_workload(4).build().layers[0].scale == 0.5
+
+
+def test_a_global_the_code_reads_goes_stale_without_its_guard(trials):
+    (check,) = trials["guard-filter[no-globals]"].soundness
+    assert check.kind == "global" and check.mutation.startswith("LAYERS_CLAMP = ") and check.stale
+
+
+def test_the_default_follows_the_same_change():
+    model = layers_workload(2).build()
+    x = torch.randn(2, 16)
+    dropped: list[compat.DroppedGuard] = []
+    filtered = torch.compile(model, backend="eager", options={
+        "guard_filter_fn": compat.recording_guard_filter(torch.compiler.skip_guard_on_all_nn_modules_unsafe, dropped)})
+    with torch.no_grad():
+        filtered(x)
+        _, frames = compat.compiled_frame_calls(lambda: filtered(x))
+        kinds = changes(dropped, frames[0])
+        assert "module_attribute" in kinds
+        stale = soundness_checks(dropped, {"batch": 2}, lambda: filtered(x), lambda: model(x))
+        assert any(c.stale for c in stale)
+        # the same change on an unfiltered model (the filtered entries gone: they would accept any
+        # Layers as self): Dynamo's guard sees the change and compiles again
+        torch.compiler.reset()
+        plain_model = layers_workload(2).build()
+        plain = torch.compile(plain_model, backend="eager")
+        plain(x)
+        sound = soundness_checks(dropped, {"batch": 2}, lambda: plain(x), lambda: plain_model(x))
+        assert all(c.stale is False for c in sound if c.eager_changed) and any(c.recompiled for c in sound)
+
+
+def test_advise_rejects_the_stale_filter_as_unsafe_naming_the_change(trials):
+    result = RunResult(workload="layers:4", stream=STREAM, trials=tuple(trials.values()))
+    report = build_run_report(result)
+    default = next(t for t in report.trials if t.strategy == "default")
+    proposals = guard_proposals(default, OPTIONS, compile_call(OPTIONS), always=True)
+    assert [p.strategy for p in proposals] == [f"guard-filter[{k}]" for k in GUARD_FILTERS]
+    advice = judge(report, proposals, "total", 100_000, [], 8)
+    rows = {r.label: r for r in advice.rows}
+    unsafe = rows["guard-filter[all-nn] (cold)"]
+    assert unsafe.verdict == "rejected" and unsafe.why.startswith("unsafe: after `model.layers[")
+    assert "no nn.Module is changed after the first call" in unsafe.why
+    assert rows["guard-filter[no-globals] (cold)"].verdict == "rejected"
+    inbuilt = rows["guard-filter[inbuilt-nn] (cold)"]
+    assert "it assumes torch.nn's own modules" in inbuilt.why or "not lower beyond" in inbuilt.why
+    text = " ".join(to_text(advice_renderables(advice), 300).split())
+    assert "unsafe: after `model.layers[" in text
+    snippet = next(p for p in proposals if p.strategy == "guard-filter[all-nn]").snippet
+    assert "options={'guard_filter_fn': torch.compiler.skip_guard_on_all_nn_modules_unsafe}" in snippet.setup
+    assert snippet.note.startswith("unsafe: it assumes no nn.Module is changed")
+
+
+@pytest.mark.parametrize("key", sorted(GUARD_FILTERS))
+def test_each_filter_snippet_runs_as_printed_and_compiles_as_its_trial_did(key, trials):
+    from compilescope import watch
+    from compilescope.workload import as_call_args, seeded_inputs
+
+    snippet = next(p for p in guard_proposals(None, OPTIONS, compile_call(OPTIONS), always=True)
+                   if p.strategy == f"guard-filter[{key}]").snippet
+    loaded = layers_workload(4)
+    torch.compiler.reset()
+    ns = {"torch": torch, "model": loaded.build()}
+    with torch.no_grad(), watch() as w:
+        exec(snippet.setup, ns)  # noqa: S102 — the text runs as printed
+        for shape in STREAM:
+            args, _ = as_call_args(seeded_inputs(loaded, shape))
+            ns["compiled"](*args)
+    torch.compiler.reset()
+    trial = trials.get(f"guard-filter[{key}]") or _trial(f"guard-filter[{key}]")
+    assert w.compiles == len([r for r in trial.compiles if r.phase == "stream" and r.is_compile])
