@@ -15,6 +15,7 @@ from ..model import StrategyOptions
 from ..report import Proposal, Snippet, TrialReport
 from ..strategies import GUARD_FILTERS, guard_filter_name
 from ..units import fmt_time
+from .outcomes import within_tolerance
 from .regimes import TOLERANCE
 
 # guard checks at least this share of the default's compiled call: dropping a smaller share could
@@ -78,7 +79,7 @@ def guard_rejection(t: TrialReport, default: TrialReport | None) -> str:
     theirs = default.guards.eager_ratio if default is not None and default.guards is not None else None
     if mine is None or theirs is None:
         return "did not reduce what it targets: its guard checks were not measured against eager"
-    if mine > theirs * (1 - TOLERANCE):
+    if mine >= theirs or within_tolerance(mine, theirs):
         return (f"did not reduce what it targets: guard checks {theirs:.1%} → {mine:.1%} of an eager call "
                 f"(not lower beyond {TOLERANCE:.0%})")
     return ""

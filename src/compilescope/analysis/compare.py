@@ -158,7 +158,7 @@ def _guard_lookups(trial: str, ga: GuardSummary, gb: GuardSummary) -> list[Chang
             texts = dict(a_text=fmt_time(a.median), b_text=fmt_time(b.median))
             if rel is None or not iqr_separated((a.q1, a.q3), (b.q1, b.q3)):
                 out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", "within the IQRs", **texts))
-            elif abs(rel) < TOLERANCE:
+            elif within_tolerance(a.median, b.median):
                 out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", f"below {TOLERANCE:.0%}",
                                   **texts))
             else:
@@ -167,7 +167,7 @@ def _guard_lookups(trial: str, ga: GuardSummary, gb: GuardSummary) -> list[Chang
     if ga.stream_s is not None and gb.stream_s is not None:
         rel = _rel(ga.stream_s, gb.stream_s)
         noise = (ga.noise_s or 0.0) + (gb.noise_s or 0.0)
-        beyond = abs(gb.stream_s - ga.stream_s) > noise and rel is not None and abs(rel) >= TOLERANCE
+        beyond = abs(gb.stream_s - ga.stream_s) > noise and not within_tolerance(ga.stream_s, gb.stream_s)
         flag: Flag = ("regression" if gb.stream_s > ga.stream_s else "improvement") if beyond else ""
         out.append(Change(trial, "", "guard lookup, stream order", ga.stream_s, gb.stream_s, rel, flag,
                           (f"{ga.mean_tried or 0:.1f} against {gb.mean_tried or 0:.1f} entries tried; "

@@ -177,7 +177,7 @@ def stream_points(trial: TrialResult, repeated: dict[tuple[tuple[str, int], ...]
     for phase, calls in (("startup", trial.startup), ("stream", trial.calls)):
         made_at: dict[int, list[CompileRecord]] = {}
         for r in trial.compiles:
-            if r.phase == phase and r.call_index is not None and r.outcome == "compiled":
+            if r.phase == phase and r.call_index is not None and r.made_entry:
                 made_at.setdefault(r.call_index, []).append(r)
         for call in calls:
             made = made_at.get(call.index, [])

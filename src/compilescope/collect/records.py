@@ -26,7 +26,7 @@ from typing import Any
 
 from .. import compat
 from ..torchtext import enrich_actual, failure_key, parse_guard_failure, split_entry_reasons
-from ..model import CompiledTarget, CompileId, CompileRecord, EntryGuard, GuardFailure
+from ..model import CompiledTarget, CompileId, CompileRecord, EntryGuard, GuardFailure, made_entry
 
 CodeKey = tuple[str, str, int]
 _ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<i>\d+)\](?P<rest>.*)$")
@@ -230,8 +230,8 @@ class RecordBuilder:
             target=named,
             entry_guards=rename_entry_guards(entry_guards, params) if outcome == "compiled" else (),
             entry_guards_cut=entry_guards_cut if outcome == "compiled" else 0,
-            guard_count=view.guard_count if outcome == "compiled" else None,
-            guard_latency_s=view.guard_latency_us / 1e6 if outcome == "compiled" and view.guard_latency_us is not None
+            guard_count=view.guard_count if made_entry(outcome) else None,
+            guard_latency_s=view.guard_latency_us / 1e6 if made_entry(outcome) and view.guard_latency_us is not None
             else None,
         )
         self.records.append(record)

@@ -53,7 +53,8 @@ def test_the_modes_the_registry_declares():
     modes = {n: get_strategy(n).mode() for n in strategy_names()}
     assert modes == {"eager": "none", "default": "automatic", "static": "static", "dynamic": "dynamic",
                      "mark-dynamic": "marked", "dynamic-sources": "marked", "regional": "automatic",
-                     "nested": "automatic", "bucket": "static", "shapes-spec": "marked"}
+                     "nested": "automatic", "bucket": "static", "shapes-spec": "marked",
+                     **{f"guard-filter[{k}]": "automatic" for k in ("inbuilt-nn", "all-nn", "tensors-only", "no-globals")}}
     assert get_strategy("bucket").mode(StrategyOptions(marks=(MarkSpec("x", 0),))) == "marked"
     assert [n for n in strategy_names() if get_strategy(n).static()] == ["static", "bucket"]
 

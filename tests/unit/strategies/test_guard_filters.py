@@ -102,7 +102,8 @@ def test_advise_rejects_the_stale_filter_as_unsafe_naming_the_change(trials):
 @pytest.mark.parametrize("key", sorted(GUARD_FILTERS))
 def test_each_filter_snippet_runs_as_printed_and_compiles_as_its_trial_did(key, trials):
     from compilescope import watch
-    from compilescope.workload import as_call_args, seeded_inputs
+    from compilescope.model import call_arguments
+    from compilescope.workload import seeded_inputs
 
     snippet = next(p for p in guard_proposals(None, OPTIONS, compile_call(OPTIONS), always=True)
                    if p.strategy == f"guard-filter[{key}]").snippet
@@ -112,7 +113,7 @@ def test_each_filter_snippet_runs_as_printed_and_compiles_as_its_trial_did(key, 
     with torch.no_grad(), watch() as w:
         exec(snippet.setup, ns)  # noqa: S102 — the text runs as printed
         for shape in STREAM:
-            args, _ = as_call_args(seeded_inputs(loaded, shape))
+            args, _ = call_arguments(seeded_inputs(loaded, shape))
             ns["compiled"](*args)
     torch.compiler.reset()
     trial = trials.get(f"guard-filter[{key}]") or _trial(f"guard-filter[{key}]")
