@@ -16,11 +16,12 @@ every cache entry's guard check timed on that shape's inputs) and its calls:
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..model import (CallRecord, CompileId, CompileRecord, FrameGuards, GuardCost, GuardGroup, SoundnessCheck,
+from ..model import (CallRecord, CompileId, CompileRecord, FrameGuards, GuardCost, GuardGroup, Shape, SoundnessCheck,
                      TrialResult, shape_key, shape_label)
 from ..report import GuardPoint, GuardShapeRow, GuardSourceRow, GuardSummary, ShapeRow, SoundnessRow, Stats
 from ..units import fmt_time
@@ -142,8 +143,9 @@ class _Order:
 
 def _request_lookup(call: CallRecord, made: set[str], order: _Order, cost: GuardCost | None
                     ) -> tuple[int, float | None, float | None, bool]:
-    """(entries tried, lookup, half-IQR noise, compiled) of one request, moving the order on."""
-    tried, total, noise, compiled = 0, 0.0, 0.0, False
+    """(entries tried, lookup, half-IQR noise, compiled) of one request, moving the order on;
+    the lookup is None where a check it needs was not measured (the entries tried still count)."""
+    tried, total, noise, compiled, known = 0, 0.0, 0.0, False, True
     frames = {f.frame: f for f in (cost.frames if cost is not None else ())}
     for g in dict.fromkeys(call.graphs_run or ()):
         cid = CompileId.parse(g)
@@ -153,18 +155,19 @@ def _request_lookup(call: CallRecord, made: set[str], order: _Order, cost: Guard
             compiled = True
             continue
         ahead = order.hit(cid.frame, g)
-        frame = frames.get(cid.frame)
-        if ahead is None or frame is None:
+        if ahead is None:
             return tried, None, None, compiled
-        checks = {c.entry: c for c in frame.checks}
+        tried += len(ahead) + 1
+        frame = frames.get(cid.frame)
+        checks = {c.entry: c for c in frame.checks} if frame is not None else {}
         involved = [checks.get(e) for e in (*ahead, g)]
-        if any(c is None or not c.samples_s for c in involved):
-            return tried + len(ahead) + 1, None, None, compiled
+        if frame is None or any(c is None or not c.samples_s for c in involved):
+            known = False
+            continue
         hit = _median(checks[g].samples_s) or 0.0
         total += sum(_median(c.samples_s) or 0.0 for c in involved) + (frame.calls - 1) * hit  # type: ignore[union-attr]
         noise += sum(_half_iqr(c.samples_s) for c in involved)  # type: ignore[union-attr]
-        tried += len(ahead) + 1
-    return tried, total, noise, compiled
+    return (tried, total, noise, compiled) if known else (tried, None, None, compiled)
 
 
 def stream_points(trial: TrialResult, repeated: dict[tuple[tuple[str, int], ...], float | None]
@@ -245,8 +248,6 @@ def guard_summary(trial: TrialResult, rows: Sequence[ShapeRow]) -> GuardSummary 
         share=sum(n * s for n, s in weighted) / sum(n for n, _ in weighted) if weighted else None,
         eager_ratio=sum(n * s for n, s in against_eager) / sum(n for n, _ in against_eager) if against_eager else None,
         top=top, text="", top_text=_top_text(top, busiest.lookup.median if busiest.lookup else None))
-    import dataclasses
-
     return dataclasses.replace(summary, text=_stream_text(summary, hits))
 
 
@@ -293,3 +294,33 @@ def guard_data(g: GuardSummary | None) -> dict[str, object] | None:
         "requests": [{"index": p.index, "shape": p.shape, "entries_tried": p.tried, "lookup_s": p.lookup_s,
                       "compiled": p.compiled} for p in g.points],
     }
+
+
+def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialResult | None = None
+                     ) -> list[tuple[int, float | None]]:
+    """For each request of ``stream``: the cache entries its lookup will try (the passing one
+    included; for a request that compiles, every entry it rejected) and, when ``measured`` —
+    a run of the same strategy and workload that timed its guard checks — gives them, what
+    that lookup costs; else None. From a dry run of the stream's distinct shapes (``dry``,
+    in order of first appearance): each shape's first request compiles what its traced call
+    compiled and later ones run the entry it ran; the order of the entries is replayed as
+    Dynamo keeps it (:func:`stream_points`)."""
+    firsts = {shape_key(c.shape): c for c in dry.calls}
+    made = {r.call_index: r for r in dry.compiles if r.phase == "stream" and r.made_entry and r.call_index is not None}
+    calls, compiles, seen = [], [], set()
+    for i, shape in enumerate(stream):
+        key = shape_key(shape)
+        traced = firsts.get(key)
+        if traced is None:
+            return [(0, None)] * len(stream)
+        new = key not in seen and traced.index in made
+        seen.add(key)
+        if new:
+            compiles.append(dataclasses.replace(made[traced.index], call_index=i))
+        calls.append(CallRecord(i, dict(shape), None, graphs_run=traced.graphs_run))
+    trial = TrialResult(dry.spec, "ok", calls=tuple(calls), compiles=tuple(compiles),
+                        guard_costs=measured.guard_costs if measured is not None else ())
+    costs = {shape_key(c.shape): c for c in trial.guard_costs}
+    repeated = {k: (s.median if (s := lookup_stats(c)) is not None else None) for k, c in costs.items()}
+    points, _ = stream_points(trial, repeated)
+    return [(p.tried, p.lookup_s) for p in points]

@@ -148,3 +148,25 @@ def test_one_repeated_size_tries_its_entry_first():
     t = run_trial(spec)[0]
     g = build_run_report(RunResult(workload="layers:2", stream=stream, trials=(t,))).trials[0].guards
     assert g is not None and [p.tried for p in g.points] == [0, 1, 1, 1, 1] and g.mean_tried == 1
+
+
+def test_a_forecast_replays_the_entries_each_request_will_try_from_the_dry_run():
+    from compilescope.analysis.guards import forecast_lookups
+
+    # the dry run traced the distinct shapes 8, 16, 32 in order, each compiling an entry
+    made = [CompileRecord(CompileId(0, i), "f", "m.py", 1, call_index=i) for i in range(3)]
+    dry_calls = tuple(CallRecord(i, {"n": n}, None, compile_ids=(f"0/{i}",), graphs_run=(f"0/{i}",))
+                      for i, n in enumerate((8, 16, 32)))
+    spec = TrialSpec("w", "static", "cold", tuple({"n": n} for n in (8, 16, 32)))
+    dry = TrialResult(spec, "ok", calls=dry_calls, compiles=tuple(made))
+    stream = tuple({"n": n} for n in (8, 16, 8, 32, 32, 16))
+    got = forecast_lookups(stream, dry)
+    # 8 compiles (no entry yet), 16 compiles (8's entry rejected it), 8 tries 16's then its own, 32 compiles
+    # (both rejected it), 32 again first, 16 behind 32's and 8's
+    assert [tried for tried, _ in got] == [0, 1, 2, 2, 1, 3] and all(lookup is None for _, lookup in got)
+    order = ("0/2", "0/1", "0/0")
+    costs = tuple(GuardCost({"n": n}, (FrameGuards("f (m.py:1)", 0, 1, order, _checks(order, f"0/{i}")),), 3)
+                  for i, n in enumerate((8, 16, 32)))
+    measured = dataclasses.replace(dry, guard_costs=costs)
+    got = forecast_lookups(stream, dry, measured)
+    assert [lookup for _, lookup in got] == pytest.approx([None, None, 12e-6, None, 10e-6, 14e-6])
