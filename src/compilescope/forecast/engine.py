@@ -49,7 +49,7 @@ from ..model import (
 )
 from ..stream import distinct_shapes
 from ..report.forecast import (
-    CompileTimes, ForecastReport, ForecastRequest, ForecastGuard, Outcome, StrategyForecast,
+    CompileTimes, ForecastReport, ForecastRequest, ForecastGuard, Lookups, Outcome, StrategyForecast,
 )
 
 DRY_BACKENDS = {"eager": "eager", "aot_eager": "aot_eager", "inductor": compat.DRY_INDUCTOR}
@@ -412,6 +412,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
     requests, predicted = _predicted(requests, times)
+    requests, lookups = with_lookups(requests, stream, trial, results, strategy)
     counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
     first_error = next((r.error for r in requests if r.outcome == "error"), None)
     if first_error:
@@ -423,8 +424,32 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
         dry_wall_s=time.perf_counter() - begun,
         stalls=tuple(r.index for r in requests if r.outcome == "compile"),
         predicted_compile_s=predicted, compile_times=times, notes=tuple(notes), unknown=counts["unknown"],
-        computed=any(n.startswith(COMPUTED_NOTE) for n in trial.notes),
+        computed=any(n.startswith(COMPUTED_NOTE) for n in trial.notes), lookups=lookups,
     )
+
+
+def with_lookups(requests: list[ForecastRequest], stream: Sequence[Shape], dry: TrialResult,
+                 results: tuple[RunResult, str | Path] | None, strategy: str
+                 ) -> tuple[list[ForecastRequest], Lookups | None]:
+    """The guard lookups the stream's hits will pay (:func:`compilescope.analysis.guards.forecast_lookups`):
+    the entries each tries, and their time when the results file holds a measured run of the
+    strategy with its guard checks. None when the dry run did not record the graphs it ran."""
+    from ..analysis.guards import forecast_lookups
+
+    if any(c.graphs_run is None for c in dry.calls):
+        return requests, None
+    measured = next((t for t in results[0].trials if t.spec.name == strategy and t.guard_costs), None) \
+        if results is not None else None
+    found = forecast_lookups(stream, dry, measured)
+    out = [dataclasses.replace(r, entries_tried=tried, lookup_s=lookup) if r.outcome == "hit" else r
+           for r, (tried, lookup) in zip(requests, found)]
+    hits = [r for r in out if r.outcome == "hit" and r.entries_tried]
+    if not hits:
+        return out, None
+    timed = [r.lookup_s for r in hits if r.lookup_s is not None]
+    return out, Lookups(statistics.mean(r.entries_tried or 0 for r in hits), max(r.entries_tried or 0 for r in hits),
+                        statistics.mean(timed) if timed else None, len(timed),
+                        f"{results[1]} ({measured.spec.label})" if measured is not None and results is not None else None)
 
 
 def forecast(

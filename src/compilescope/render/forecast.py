@@ -83,6 +83,16 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
                           f"{first_estimated.why}", "dim"))
     if s.recorded_from:
         parts.append(Text(f"  guards recorded in {s.recorded_from}", "dim"))
+    if s.lookups is not None:
+        lk = s.lookups
+        line = Text(f"  guard lookups: a hit tries {lk.mean_tried:.1f} cache entries on average, its own included "
+                    f"({lk.most_tried} at most)")
+        if lk.per_request_s is not None:
+            line.append(f"; ~{fmt_time(lk.per_request_s)} a request from the checks measured in {lk.source} "
+                        f"({lk.timed} hits timed)", "dim")
+        else:
+            line.append("; their time is unknown without a measured run of this strategy (--results)", "dim")
+        parts.append(line)
     for note in s.notes:
         parts.append(Text(f"  note: {note}", "dim"))
     return parts

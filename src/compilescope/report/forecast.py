@@ -66,6 +66,8 @@ class ForecastRequest:
     compile_s: float | None = None  # predicted compile seconds of this request, when a result file gave times
     estimated: bool = False  # recorded guards: relies on a cache entry whose guards were not recorded
     why: str | None = None  # why it is estimated, or why its outcome is unknown
+    entries_tried: int | None = None  # cache entries its lookup will try (the hit included)
+    lookup_s: float | None = None  # what that lookup costs, from a measured run's guard checks
 
     @property
     def shape_label(self) -> str:
@@ -81,6 +83,19 @@ class CompileTimes:
     first_n: int
     recompile_s: float | None  # median of the measured recompiles
     recompile_n: int
+
+
+@dataclass(frozen=True)
+class Lookups:
+    """The guard lookups a strategy's cache entries will cost the stream's requests that hit:
+    the entries each tries (replayed from the dry run, in the order Dynamo keeps them), and
+    their time when a measured run of the strategy timed the checks (``source``)."""
+
+    mean_tried: float
+    most_tried: int
+    per_request_s: float | None = None  # mean over the hits whose every check was measured
+    timed: int = 0  # those hits
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +118,7 @@ class StrategyForecast:
     recorded_from: str | None = None  # the results file and trial whose guards were evaluated
     unknown: int = 0  # requests whose outcome cannot be predicted (each with its ``why``)
     computed: bool = False  # the dry run computed for real (a request needed tensor values)
+    lookups: Lookups | None = None  # the guard lookups the stream's requests will pay
 
     @property
     def known(self) -> int:

@@ -272,3 +272,19 @@ def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
     assert "] static: 2/2 distinct shapes run, 2 traced, request 3/3 (" in lines[-1]
     assert lines[-1].endswith(" · 0 strategies done")
     assert "distinct shapes run" not in out  # the report's own stream is untouched
+
+
+def test_the_entries_each_hit_will_try_are_forecast_and_timed_from_a_measured_run(tmp_path):
+    from compilescope.api import run
+
+    stream = "8,16,8,16,32,32"
+    s = forecast("sincos", stream, "static", backend="eager").strategy("static")
+    # Dynamo tries the most recently hit entry first: 8 after 16 tries 16's entry then its own
+    assert [r.entries_tried for r in s.requests] == [None, None, 2, 2, None, 1]
+    assert s.lookups is not None and (s.lookups.most_tried, s.lookups.per_request_s) == (2, None)
+    results = tmp_path / "run.json"
+    run("sincos", stream, "static", backend="eager", results_path=results,
+        measure=MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.05))
+    timed = forecast("sincos", stream, "static", backend="eager", results=results).strategy("static")
+    assert timed.lookups is not None and timed.lookups.timed == 3 and str(results) in (timed.lookups.source or "")
+    assert all(r.lookup_s is not None and r.lookup_s > 0 for r in timed.requests if r.outcome == "hit")
