@@ -471,3 +471,74 @@ def graph_break_text(payload: str) -> tuple[str, str | None, int | None]:
     if len(lines) > 1 and lines[0].startswith("Encountered graph break"):
         reason = "\n".join(lines[1:])
     return reason, (at["file"] if at else None), (int(at["line"]) if at else None)
+
+
+# ----------------------------------------------------------------------------- guard sources
+# A cache entry's guard managers name what they guard by source (PyTorch's words, checked on
+# 2.13.0): L['self']._modules['layers']._modules['0']._parameters['weight'], G['torch'],
+# list(dict.keys(L['self']._modules['layers']._modules))[0].
+
+_GUARD_MODULE_ITEM = re.compile(r"\._modules\[(['\"])(?P<k>[^'\"]+)\1\]")
+_GUARD_TENSOR_OWNER = re.compile(r"\._(?:parameters|buffers)\[(['\"])(?P<k>[^'\"]+)\1\]")
+_GUARD_KEYS_OF = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[\d+\]$")
+_GUARD_LOCAL = re.compile(r"^L\[(['\"])(?P<name>[^'\"]+)\1\]")
+_GUARD_GLOBAL = re.compile(r"^G\[(['\"])(?P<name>[^'\"]+)\1\]")
+
+
+def readable(source: str) -> str:
+    """A guard source as a user writes the path: ``L['self']._modules['layers']._modules['0']
+    ._parameters['weight']`` → ``self.layers[0].weight``; ``G['__import_torch_dot_nn']`` →
+    ``torch.nn``; ``G['__builtins_dict___0']['iter']`` → ``builtins['iter']``."""
+    m = _GUARD_KEYS_OF.match(source)
+    text = m["src"] if m else source
+    text = _GUARD_MODULE_ITEM.sub(lambda k: f"[{k['k']}]" if k["k"].isdigit() else f".{k['k']}", text)
+    text = _GUARD_TENSOR_OWNER.sub(lambda k: f".{k['k']}", text)
+    text = text.replace(".__dict__", "")
+    text = _GUARD_LOCAL.sub(lambda k: k["name"], text)
+
+    def global_name(k: re.Match[str]) -> str:
+        name = k["name"]
+        if name.startswith("__import_"):
+            return name[len("__import_"):].replace("_dot_", ".")
+        if name.startswith("__builtins_dict__"):
+            return "builtins"
+        return name
+    return _GUARD_GLOBAL.sub(global_name, text)
+
+
+def _module_path(source: str) -> str:
+    """The module a source inside a module tree belongs to: the source up to its last
+    ``._modules['k']`` (the root module when there is none)."""
+    m = _GUARD_KEYS_OF.match(source)
+    if m:
+        return m["src"][: -len("._modules")] if m["src"].endswith("._modules") else m["src"]
+    last = None
+    for last in _GUARD_MODULE_ITEM.finditer(source):
+        pass
+    if last is not None:
+        return source[: last.end()]
+    root = _GUARD_LOCAL.match(source)
+    return root.group(0) if root else source
+
+
+def classify_source(source: str, kind: str, inputs: Mapping[str, Any]) -> tuple[str, str]:
+    """(category, owner source) of one guard of a cache entry, its manager's source as PyTorch
+    names it and ``inputs`` the frame's locals: see :class:`~compilescope.model.GuardGroup`."""
+    import torch
+
+    if kind == "EPILOGUE":
+        return "shape", "symbolic relations"
+    if source == "L":
+        return "ambient", "frame state"
+    if source.startswith("G["):
+        g = _GUARD_GLOBAL.match(source)
+        return "global", g.group(0) if g else source
+    local = _GUARD_LOCAL.match(source) or (_GUARD_LOCAL.match(m["src"]) if (m := _GUARD_KEYS_OF.match(source)) else None)
+    if local is None:
+        return "other", source
+    if isinstance(inputs.get(local["name"]), torch.nn.Module):
+        owner = _GUARD_TENSOR_OWNER.search(source)
+        if owner is not None:
+            return "parameter", _module_path(source[: owner.start()])
+        return "module", _module_path(source)
+    return "input", local.group(0)

@@ -38,76 +38,14 @@ from typing import Any
 
 from .. import compat
 from ..model import EntryCheck, FrameGuards, GuardCost, GuardGroup, Shape
+from ..torchtext import classify_source, readable
 
 MAX_FRAMES = 8  # distinct compiled frames measured for one request
 MAX_ENTRIES = 64  # cache entries of a frame timed
 MAX_TIMED_GROUPS = 6  # source groups timed alone (the largest); the rest are counted only
 MAX_GUARD_LEAVES = 50_000
 
-_MODULE_ITEM = re.compile(r"\._modules\[(['\"])(?P<k>[^'\"]+)\1\]")
-_TENSOR_OWNER = re.compile(r"\._(?:parameters|buffers)\[(['\"])(?P<k>[^'\"]+)\1\]")
-_KEYS_OF = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[\d+\]$")
-_LOCAL = re.compile(r"^L\[(['\"])(?P<name>[^'\"]+)\1\]")
-_GLOBAL = re.compile(r"^G\[(['\"])(?P<name>[^'\"]+)\1\]")
 _INDEX = re.compile(r"\[\d+\]")
-
-
-def readable(source: str) -> str:
-    """A guard source as a user writes the path: ``L['self']._modules['layers']._modules['0']
-    ._parameters['weight']`` → ``self.layers[0].weight``; ``G['__import_torch_dot_nn']`` →
-    ``torch.nn``; ``G['__builtins_dict___0']['iter']`` → ``builtins['iter']``."""
-    m = _KEYS_OF.match(source)
-    text = m["src"] if m else source
-    text = _MODULE_ITEM.sub(lambda k: f"[{k['k']}]" if k["k"].isdigit() else f".{k['k']}", text)
-    text = _TENSOR_OWNER.sub(lambda k: f".{k['k']}", text)
-    text = text.replace(".__dict__", "")
-    text = _LOCAL.sub(lambda k: k["name"], text)
-
-    def global_name(k: re.Match[str]) -> str:
-        name = k["name"]
-        if name.startswith("__import_"):
-            return name[len("__import_"):].replace("_dot_", ".")
-        if name.startswith("__builtins_dict__"):
-            return "builtins"
-        return name
-    return _GLOBAL.sub(global_name, text)
-
-
-def _module_path(source: str) -> str:
-    """The module a source inside a module tree belongs to: the source up to its last
-    ``._modules['k']`` (the root module when there is none)."""
-    m = _KEYS_OF.match(source)
-    if m:
-        return m["src"][: -len("._modules")] if m["src"].endswith("._modules") else m["src"]
-    last = None
-    for last in _MODULE_ITEM.finditer(source):
-        pass
-    if last is not None:
-        return source[: last.end()]
-    root = _LOCAL.match(source)
-    return root.group(0) if root else source
-
-
-def classify(source: str, kind: str, inputs: Mapping[str, Any]) -> tuple[str, str]:
-    """(category, owner source) of one guard: see :class:`~compilescope.model.GuardGroup`."""
-    import torch
-
-    if kind == "EPILOGUE":
-        return "shape", "symbolic relations"
-    if source == "L":
-        return "ambient", "frame state"
-    if source.startswith("G["):
-        g = _GLOBAL.match(source)
-        return "global", g.group(0) if g else source
-    local = _LOCAL.match(source) or (_LOCAL.match(m["src"]) if (m := _KEYS_OF.match(source)) else None)
-    if local is None:
-        return "other", source
-    if isinstance(inputs.get(local["name"]), torch.nn.Module):
-        owner = _TENSOR_OWNER.search(source)
-        if owner is not None:
-            return "parameter", _module_path(source[: owner.start()])
-        return "module", _module_path(source)
-    return "input", local.group(0)
 
 
 def guard_groups(leaves: Sequence[compat.GuardLeafInfo], inputs: Mapping[str, Any]
@@ -119,7 +57,7 @@ def guard_groups(leaves: Sequence[compat.GuardLeafInfo], inputs: Mapping[str, An
     groups: dict[tuple[str, str], dict[str, Any]] = {}
     under: dict[str, set[tuple[str, str]]] = {}  # manager source → the groups of the guards below it
     for leaf in leaves:
-        category, owner = classify(leaf.source, leaf.kind, inputs)
+        category, owner = classify_source(leaf.source, leaf.kind, inputs)
         shown = readable(owner) if category not in ("ambient", "shape") else owner
         key = (category, _INDEX.sub("[*]", shown))
         g = groups.setdefault(key, {"kinds": {}, "owners": set()})

@@ -27,7 +27,7 @@ from typing import Any
 
 from .. import compat
 from ..model import Shape, SoundnessCheck
-from .guard_cost import readable
+from ..torchtext import readable
 
 MAX_TRIES = 4  # candidates of one kind tried until one changes eager's output
 SCALAR_KINDS = ("CONSTANT_MATCH", "EQUALS_MATCH", "ID_MATCH")

@@ -12,7 +12,8 @@ import torch
 from compilescope import compat
 from compilescope.analysis.build import build_run_report
 from compilescope.analysis.guards import stream_points
-from compilescope.collect.guard_cost import classify, measure_guard_cost, readable
+from compilescope.collect.guard_cost import measure_guard_cost
+from compilescope.torchtext import classify_source as classify, readable
 from compilescope.execute.trial import run_trial
 from compilescope.model import (
     CallRecord,
