@@ -172,6 +172,7 @@ def check(change: Change, shape: Shape, compiled: Callable[[], Any], eager: Call
     """The compiled call against eager after ``change`` (undone after); eager before it, as the
     calls ran until then, says whether the change changes anything."""
     before = eager()
+    unbound = compat.enable_compilation_metrics()  # a full deque (64 by default) would hide the recompile
     change.apply()
     try:
         with change.scope():
@@ -185,6 +186,7 @@ def check(change: Change, shape: Shape, compiled: Callable[[], Any], eager: Call
             recompiled = compat.compilation_metrics_count() != count
     finally:
         change.undo()
+        unbound()
     moved, _, _ = _difference(before, after)
     same, err, what = _difference(after, got)
     return SoundnessCheck(change.text, change.kind, change.guard, shape, not moved, not same, err, what, recompiled)
