@@ -1,0 +1,111 @@
+"""A piped report is one record per line for every command, at ``COLUMNS=80`` and with
+``COLUMNS`` unset: each guard text and each value its JSON holds is found by ``grep`` on one
+line, and nothing is cut (no ``…``). ``run``, ``advise`` and ``report`` of a run are checked in
+test_cli_conventions.py; here ``report`` of a probe (what ``probe`` prints), ``compare``,
+``forecast`` and ``warmup``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "derivations"
+
+
+@pytest.fixture(params=["80", None], ids=["COLUMNS=80", "COLUMNS unset"])
+def columns(request, monkeypatch):
+    if request.param is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", request.param)
+    return request.param
+
+
+def _on_a_line(part: str, text: str) -> bool:
+    """``part`` is found whole on one line of ``text``, as ``grep`` finds it."""
+    return any(part in line for line in text.splitlines())
+
+
+def _missing(parts: set[str], text: str) -> list[str]:
+    return sorted(p for p in parts if not _on_a_line(p, text))
+
+
+def _row(text: str, name: str, after: str = "") -> dict[str, str]:
+    """A table's row named ``name`` (the first after the line starting ``after``) as column →
+    value, whichever form the pipe got: a table (every cell fits the width) or one record a
+    line (``name · column: value · …``)."""
+    lines = text.splitlines()
+    lines = lines[next(i for i, ln in enumerate(lines) if ln.startswith(after)):]
+    for i, line in enumerate(lines):
+        if line.startswith(f"{name} · "):
+            return dict(f.split(": ", 1) for f in line.split(" · ")[1:])
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        if line.startswith("│") and cells[0] == name:
+            header = next(ln for ln in reversed(lines[:i]) if ln.startswith("┃"))
+            return dict(zip([c.strip() for c in header.strip("┃").split("┃")][1:], cells[1:]))
+    raise AssertionError(f"no row {name!r} in:\n{text}")
+
+
+@pytest.mark.parametrize("name", ["probe_two_dims", "probe_recompile_limit", "probe_dtype_change",
+                                  "probe_break_print"])
+def test_a_piped_probe_report_keeps_every_cause_and_break_on_one_line(main, columns, name):
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.schema import load
+
+    code, out, err = main("report", str(DATA / f"{name}.json"))
+    assert code == 0, err
+    report = build_probe_report(load(DATA / f"{name}.json"))
+    parts = {p for f in report.functions for c in f.causes for p in (c.description, c.next_step)}
+    parts |= {b.reason.splitlines()[0] for b in report.graph_breaks if b.reason}
+    assert parts, name
+    assert not _missing(parts, out), (_missing(parts, out), out)
+    for f in report.functions:  # each cause's description and next step on one line together
+        for c in f.causes:
+            assert any(c.description in ln and c.next_step in ln for ln in out.splitlines()), (c, out)
+    assert "…" not in out
+
+
+def test_a_piped_compare_shows_every_change_on_one_line(main, columns, tmp_path):
+    code, out, err = main("compare", str(DATA / "run_sincos.json"), str(DATA / "run_sincos_again.json"),
+                          "--json", str(tmp_path / "c.json"))
+    assert code == 0, err
+    changes = json.loads((tmp_path / "c.json").read_text())["changes"]
+    assert changes
+    for c in changes:  # one record a line: the trial, the figure, both values, the change and why
+        line = next((ln for ln in out.splitlines() if ln.startswith(f"{c['trial']} · ")
+                     and f" {c['figure']} · " in ln and f"A: {c['a_text']} · B: {c['b_text']} · " in ln), None)
+        assert line is not None and c["why"] in line, (c, out)
+    assert "…" not in out
+
+
+def test_a_piped_forecast_shows_every_guard_on_one_line(main, columns, tmp_path):
+    code, out, err = main("forecast", "sincos", "--stream", "16,32,64,16,8", "--strategies", "default,static",
+                          "--backend", "eager", "--json", str(tmp_path / "f.json"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "f.json").read_text())
+    guards = {g["text"] for s in data["strategies"] for r in s["requests"] for g in r["guards"]}
+    assert len(guards) >= 4, guards
+    assert not _missing(guards, out), (_missing(guards, out), out)
+    for s in data["strategies"]:  # its totals, whole
+        row = _row(out, s["strategy"])
+        for word in ("hit", "compile", "eager", "error", "unknown"):
+            assert row[word] == str(sum(r["outcome"] == word for r in s["requests"])), (word, row)
+    assert "…" not in out
+
+
+def test_a_piped_warmup_plan_shows_every_start_up_shape_and_uncovered_guard_on_one_line(main, columns, tmp_path):
+    code, out, err = main("warmup", "sincos", "--stream", "16,32,64,16,8", "--strategies", "default,static",
+                          "--backend", "eager", "--recompile-limit", "2", "--no-measure",
+                          "--plan-out", str(tmp_path / "plan.json"))
+    assert code == 0, err
+    plan = json.loads((tmp_path / "plan.json").read_text())
+    whys = {u["why"] for p in plan["plans"] for u in p["uncovered"]}
+    assert whys, plan  # static under a limit of 2 leaves shapes uncovered, each with its guard
+    assert not _missing(whys, out), (_missing(whys, out), out)
+    for p in plan["plans"]:
+        row = _row(out, p["strategy"], after="plan (forecast, dry run)")
+        assert (row["covers"], row["uncovered"]) == (str(len(p["covers"])), str(len(p["uncovered"]))), row
+        assert row["start-up shapes, in order"].startswith(f"{len(p['shapes'])}: "), row
+    assert "…" not in out
