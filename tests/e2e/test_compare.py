@@ -281,3 +281,42 @@ def test_timings_from_a_busy_machine_are_shown_never_flagged(runs):
     timed = [c for c in report.changes if c.figure in ("speedup", "compile s", "first call") and c.trial != "eager"]
     assert timed and not any(c.flag for c in timed)
     assert any("the machine was busy (B load 9.5 on 2 CPU(s))" in c.why for c in timed)
+
+
+def _guards_costlier(result, factor, extra_guards):
+    """``result`` with every compiled trial's guard checks ``factor`` times slower and each
+    passing entry holding ``extra_guards`` more guards (as a change that adds guards makes it)."""
+
+    def frame(f):
+        checks = tuple(dataclasses.replace(c, samples_s=tuple(s * factor for s in c.samples_s)) for c in f.checks)
+        return dataclasses.replace(f, checks=checks, guards=f.guards + extra_guards)
+
+    def costlier(t):
+        costs = tuple(dataclasses.replace(g, frames=tuple(frame(f) for f in g.frames)) for g in t.guard_costs)
+        return dataclasses.replace(t, guard_costs=costs)
+
+    return dataclasses.replace(result, trials=tuple(costlier(t) for t in result.trials))
+
+
+def test_guard_cost_differences_are_compared_per_shape_and_in_the_stream_order(runs):
+    tmp, paths = runs
+    base = _slower(load(paths["cold"]), 1.0)
+    assert any(g.frames for t in base.trials for g in t.guard_costs)  # the run measured its guards
+    same = compare_runs(base, base)
+    lookups = [c for c in same.changes if c.figure == "guard lookup"]
+    assert {c.shape for c in lookups} == {"16", "32", "64"} and not any(c.flag for c in lookups)
+    costlier = _guards_costlier(base, 3.0, 40)
+    report = compare_runs(base, costlier)
+    lookups = [c for c in report.changes if c.figure == "guard lookup"]
+    assert lookups and all(c.flag == "regression" and c.b == pytest.approx(3 * c.a) for c in lookups), lookups
+    counts = [c for c in report.changes if c.figure == "guards"]
+    frames = {g.shape["n"]: len(g.frames) for t in base.trials if t.spec.label == "default (cold)" for g in t.guard_costs}
+    assert counts and all(c.flag == "regression" and c.b == c.a + 40 * frames[int(c.shape)] for c in counts), counts
+    stream = next(c for c in report.changes if c.figure == "guard lookup, stream order")
+    assert stream.b == pytest.approx(3 * stream.a) and "entries tried" in stream.why
+    # the command prints them
+    (tmp / "guards-b.json").write_text(dumps(costlier))
+    (tmp / "guards-a.json").write_text(dumps(base))
+    proc = _cli("compare", str(tmp / "guards-a.json"), str(tmp / "guards-b.json"), cwd=tmp)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "guard lookup" in proc.stdout and "guard lookup, stream order" in proc.stdout
