@@ -122,3 +122,16 @@ def always_raises() -> Workload:
 
     return Workload(name="always-raises", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
                     default_stream=tuple({"n": n} for n in (4, 8, 16)))
+
+
+def big_matmul() -> Workload:
+    """A square matrix product whose kernel costs far more than a fake tensor's bookkeeping."""
+
+    def build():
+        def product(x: torch.Tensor) -> torch.Tensor:
+            return x @ x
+
+        return product
+
+    return Workload(name="big-matmul", build=build, make_inputs=lambda s: (torch.randn(s["n"], s["n"]),),
+                    dims=("n",), default_stream=({"n": 1536},))

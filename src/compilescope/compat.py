@@ -10,6 +10,7 @@ the one to change; the rest of the package only calls the helpers below. Public 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -204,7 +205,7 @@ class DryCompute:
 
         self.fake, self.static_shortcut = fake, static_shortcut
         self.mode = FakeTensorMode(allow_non_fake_inputs=True) if fake else None
-        self.graphs = self.static_graphs = 0
+        self.graphs = self.static_graphs = self.shaped_calls = 0
 
     def __enter__(self) -> DryCompute:
         _dry_runs.append(self)
@@ -227,14 +228,150 @@ class DryCompute:
             self.graphs += 1
             if self.static_shortcut and not _symbolic(gm):
                 self.static_graphs += 1
-                return gm.forward
-            with unset_fake_temporarily():
-                return inner(gm, example_inputs, **kwargs)
+                compiled: Any = gm.forward
+            else:
+                with unset_fake_temporarily():
+                    compiled = inner(gm, example_inputs, **kwargs)
+            return self._by_shape(gm, example_inputs, compiled) if self.fake else compiled
 
         return dry_backend
 
+    def _by_shape(self, gm: torch.fx.GraphModule, example_inputs: list[Any], compiled: Any) -> Any:
+        """``compiled``, or where :class:`_OutputShapes` can give its outputs, a callable that
+        gives them on fake tensors without running the graph: the outputs' sizes and strides
+        are the traced graph's expressions in its inputs' sizes, evaluated on the call's."""
+        shapes = _OutputShapes.of(gm, example_inputs)
+        if shapes is None:
+            return compiled
+        boxed = bool(getattr(compiled, "_boxed_call", False))
+
+        def run(*args: Any) -> Any:
+            # a boxed callable may be called either way: with the list of arguments, or with them
+            listed = boxed and len(args) == 1 and isinstance(args[0], list)
+            flat = list(args[0]) if listed else list(args)
+            got = shapes(flat) if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None else None
+            if got is None:
+                return compiled(*args)
+            self.shaped_calls += 1
+            if listed:
+                args[0].clear()
+            return got
+
+        run._boxed_call = boxed  # type: ignore[attr-defined]
+        return run
+
 
 _dry_runs: list[DryCompute] = []
+
+# in-place Python operators a Dynamo graph may call (``x += y`` on a tensor)
+_INPLACE_OPERATORS = frozenset({"setitem", "delitem", "iadd", "isub", "imul", "itruediv", "ifloordiv", "imod",
+                                "ipow", "iand", "ior", "ixor", "ilshift", "irshift", "imatmul"})
+
+
+_OPERATORS = frozenset(getattr(operator, n) for n in dir(operator) if not n.startswith("__"))
+
+
+class _OutputShapes:
+    """A Dynamo graph's outputs as fake tensors of the sizes, strides, dtypes and device its
+    trace gave them, each size and stride evaluated on a call's inputs — what running the graph
+    on fake tensors gives, for a graph that (read from its nodes) mutates nothing, returns no
+    alias of an input or of another output, needs no gradient, holds only tensors, sizes and
+    plain constants, and whose frame defers no runtime assertion. A call whose inputs'
+    sizes leave an output's size unknown (an unbacked size) gives None: the graph runs.
+
+    Checked on 2.13.0: a graph's values are its nodes' ``meta["example_value"]``, with the
+    frame's symbols in their sizes; a placeholder per flattened graph input, in order;
+    ``ShapeEnv.deferred_runtime_asserts``; a fake tensor's ``untyped_storage()`` is shared by
+    its views."""
+
+    def __init__(self, inputs: list[Any], outputs: list[Any]) -> None:
+        self.inputs, self.outputs = inputs, outputs
+
+    @staticmethod
+    def of(gm: torch.fx.GraphModule, example_inputs: list[Any]) -> _OutputShapes | None:
+        from torch._guards import detect_fake_mode
+        from torch._ops import HigherOrderOperator
+
+        try:
+            fake = detect_fake_mode(example_inputs)
+            if fake is not None and fake.shape_env is not None and any(fake.shape_env.deferred_runtime_asserts.values()):
+                return None
+            inputs, outputs, storages = [], [], set()
+            for node in gm.graph.nodes:
+                name = getattr(node.target, "__name__", str(node.target))
+                if node.op == "placeholder":
+                    value = node.meta.get("example_value")
+                    inputs.append(value)
+                    if isinstance(value, torch.Tensor):
+                        storages.add(value.untyped_storage()._cdata)
+                elif node.op == "call_module" or (node.op == "call_function" and isinstance(node.target, HigherOrderOperator)):
+                    return None
+                elif node.op in ("call_function", "call_method") and (
+                        (name in _INPLACE_OPERATORS if node.target in _OPERATORS
+                         else name.endswith("_") and not name.startswith("__"))  # and_, not_: operator's own
+                        or node.kwargs.get("inplace") or "out" in node.kwargs):
+                    return None
+                elif node.op == "output":
+                    for out in torch.utils._pytree.tree_leaves(node.args[0]):
+                        value = out.meta.get("example_value", _MISSING) if isinstance(out, torch.fx.Node) else out
+                        if isinstance(value, torch.Tensor):
+                            if value.requires_grad or type(value).__name__ != "FakeTensor" or value.is_sparse:
+                                return None
+                            storage = value.untyped_storage()._cdata
+                            if storage in storages:
+                                return None
+                            storages.add(storage)
+                        elif not isinstance(value, (torch.SymInt, torch.SymFloat, torch.SymBool, int, float, bool,
+                                                    type(None))):
+                            return None
+                        outputs.append(value)
+                    if not isinstance(node.args[0], (tuple, list)) or len(outputs) != len(node.args[0]):
+                        return None
+            if len(inputs) != len(example_inputs):
+                return None
+            return _OutputShapes(inputs, outputs)
+        except Exception:  # noqa: BLE001 - a graph it cannot read runs as it is
+            return None
+
+    def __call__(self, args: list[Any]) -> tuple[Any, ...] | None:
+        import sympy
+
+        if len(args) != len(self.inputs):
+            return None
+        known: dict[Any, int] = {}
+        for value, arg in zip(self.inputs, args):
+            if isinstance(value, torch.Tensor):
+                if not isinstance(arg, torch.Tensor) or arg.dim() != value.dim():
+                    return None
+                for sym, got in zip((*value.size(), *value.stride()), (*arg.size(), *arg.stride())):
+                    if isinstance(sym, torch.SymInt) and isinstance(sym.node.expr, sympy.Symbol):
+                        known[sym.node.expr] = int(got)
+            elif isinstance(value, torch.SymInt) and isinstance(value.node.expr, sympy.Symbol):
+                known[value.node.expr] = int(arg)
+
+        def number(v: Any) -> Any:
+            if not isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+                return v
+            got = v.node.expr.xreplace(known)
+            if getattr(got, "free_symbols", None):
+                raise LookupError(v)
+            return int(got) if isinstance(v, torch.SymInt) else float(got) if isinstance(v, torch.SymFloat) else bool(got)
+
+        try:
+            out = []
+            for value in self.outputs:
+                if isinstance(value, torch.Tensor):
+                    out.append(torch.empty_strided([number(d) for d in value.size()],
+                                                   [number(d) for d in value.stride()],
+                                                   dtype=value.dtype, device=value.device))
+                else:
+                    out.append(number(value))
+        except LookupError:
+            return None
+        return tuple(out)
+
+
+_MISSING = object()
 
 
 def _symbolic(gm: torch.fx.GraphModule) -> bool:

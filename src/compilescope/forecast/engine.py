@@ -310,7 +310,7 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
 
 def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
               threads: int | None = 1, sink: Any = None, dry_backend: str | None = None, compute: bool = True,
-              on_compute: Callable[[str], None] | None = None) -> TrialResult:
+              on_compute: Callable[[str], None] | None = None, real_first: str | None = None) -> TrialResult:
     """One strategy's dry trial (the module's docstring): real inputs and parameters, calls on
     fake tensors of the real device, a backend that builds nothing (:func:`dry_backend_for`).
     When a call raises on fake tensors (it needs values, or an op has no fake kernel), the
@@ -319,10 +319,19 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     recording the calls made (the rest are unknown, :func:`dry_outcomes`). Like a trial it
     starts from ``torch.compiler.reset()``; the thread count is put back after. ``sink`` sees
     each call's records as it finishes (an exception it raises ends the dry run and is raised
-    here). A graph the dry inductor could not lower is a note of the result."""
+    here). A graph the dry inductor could not lower is a note of the result. ``real_first``
+    (with ``compute``): why the calls compute for real from the start (:func:`cheaper_for_real`:
+    real kernels cost less than fake tensors here) — the same trial as the fallback's, said."""
     dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="cpu", steady=False, numerics=False, threads=threads))
+    if compute and real_first is not None:
+        if on_compute is not None:
+            on_compute(real_first)
+        result = _attempt(spec, False, sink)
+        note = (f"{COMPUTED_NOTE}: {real_first}, so this strategy's dry run computed every call with real kernels on "
+                "the real inputs (its graphs traced as before, no kernel built)")
+        return dataclasses.replace(result, notes=(*result.notes, note))
     kept: list[tuple[CallRecord, Any]] = []
     try:
         return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
@@ -336,6 +345,54 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
         note = (f"{COMPUTED_NOTE}: {why}, so this strategy's dry run computed every call with real kernels on the "
                 "real inputs (its graphs compiled as before, no kernel built)")
         return dataclasses.replace(result, notes=(*result.notes, note))
+
+
+def cheaper_for_real(workload: Any, target: Any, shape: Shape) -> str | None:
+    """Why a dry run should compute for real from its first call, or None: an eager call of
+    ``shape`` (the stream's first) costs less with real kernels on the real inputs than on
+    fake tensors of the device — as for a small model, where a fake tensor's bookkeeping per
+    op outweighs the kernel — or raises on fake tensors while it runs for real (it needs
+    values: the dry run would compute anyway). Computing for real is the real run itself, less
+    the backend's build, so it sees what fake tensors see and more; fake tensors are the
+    cheaper way only where kernels cost. Each way is timed as the better of two calls, one
+    thread (as a dry trial runs), the global RNG left as it was."""
+    import torch
+
+    from ..model import call_arguments
+    from ..workload import seeded_inputs
+
+    def seconds(fake: bool) -> float | None:
+        compute = compat.DryCompute(fake)
+        fn = target if workload.step is None else (lambda *a, **k: workload.step(target, *a, **k))
+        best = None
+        for _ in range(2):
+            args, kwargs = call_arguments(seeded_inputs(workload, shape))
+            started = time.perf_counter()
+            try:
+                with torch.set_grad_enabled(workload.grad):
+                    compute.call(fn, *args, **kwargs)
+            except Exception:  # noqa: BLE001 - a call that raises is not timed; the dry run meets it as it is
+                return None
+            took = time.perf_counter() - started
+            best = took if best is None else min(best, took)
+        return best
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            real = seconds(False)
+            if real is None:
+                return None
+            fake = seconds(True)
+    finally:
+        torch.set_num_threads(threads)
+    if fake is None:
+        return f"an eager call of {shape_label(shape)} raised on fake tensors and ran for real ({real * 1e3:.1f} ms)"
+    if real < fake:
+        return (f"an eager call of {shape_label(shape)} took {real * 1e3:.1f} ms with real kernels, "
+                f"{fake * 1e3:.1f} ms on fake tensors")
+    return None
 
 
 STOPPED_NOTE = "not computed"
@@ -394,13 +451,15 @@ class _Progress:
 def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
                       results: tuple[RunResult, str | Path] | None = None,
                       dry_backend: str | None = None, progress: ProgressFn | None = None,
-                      started: float | None = None, compute: bool = True) -> StrategyForecast | str:
-    """One strategy's forecast, or why the strategy does not apply to the workload."""
+                      started: float | None = None, compute: bool = True,
+                      real_first: str | None = None) -> StrategyForecast | str:
+    """One strategy's forecast, or why the strategy does not apply to the workload
+    (``real_first``: :func:`dry_trial`'s)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
     trial = dry_trial(workload_ref, strategy, distinct, options, dry_backend=dry_backend, sink=sink,
-                      compute=compute, on_compute=sink.compute if sink is not None else None)
+                      compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first)
     notes = list(trial.notes)
     if trial.status == "unavailable":
         return f"{strategy} is unavailable: {trial.error}"
@@ -464,6 +523,7 @@ def forecast(
     dry_backend: str | None = None,
     progress: ProgressFn | None = None,
     compute: bool = True,
+    fake: bool | None = None,
 ) -> ForecastReport:
     """Predict, per request of ``stream``, what each strategy's ``torch.compile`` does: hit,
     compile (with the guards that fail) or eager at the recompile limit. Raises a
@@ -473,16 +533,20 @@ def forecast(
     in a process that has compiled code of its own, that code is compiled again on its next
     call. ``dry_backend``: what to trace with instead of the default (:data:`FAST_DRY_BACKENDS`);
     ``progress`` is called after each call of the dry runs (:class:`Progress`); ``compute``
-    False: a request that needs tensor values is ``unknown`` rather than computed for real."""
-    from ..prepare import prepare_run
+    False: a request that needs tensor values is ``unknown`` rather than computed for real.
+    ``fake``: None (default) runs the calls on fake tensors unless real kernels are cheaper
+    (:func:`cheaper_for_real`, measured once on the stream's first shape; then every strategy
+    computes for real, and says why); True, on fake tensors (computing for real only when
+    values are needed); False, for real. With ``compute`` False they run on fake tensors."""
+    from ..prepare import prepare_run_with_target
 
     traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():
         raise OptionError(f"--results {str(results)!r} is not a file")
     options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
     started = time.perf_counter()
-    loaded, base, names = prepare_run(workload, stream, strategies, options=options,
-                                      measure=MeasureOptions(device="cpu"))
+    loaded, target, base, names = prepare_run_with_target(workload, stream, strategies, options=options,
+                                                          measure=MeasureOptions(device="cpu"))
     from ..strategies import get_strategy
 
     skipped = [n for n in names if not get_strategy(n).compiles]
@@ -490,8 +554,14 @@ def forecast(
     if not compiled:
         raise OptionError("no compiling strategy to forecast (eager compiles nothing)")
     measured = (load_run(results, base.workload), results) if results is not None else None
-    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute)
-            for n in compiled]
+    real_first = None
+    if compute and fake is None:
+        real_first = cheaper_for_real(loaded, target, base.stream[0])
+    elif compute and fake is False:
+        real_first = "asked to compute for real"
+    del target
+    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute,
+                              real_first) for n in compiled]
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:

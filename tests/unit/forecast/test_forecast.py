@@ -21,11 +21,12 @@ from compilescope.workload import load_workload
 pytestmark = pytest.mark.compat("forecast")
 
 STRATEGIES = ("default", "static", "dynamic")
-# (workload, backend, stream spec or None for the workload's default stream)
+# (workload, backend, stream spec or None for the workload's default stream, forecast's fake:
+# None lets the forecast pick the cheaper way, True keeps it on fake tensors)
 CASES = (
-    ("sincos", "aot_eager", "random:count=60;seed=3;n=8|16|24|32|40|48|56|64|72|80|1"),
-    ("transformer", "eager", None),
-    ("convnet", "eager", None),  # static passes the recompile limit: later new sizes run eagerly
+    ("sincos", "aot_eager", "random:count=60;seed=3;n=8|16|24|32|40|48|56|64|72|80|1", None),
+    ("transformer", "eager", None, True),
+    ("convnet", "eager", None, True),  # static passes the recompile limit: later new sizes run eagerly
 )
 
 
@@ -43,10 +44,10 @@ def _real(workload: str, strategy: str, stream, backend: str, tmp_path, monkeypa
 
 
 def _compare(case, tmp_path, monkeypatch):
-    workload, backend, spec = case
+    workload, backend, spec, fake = case
     w = load_workload(workload)
     stream = parse_stream(spec, w.dims) if spec else w.default_stream
-    report = forecast(workload, stream, STRATEGIES, backend=backend)
+    report = forecast(workload, stream, STRATEGIES, backend=backend, fake=fake)
     misses, total = [], 0
     for s in report.strategies:
         real = _real(workload, s.strategy, stream, backend, tmp_path, monkeypatch)
@@ -133,6 +134,32 @@ def test_repeats_are_predicted_without_tracing_again():
     assert all(r.basis == "repeat" for r in s.requests[5:])
 
 
+def test_where_real_kernels_cost_less_than_fake_tensors_the_dry_run_computes_for_real_and_says_why():
+    """sincos's kernels on 16 floats cost less than a fake tensor's bookkeeping: every
+    strategy computes for real from its first call (the same outcomes), said with both
+    timings; asked for fake tensors, it keeps them."""
+    cheaper = forecast("sincos", "16,16,32,8", "default,static", backend="eager")
+    kept = forecast("sincos", "16,16,32,8", "default,static", backend="eager", fake=True)
+    for a, b in zip(cheaper.strategies, kept.strategies):
+        assert a.computed and not b.computed
+        assert [r.outcome for r in a.requests] == [r.outcome for r in b.requests]
+        assert [[g.text for g in r.guards] for r in a.requests] == [[g.text for g in r.guards] for r in b.requests]
+        note = next(n for n in a.notes if n.startswith("computed for real"))
+        assert "with real kernels" in note and "on fake tensors" in note, note
+    assert [r.outcome for r in cheaper.strategy("static").requests] == ["compile", "hit", "compile", "compile"]
+
+
+def test_where_kernels_cost_more_than_fake_tensors_the_dry_run_stays_on_fake_tensors():
+    """A 1536-square matrix product: its kernel costs far more than a fake tensor's bookkeeping."""
+    from compilescope.forecast.engine import cheaper_for_real
+
+    w = load_workload(f"{FORECAST_WORKLOADS}:big_matmul")
+    assert cheaper_for_real(w, w.build(), {"n": 1536}) is None
+    raises = load_workload(f"{FORECAST_WORKLOADS}:keeps_positive")  # nonzero: it needs values
+    why = cheaper_for_real(raises, raises.build(), raises.default_stream[0])
+    assert why is not None and "raised on fake tensors" in why
+
+
 @pytest.mark.processes
 def test_compile_seconds_come_from_a_results_file(tmp_path):
     from compilescope.api import run
@@ -182,11 +209,13 @@ def test_a_strategy_that_does_not_apply_is_a_note():
     assert any(n.startswith("regional is unavailable: the workload is a function") for n in report.notes)
 
 
-def _agrees_with_real(ref, backend, tmp_path, monkeypatch, strategies=STRATEGIES):
+def _agrees_with_real(ref, backend, tmp_path, monkeypatch, strategies=STRATEGIES, fake=True):
     """The forecast of ``ref``'s default stream and, per strategy, its requests' outcomes
-    beside a real trial's (guard texts of the compiles too)."""
+    beside a real trial's (guard texts of the compiles too). ``fake``: the forecast's (True:
+    on fake tensors, the premise these small workloads were built to test, though real
+    kernels would be cheaper for them)."""
     stream = load_workload(ref).default_stream
-    report = forecast(ref, stream, strategies, backend=backend)
+    report = forecast(ref, stream, strategies, backend=backend, fake=fake)
     for s in report.strategies:
         real = _real(ref, s.strategy, stream, backend, tmp_path, monkeypatch)
         seen = request_outcomes(real.calls, real.compiles)
@@ -265,11 +294,13 @@ def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
     from compilescope.cli import progress
 
     monkeypatch.setattr(progress, "EVERY_S", 0.0)  # every call: the test needs no 5 s wait
+    monkeypatch.setenv("COLUMNS", "200")  # one line each
     code, out, err = main("forecast", "sincos", "--stream", "16,16,32", "--strategies", "static", "--backend", "eager")
     assert code == 0, err
     lines = [ln for ln in err.splitlines() if "distinct shapes run" in ln]
-    assert lines[0].startswith("[0:") and "] static: 1/2 distinct shapes run, 1 traced, request 2/3 (" in lines[0]
-    assert "] static: 2/2 distinct shapes run, 2 traced, request 3/3 (" in lines[-1]
+    # sincos's kernels cost less than fake tensors: the dry run computes for real, and says so
+    assert lines[0].startswith("[0:") and "] static: 1/2 distinct shapes run, 1 traced, computing for real, request 2/3 (" in lines[0]
+    assert "] static: 2/2 distinct shapes run, 2 traced, computing for real, request 3/3 (" in lines[-1]
     assert lines[-1].endswith(" · 0 strategies done")
     assert "distinct shapes run" not in out  # the report's own stream is untouched
 
