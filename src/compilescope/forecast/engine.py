@@ -326,12 +326,7 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="cpu", steady=False, numerics=False, threads=threads))
     if compute and real_first is not None:
-        if on_compute is not None:
-            on_compute(real_first)
-        result = _attempt(spec, False, sink)
-        note = (f"{COMPUTED_NOTE}: {real_first}, so this strategy's dry run computed every call with real kernels on "
-                "the real inputs (its graphs traced as before, no kernel built)")
-        return dataclasses.replace(result, notes=(*result.notes, note))
+        return _computed(spec, sink, real_first, on_compute)
     kept: list[tuple[CallRecord, Any]] = []
     try:
         return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
@@ -339,12 +334,17 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
         why = f"shape {shape_label(needed.shape)} could not run on fake tensors ({needed.error})"
         if not compute:
             return _stopped(spec, kept, needed, why)
-        if on_compute is not None:
-            on_compute(why)
-        result = _attempt(spec, False, sink)
-        note = (f"{COMPUTED_NOTE}: {why}, so this strategy's dry run computed every call with real kernels on the "
-                "real inputs (its graphs compiled as before, no kernel built)")
-        return dataclasses.replace(result, notes=(*result.notes, note))
+        return _computed(spec, sink, why, on_compute)
+
+
+def _computed(spec: TrialSpec, sink: Any, why: str, on_compute: Callable[[str], None] | None) -> TrialResult:
+    """The dry trial computing for real, with a note that says ``why``."""
+    if on_compute is not None:
+        on_compute(why)
+    result = _attempt(spec, False, sink)
+    note = (f"{COMPUTED_NOTE}: {why}, so this strategy's dry run computed every call with real kernels on the "
+            "real inputs (its graphs compiled as before, no kernel built)")
+    return dataclasses.replace(result, notes=(*result.notes, note))
 
 
 def cheaper_for_real(workload: Any, target: Any, shape: Shape) -> str | None:
