@@ -6,6 +6,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -202,6 +203,37 @@ def pytester_compiled(request):
     return request.getfixturevalue("pytester")
 
 
+FORKED_TRIALS = {"COMPILESCOPE_FORK_SERVER": "1"}  # compilescope.execute.local.FORK_SERVER_VAR
+
+
+@contextlib.contextmanager
+def forked_trials_here() -> Iterator[None]:
+    """Trials forked by a fork server that imported torch once (``COMPILESCOPE_FORK_SERVER=1``),
+    for the drivers this process runs and the CLI processes it starts (their environment is
+    this one's): each trial then costs no interpreter start and ``import torch`` of its own. A
+    forked trial records the same compiles, guards, outputs and failures as a fresh interpreter
+    (tests/e2e/test_trialenv.py, test_inductor.py); only its cold first call and compile time
+    differ (a few percent), so it is for tests that do not measure a cold start."""
+    saved = {k: os.environ.get(k) for k in FORKED_TRIALS}
+    os.environ.update(FORKED_TRIALS)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@pytest.fixture(scope="module")
+def forked_trials():
+    """:func:`forked_trials_here` for a module's tests (``pytestmark =
+    pytest.mark.usefixtures("forked_trials")``; a module fixture of the file starts after it)."""
+    with forked_trials_here():
+        yield
+
+
 @pytest.fixture(scope="session")
 def advised_runs():
     """``advise(ref, stream)`` on the eager backend with few samples, computed once per
@@ -217,7 +249,9 @@ def advised_runs():
         if key not in done:
             # the proposals these tests pin are for recompiles; guard filters have their own tests
             # (tests/unit/strategies/test_guard_filters.py)
-            done[key] = advise(ref, list(stream), backend="eager", measure=measure, timeout_s=600, guard_filters=False)
+            with forked_trials_here():  # the advice's compiles and snippets are read, no cold start
+                done[key] = advise(ref, list(stream), backend="eager", measure=measure, timeout_s=600,
+                                   guard_filters=False)
         return done[key]
 
     return get

@@ -27,6 +27,9 @@ from compilescope.model import call_arguments
 
 from .test_advice_snippets import FAST, check_snippets
 
+# Trials forked (conftest.forked_trials_here): these tests read what is suggested and compiled; no cold start.
+pytestmark = pytest.mark.usefixtures("forked_trials")
+
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("audio_frontend", "shared_break", "tiny_gnn")
 REF = str(ROOT / "tests" / "real_models.py")
