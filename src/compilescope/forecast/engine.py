@@ -359,6 +359,7 @@ def cheaper_for_real(workload: Any, target: Any, shape: Shape) -> str | None:
     import torch
 
     from ..model import call_arguments
+    from ..units import fmt_time
     from ..workload import seeded_inputs
 
     def seconds(fake: bool) -> float | None:
@@ -388,10 +389,10 @@ def cheaper_for_real(workload: Any, target: Any, shape: Shape) -> str | None:
     finally:
         torch.set_num_threads(threads)
     if fake is None:
-        return f"an eager call of {shape_label(shape)} raised on fake tensors and ran for real ({real * 1e3:.1f} ms)"
+        return f"an eager call of {shape_label(shape)} raised on fake tensors and ran for real ({fmt_time(real)})"
     if real < fake:
-        return (f"an eager call of {shape_label(shape)} took {real * 1e3:.1f} ms with real kernels, "
-                f"{fake * 1e3:.1f} ms on fake tensors")
+        return (f"an eager call of {shape_label(shape)} took {fmt_time(real)} with real kernels, "
+                f"{fmt_time(fake)} on fake tensors")
     return None
 
 
