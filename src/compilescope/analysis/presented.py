@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model import RunResult
-from ..report import CallPoint, CompileRow, FunctionReport, ProbeReport, RunReport, TrialReport
+from ..model import NumericsCheck, RunResult
+from ..report import CallPoint, CompileRow, FunctionReport, NumericsState, ProbeReport, RunReport, ShapeRow, TrialReport
 from .verdict import verdict_text
 
 
@@ -19,6 +19,26 @@ def numerics_text(t: TrialReport) -> str:
     parts += [f"{t.numerics_eager} eager"] if t.numerics_eager else []
     parts += [f"{t.numerics_not_comparable} n/a"] if t.numerics_not_comparable else []
     return ", ".join(parts)
+
+
+def shape_numerics(n: NumericsCheck | None) -> tuple[str, NumericsState]:
+    """A shape's numerics cell and its state: the largest absolute error, FAIL before it when
+    the check failed; not counted when the check ran eagerly or eager did not repeat itself."""
+    if n is None:
+        return "—", ""
+    if n.ran_eagerly:
+        return "eager: not counted", "not counted"
+    if not n.comparable:
+        return "n/a: eager varies", "not counted"
+    err = f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else None
+    if not n.passed:
+        return ("FAIL" if err is None else f"FAIL {err}"), "fail"
+    return err or "ok", "pass"
+
+
+def finish_row(r: ShapeRow) -> ShapeRow:
+    text, state = shape_numerics(r.numerics)
+    return replace(r, numerics_text=text, numerics_state=state)
 
 
 def with_backward(c: CompileRow) -> CompileRow:
@@ -41,13 +61,22 @@ def timeline_compiles(t: TrialReport, rows: tuple[CompileRow, ...]) -> tuple[Cal
 def finish_trial(t: TrialReport) -> TrialReport:
     rows = tuple(with_backward(c) for c in t.compile_rows)
     return replace(t, compile_rows=rows, timeline=timeline_compiles(t, rows), verdict_text=verdict_text(t.verdict),
-                   reused_changes=sum(1 for c in t.changes if c.outcome == "reused"), numerics_text=numerics_text(t))
+                   reused_changes=sum(1 for c in t.changes if c.outcome == "reused"), numerics_text=numerics_text(t),
+                   rows=tuple(finish_row(r) for r in t.rows),
+                   ended_badly=t.status not in ("ok", "unavailable"),
+                   died=t.status not in ("ok", "unavailable") and t.completed < t.requests,
+                   failed=t.status not in ("ok", "unavailable") or bool(t.call_errors),
+                   all_raised=t.status == "failed" and 0 < t.call_errors == t.completed == t.requests,
+                   shown=t.status in ("ok", "partial"),
+                   status_text=(t.status if t.status == "unavailable"
+                                else f"{t.status} ({t.completed}/{t.requests} requests)"))
 
 
 def finish_run_report(report: RunReport, result: RunResult | None = None) -> RunReport:
     """``report`` with every derived value its renderers print; the run's command and date
     from ``result``."""
-    return replace(report, trials=tuple(finish_trial(t) for t in report.trials),
+    trials = tuple(finish_trial(t) for t in report.trials)
+    return replace(report, trials=trials, failed=any(t.failed for t in trials) or bool(report.missing),
                    command=result.command if result is not None else report.command,
                    created=result.created if result is not None else report.created)
 

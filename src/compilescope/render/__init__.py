@@ -1,11 +1,14 @@
 """Renderers: each turns a report (:mod:`compilescope.report`) into text; only the CLI/API
 edge writes files. A renderer is a module with a ``RENDERER`` object satisfying
-:class:`Renderer`; :data:`MODULES` lists them by name, and an output path picks one by its
-extension (:func:`for_path`)."""
+:class:`Renderer` — a :class:`ByKind`, whose one dispatch table maps each report type it
+renders to the function that renders it; :data:`MODULES` lists them by name, and an output
+path picks one by its extension (:func:`for_path`)."""
 
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -20,6 +23,26 @@ class Renderer(Protocol):
     written: str  # how the command names the file it wrote ("csv: out.csv")
 
     def render(self, report: Any) -> str: ...
+
+
+@dataclass(frozen=True)
+class ByKind:
+    """A renderer whose dispatch table, ``by_kind``, maps each report type it renders to the
+    function that renders it: its ``kinds`` are the table's keys, and a report is rendered by
+    its own type's entry (a report of another type is a programming error, not bad input: the
+    CLI checks an output's kind before a trial runs)."""
+
+    name: str
+    extensions: tuple[str, ...]
+    written: str
+    by_kind: Mapping[type, Callable[[Any], str]]
+
+    @property
+    def kinds(self) -> tuple[type, ...]:
+        return tuple(self.by_kind)
+
+    def render(self, report: Any) -> str:
+        return self.by_kind[type(report)](report)
 
 
 # name → module: an output format is one module here and one line in this table

@@ -33,8 +33,8 @@ _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
 
 def _steady_cell(row: ShapeRow) -> Text:
     if row.steady is None:
-        return T(row.steady_note or "—", "red" if row.steady_note and row.steady_note != "not measured" else "")
-    text = T(f"{fmt_time(row.steady.median)} ±{fmt_time(row.steady.iqr / 2)}")
+        return T(row.steady_note or "—", "red" if row.steady_failed else "")
+    text = T(f"{fmt_time(row.steady.median)} ±{fmt_time(row.steady.half_iqr)}")
     if row.steady.noisy:
         text.append(" ~", style="yellow")
     return text
@@ -49,17 +49,12 @@ def _eager_cell(row: ShapeRow) -> Text:
     return text
 
 
+_NUMERICS_STYLE = {"fail": "bold red", "not counted": "dim"}
+_STATUS_STYLE = {"unavailable": "dim"}  # a trial that did not run its stream; any other status is bold red
+
+
 def _error_cell(row: ShapeRow) -> Text:
-    n = row.numerics
-    if n is None:
-        return T("—")
-    if n.ran_eagerly:
-        return T("eager: not counted", "dim")
-    if not n.comparable:
-        return T("n/a: eager varies", "dim")
-    if not n.passed:
-        return T(f"FAIL {n.max_abs_err:.1e}" if n.max_abs_err is not None else "FAIL", "bold red")
-    return T(f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok")
+    return T(row.numerics_text, _NUMERICS_STYLE.get(row.numerics_state, ""))
 
 
 def _speedup_cell(row: ShapeRow) -> Text:
@@ -70,23 +65,24 @@ def _speedup_cell(row: ShapeRow) -> Text:
     return T(f"×{s:.2f}", style)
 
 
+# how a shape's first call ran: its words (with the cause) and their style; any other status ran eager
+_ROW_STATUS = {
+    "compiled": ("compiled: {cause}", ""),
+    "reused": ("reused a graph", ""),
+    "eager fallback": ("EAGER FALLBACK: {cause}", "bold red"),
+    "error": ("error: {cause}", "red"),
+    "partial eager fallback": ("PARTIAL EAGER FALLBACK: {cause}", "bold red"),
+}
+
+
 def _status_cell(row: ShapeRow) -> Text:
-    if row.status == "compiled":
-        text = T(f"compiled: {row.cause}", "yellow" if row.first_call_index > 0 else "")
-    elif row.status == "reused":
-        text = T("reused a graph")
-    elif row.status == "eager fallback":
-        text = T(f"EAGER FALLBACK: {row.cause}", "bold red")
-    elif row.status == "error":
-        text = T(f"error: {row.cause}", "red")
-    elif row.status == "partial eager fallback":
-        text = T(f"PARTIAL EAGER FALLBACK: {row.cause}", "bold red")
-    else:
-        text = T("eager")
-    if row.fallback_calls and row.status != "eager fallback":
-        text.append(f"; {row.fallback_calls} of {row.requests} call(s) ran eagerly", style="bold red")
-    if row.partial_fallback_calls and row.status != "partial eager fallback":
-        text.append(f"; {row.partial_fallback_calls} of {row.requests} call(s) ran partly eagerly", style="bold red")
+    words, style = _ROW_STATUS.get(row.status, ("eager", ""))
+    text = T(words.format(cause=row.cause), "yellow" if row.recompiled else style)
+    if row.other_fallback_calls:
+        text.append(f"; {row.other_fallback_calls} of {row.requests} call(s) ran eagerly", style="bold red")
+    if row.other_partial_fallback_calls:
+        text.append(f"; {row.other_partial_fallback_calls} of {row.requests} call(s) ran partly eagerly",
+                    style="bold red")
     if row.error_calls:
         text.append(f"; {row.error_calls} of {row.requests} raised", style="bold red")
     return text
@@ -156,13 +152,11 @@ def summary_table(report: RunReport) -> Grid:
     ), keep=("first call", "compiles (re)", "compile time", "stream total (eager)", "break-even", "projected N*",
              "numerics"))
     for t in report.trials:
-        if t.status == "failed" and t.call_errors and t.call_errors == t.completed == t.requests:
+        if t.all_raised:
             table.add_row(T(t.label), T(f"failed: all {t.requests} requests raised", "bold red"), *[T("")] * 8)
             continue
-        if t.status not in ("ok", "partial"):
-            style = "dim" if t.status == "unavailable" else "bold red"
-            done = f" ({t.completed}/{t.requests} requests)" if t.status != "unavailable" else ""
-            table.add_row(T(t.label), T(t.status + done, style), *[T("")] * 8)
+        if not t.shown:
+            table.add_row(T(t.label), T(t.status_text, _STATUS_STYLE.get(t.status, "bold red")), *[T("")] * 8)
             continue
         first = fmt_time(t.first_call_s)
         first_cell = T(first) if not t.call_errors else T(f"{first}, {t.call_errors} of {t.requests} raised", "bold red")
@@ -202,10 +196,10 @@ def shape_change_lines(report: RunReport) -> list[Text]:
     that reused a compiled graph are counted."""
     lines = []
     for t in report.trials:
-        if t.status not in ("ok", "partial") or not t.compiles_code:
+        if not t.shown or not t.compiles_code:
             continue
         for c in t.changes:
-            if c.outcome == "reused":
+            if c.reused:
                 continue
             word, style = _OUTCOME[c.outcome]
             text = T(f"  {t.label}: request {c.index} ")
@@ -248,7 +242,7 @@ def backward_lines(report: RunReport) -> list[Text]:
     lines = []
     for t in trials:
         for c in t.compile_rows:
-            if not c.made_entry or c.phase != "stream":
+            if not c.made_entry or not c.in_stream:
                 continue
             forward = c.compile_s or 0.0
             text = T(f"  {t.label}: {c.compile_id} {c.name}"
@@ -282,7 +276,7 @@ def _kinds_text(kinds: Sequence[tuple[str, int]], most: int = 3) -> str:
 def _lookup_cell(stats: Stats | None) -> Text:
     if stats is None:
         return T("—", "dim")
-    return T(f"{fmt_time(stats.median)} ±{fmt_time(stats.iqr / 2)}" + (" ~" if stats.noisy else ""))
+    return T(f"{fmt_time(stats.median)} ±{fmt_time(stats.half_iqr)}" + (" ~" if stats.noisy else ""))
 
 
 def guard_table(report: RunReport) -> Grid | None:
@@ -299,7 +293,7 @@ def guard_table(report: RunReport) -> Grid | None:
     for t in trials:
         assert t.guards is not None
         for i, r in enumerate(t.guards.rows):
-            top = next((s for s in r.sources if s.category not in ("ambient", "shape")), None)
+            top = r.top_source
             top_text = "" if top is None else f"{top.label}: {top.guards} guards" + (
                 f", {top.share:.0%} of the lookup" if top.share is not None else "")
             table.add_row(T(t.label), T(r.shape), T(r.entries), _lookup_cell(r.lookup),

@@ -14,22 +14,23 @@ MAX_STALLS_SHOWN = 20
 
 def _totals(reports: list[ForecastReport]) -> Grid:
     both = len(reports) > 1
-    recorded = any(r.method == "recorded guards" for r in reports)
+    recorded = any(r.recorded for r in reports)
     columns = [("strategy", "left")] + ([("method", "left")] if both else []) + [
         ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"), ("unknown", "right"),
         ("traced" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
         ("compile s (predicted)", "right"), ("wall" if recorded else "dry run", "right")]
     table = Grid(None, columns, keys=2 if both else 1, keep=[name for name, _ in columns[1:]])
-    rows = [(s, r.method) for base in reports[0].strategies for r in reports for s in r.strategies
-            if s.strategy == base.strategy]
-    for s, method in rows:
+    rows = [(r.forecast_of(base.strategy), r) for base in reports[0].strategies for r in reports]
+    for s, r in rows:
+        if s is None:
+            continue
         predicted = "—" if s.predicted_compile_s is None else fmt_time(s.predicted_compile_s)
-        row: list[Text] = [T(s.strategy)] + ([T(method)] if both else []) + [
-            T(s.hits), T(s.compiles, "yellow" if s.compiles > 1 else ""),
+        row: list[Text] = [T(s.strategy)] + ([T(r.method)] if both else []) + [
+            T(s.hits), T(s.compiles, "yellow" if s.several_compiles else ""),
             T(s.eager, "red" if s.eager else ""), T(s.errors, "red" if s.errors else ""),
             T(s.unknown, "magenta" if s.unknown else ""), T(s.traced)]
         if recorded:
-            row.append(T(s.estimated if method == "recorded guards" else "—", "dim" if s.estimated else ""))
+            row.append(T(s.estimated if r.recorded else "—", "dim" if s.estimated else ""))
         table.add_row(*row, T(predicted), T(fmt_time(s.dry_wall_s)))
     return table
 
@@ -39,7 +40,7 @@ def headline(s: StrategyForecast) -> str:
     always, the others when there are any; a forecast with no prediction says so first."""
     counts = s.counts()
     said = ", ".join(f"{n} {word}" for word, n in counts.items() if n or word in ("compile", "hit"))
-    if s.known == 0:
+    if not s.known:
         return f"no request predicted ({said})"
     return said
 
@@ -54,7 +55,8 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
         parts.append(Text(f"  compile seconds estimated from measured compiles in {t.source}: first compile "
                           f"{fmt_time(t.first_s)} (median of {t.first_n}), recompile {fmt_time(t.recompile_s)} "
                           f"(median of {t.recompile_n})", "dim"))
-    shown = [r for r in s.requests if r.outcome == "compile"][:MAX_STALLS_SHOWN]
+    compiling = s.with_outcome("compile")
+    shown, more = compiling[:MAX_STALLS_SHOWN], compiling[MAX_STALLS_SHOWN:]
     for r in shown:
         line = Text(f"  request {r.index} ({r.shape_label}): compiles {', '.join(r.compile_ids)}")
         if r.estimated:
@@ -64,16 +66,16 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
         parts.append(line)
         for g in r.guards:
             parts.append(Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow"))
-        if not r.guards and r.compile_ids and not any(c.endswith("/0") for c in r.compile_ids):
+        if r.guards_unrecorded:
             parts.append(Text("      (no guard text recorded)", "dim"))
-    if s.compiles > len(shown):
-        parts.append(Text(f"  … and {s.compiles - len(shown)} more compiling request(s)", "dim"))
-    eager = [r for r in s.requests if r.outcome == "eager"]
+    if more:
+        parts.append(Text(f"  … and {len(more)} more compiling request(s)", "dim"))
+    eager = s.with_outcome("eager")
     if eager:
         first = eager[0]
         parts.append(Text(f"  {len(eager)} request(s) run eagerly at the recompile limit, the first: request "
                           f"{first.index} ({first.shape_label})", "red"))
-    unknown = [r for r in s.requests if r.outcome == "unknown"]
+    unknown = s.with_outcome("unknown")
     if unknown:
         parts.append(Text(f"  {len(unknown)} request(s) unknown, the first: request {unknown[0].index} "
                           f"({unknown[0].shape_label}): {unknown[0].why}", "magenta"))
@@ -103,8 +105,7 @@ def _agreement(report: ForecastReport) -> list[RenderableType]:
         return []
     parts: list[RenderableType] = [Text(f"\n{report.method} vs {report.compared.method}, request by request", "bold")]
     for a in report.agreement:
-        share = a.agree / a.requests if a.requests else 1.0
-        line = Text(f"  {a.strategy}: {a.agree} / {a.requests} agree ({share:.1%})")
+        line = Text(f"  {a.strategy}: {a.agree} / {a.requests} agree ({a.share:.1%})")
         parts.append(line)
         for index, first, second in a.differ[:MAX_STALLS_SHOWN]:
             parts.append(Text(f"      request {index}: {report.method} {first}, {report.compared.method} {second}",
@@ -116,7 +117,7 @@ def _agreement(report: ForecastReport) -> list[RenderableType]:
 
 def _head(report: ForecastReport) -> Text:
     head = Text(f"compilescope forecast ({report.method}): {report.workload}", "bold")
-    how = (f"traced with {report.dry_backend} on fake tensors of the real device" if report.method == "dry run"
+    how = (f"traced with {report.dry_backend} on fake tensors of the real device" if not report.recorded
            else "from the guards of recorded cache entries, no model run")
     head.append(f" — {report.stream_length} request(s), {report.distinct_shapes} distinct shape(s), backend "
                 f"{report.backend} ({how}), torch {report.torch_version}, {fmt_time(report.wall_s)}")

@@ -32,6 +32,7 @@ from ..report import (
 )
 from ..report.warmup import WarmupReport
 from ..units import fmt_time, n_star_text
+from . import ByKind
 
 EXTRA = "pip install 'compilescope[html]'"
 COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
@@ -109,12 +110,19 @@ class _Page:
         )
 
 
-NOISE = "\x00~"  # a cell's text ending in this gets the console's noise mark, styled
+class Noisy(str):
+    """A cell's text that gets the console's noise mark, styled."""
+
+
+# the css class of what happened, by its word (a shape's first call, a shape change, a note)
+OUTCOME_CLASS = {"eager fallback": "bad", "refused": "bad", "error": "bad", "partial eager fallback": "bad"}
+NOTE_CLASS = {"error": "bad", "warning": "warn", "noise": "warn"}
+SOUNDNESS_CLASS = {"stale": "bad"}  # a guard filter's dropped guard, changed: the compiled call went stale
 
 
 def _cell(text: str, cls: str) -> str:
-    if text.endswith(NOISE):
-        return (f'<td class="{cls}">{e(text[:-len(NOISE)])} <span class="noise" title="IQR/median above '
+    if isinstance(text, Noisy):
+        return (f'<td class="{cls}">{e(text)} <span class="noise" title="IQR/median above '
                 f'{IQR_WARN_THRESHOLD:.0%}: noisy">~</span></td>')
     return f'<td class="{cls}">{e(text)}</td>'
 
@@ -131,12 +139,13 @@ def _table(head: list[str], rows: list[list[tuple[str, str]]], attrs: str = "") 
 def _stats(s: Stats | None) -> str:
     if s is None:
         return "—"
-    return f"{fmt_time(s.median)} ±{fmt_time(s.iqr / 2)}" + (NOISE if s.noisy else "")
+    text = f"{fmt_time(s.median)} ±{fmt_time(s.half_iqr)}"
+    return Noisy(text) if s.noisy else text
 
 
 def _p50(s: Stats | None) -> str:
     """The console's eager-p50 cell: the median, with the noise mark."""
-    return "—" if s is None else fmt_time(s.median) + (NOISE if s.noisy else "")
+    return "—" if s is None else Noisy(fmt_time(s.median)) if s.noisy else fmt_time(s.median)
 
 
 def _numerics_summary(t: TrialReport) -> tuple[str, str]:
@@ -144,13 +153,16 @@ def _numerics_summary(t: TrialReport) -> tuple[str, str]:
     return t.numerics_text, "bad" if t.numerics_failed else ""
 
 
+STATUS_CLASS = {"unavailable": "dim"}  # a trial that did not run its stream; any other status is bad
+NUMERICS_CLASS = {"fail": "num bad"}  # a shape's numerics check, by its state
+
+
 def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
     rows = []
     for t in report.trials:
-        if t.status not in ("ok", "partial"):
-            done = f" ({t.completed}/{t.requests} requests)" if t.status != "unavailable" else ""
+        if not t.shown:
             errors = f", {t.call_errors} raised" if t.call_errors else ""
-            rows.append([(t.label, ""), (f"{t.status}{done}{errors}", "dim" if t.status == "unavailable" else "bad")]
+            rows.append([(t.label, ""), (f"{t.status_text}{errors}", STATUS_CLASS.get(t.status, "bad"))]
                         + [("", "")] * 8)
             continue
         counts = f"{t.stream.compiles} ({t.stream.recompiles})" + "".join(
@@ -200,9 +212,8 @@ def _banner(report: RunReport) -> str:
               "interrupted)</li>" for label in report.missing]
     if not items:
         return ""
-    failed = any(t.status not in ("ok", "unavailable") or t.call_errors for t in report.trials) or report.missing
-    head = ("Not every trial succeeded." if failed else "Some requests ran eagerly.")
-    return (f'<div class="banner{"" if failed else " warnonly"}" id="failure-banner" role="alert">'
+    head = ("Not every trial succeeded." if report.failed else "Some requests ran eagerly.")
+    return (f'<div class="banner{"" if report.failed else " warnonly"}" id="failure-banner" role="alert">'
             f"<b>{e(head)}</b> Requests that raised are marked ✕ in the plots; their figures are left out of "
             f"the compiled ones.<ul>{''.join(items)}</ul></div>")
 
@@ -217,7 +228,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
     died, the request it died in: never silently dropped from a plot."""
     import plotly.graph_objects as go
 
-    failed = [p for p in t.timeline if p.event == "error"]
+    failed = [p for p in t.timeline if p.raised]
     if failed:
         fig.add_trace(go.Scatter(
             x=[p.index + (1 if axis == "cumulative" else 0) for p in failed], y=[y_of(p) for p in failed],
@@ -226,7 +237,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
             hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e((p.error or '?')[:300])}"
                        + ("<br>(its time is not counted)" if axis == "cumulative" else "") for p in failed],
             hoverinfo="text"))
-    if t.status not in ("ok", "unavailable") and t.completed < t.requests:
+    if t.died:
         at = t.completed + (1 if axis == "cumulative" else 0)
         last = t.timeline[-1].cumulative_s if t.timeline else None
         fig.add_trace(go.Scatter(
@@ -323,8 +334,8 @@ def _steady_figure(report: RunReport) -> Any:
                     marker={"color": color if compiled else _lighter(color), "line": {"color": color, "width": 1},
                             "pattern": {"shape": "" if compiled else "/"}},
                     text=[_speedup_text(r) if compiled else "" for r in rows], textposition="outside",
-                    error_y={"type": "data", "symmetric": False, "array": [(s.q3 - s.median) * 1e3 for s in stats],
-                             "arrayminus": [(s.median - s.q1) * 1e3 for s in stats]},
+                    error_y={"type": "data", "symmetric": False, "array": [s.above * 1e3 for s in stats],
+                             "arrayminus": [s.below * 1e3 for s in stats]},
                     hovertext=[f"{e(t.label)} · {e(r.shape)} · {kind}<br>p50 {fmt_time(s.median)} (IQR {fmt_time(s.q1)}–"
                                f"{fmt_time(s.q3)})" + (NOISE_HOVER if s.noisy else "")
                                + f"<br>speedup {_speedup_text(r)} ({r.speed_class or 'n/a'})"
@@ -333,7 +344,7 @@ def _steady_figure(report: RunReport) -> Any:
         missing = [r for r in t.rows if r.steady is None and (t.status != "ok" or r.error or r.steady_note
                                                              or r.status in ("error", "eager fallback"))]
         if missing:
-            why = {r.shape: (r.error or (r.steady_note if r.steady_note != "not measured" else "")
+            why = {r.shape: (r.error or (r.steady_note if r.steady_failed else "")
                              or (f"the trial {t.status} before its steady state" if t.status != "ok" else r.status))
                    for r in missing}
             fig.add_trace(go.Scatter(
@@ -422,27 +433,21 @@ def _guard_table(t: TrialReport) -> str:
 def _trial_tables(t: TrialReport) -> str:
     rows = []
     for r in t.rows:
-        cls = "bad" if r.status in ("eager fallback", "error", "partial eager fallback") or r.error_calls \
-            or r.fallback_calls else ""
-        n = r.numerics
-        numerics = "—" if n is None else ("eager: not counted" if n.ran_eagerly else "n/a: eager varies"
-                                          if not n.comparable else ("FAIL " if not n.passed else "") +
-                                          (f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else "ok"))
+        cls = "bad" if OUTCOME_CLASS.get(r.status) or r.error_calls or r.fallback_calls else ""
         rows.append([
             (r.shape, ""), (str(r.requests), "num"), (fmt_time(r.first_call_s), "num"),
             ((f"{r.status}: {r.cause}" if r.cause else r.status)
              + (f"; {r.error_calls} of {r.requests} raised" if r.error_calls else "")
-             + (f"; {r.partial_fallback_calls} of {r.requests} ran partly eagerly"
-                if r.partial_fallback_calls and r.status != "partial eager fallback" else "")
-             + (f"; {r.fallback_calls} of {r.requests} call(s) ran eagerly"
-                if r.fallback_calls and r.status != "eager fallback" else ""), cls),
+             + (f"; {r.other_partial_fallback_calls} of {r.requests} ran partly eagerly"
+                if r.other_partial_fallback_calls else "")
+             + (f"; {r.other_fallback_calls} of {r.requests} call(s) ran eagerly"
+                if r.other_fallback_calls else ""), cls),
             (_stats(r.steady) if r.steady else r.steady_note or "—",
-             "num" if r.steady or not r.steady_note or r.steady_note == "not measured" else "num bad"),
+             "num bad" if not r.steady and r.steady_failed else "num"),
             (_p50(r.eager), "num"),
             (_speedup_text(r), "num speedup " + {"faster": "good", "slower": "bad"}.get(r.speed_class, "")),
-            (_p50(r.eager_trial) if t.compiles_code else "", "num"), (numerics, "num" + (" bad" if n and not n.passed
-                                                                                      and n.comparable
-                                                                                      and not n.ran_eagerly else "")),
+            (_p50(r.eager_trial) if t.compiles_code else "", "num"),
+            (r.numerics_text, NUMERICS_CLASS.get(r.numerics_state, "num")),
         ])
     return _table(["shape", "reqs", "first call", "how it ran / cause", "p50 ±IQR/2", "eager p50 (same process)",
                    "speedup (eager / compiled)", "eager trial p50", "numerics: max abs err"], rows,
@@ -502,14 +507,14 @@ def render_run(report: RunReport, *, title: str | None = None, command: str | No
             page.add(_guard_table(t))
         if t.soundness:
             page.add(_table(["changed", "guard dropped", "shape", "verdict", "what happened"], [
-                [(c.mutation, "text"), (c.guard, "text"), (c.shape, ""), (c.verdict, "bad" if c.verdict == "stale" else ""),
+                [(c.mutation, "text"), (c.guard, "text"), (c.shape, ""), (c.verdict, SOUNDNESS_CLASS.get(c.verdict, "")),
                  (c.detail, "text")] for c in t.soundness]))
-        changes = [c for c in t.changes if c.outcome != "reused"]
+        changes = [c for c in t.changes if not c.reused]
         if changes:
             page.add(_table(["request", "shape change", "latency", "what happened", "reasons (PyTorch's words)"], [
                 [(str(c.index), "num"), (f"{c.previous} → {c.shape}", ""), (fmt_time(c.latency_s), "num"),
                  (f"{c.outcome} {' '.join(c.compile_ids)}" + (f" ({', '.join(c.eager_frames)} ran eagerly)" if c.eager_frames else ""),
-                  "bad" if c.outcome in ("eager fallback", "refused", "error", "partial eager fallback") else ""),
+                  OUTCOME_CLASS.get(c.outcome, "")),
                  ("; ".join(c.reasons), "")] for c in changes]))
         if t.graph_breaks:
             page.add(_table(["graph break at", "count", "reason"], [
@@ -518,7 +523,7 @@ def render_run(report: RunReport, *, title: str | None = None, command: str | No
     notes = [n for t in report.trials for n in t.notes] + list(report.notes)
     if notes:
         page.add("<h2>Notes</h2><ul>" + "".join(
-            f"<li class=\"{'bad' if n.level == 'error' else 'warn' if n.level in ('warning', 'noise') else 'dim'}\">"
+            f"<li class=\"{NOTE_CLASS.get(n.level, 'dim')}\">"
             f"{e(n.text)}</li>" for n in notes) + "</ul>")
     return page.render()
 
@@ -594,7 +599,7 @@ def render_compare(report: CompareReport) -> str:
              + e(f"{n} flagged regression(s)" if n else "no regression beyond the noise") + "</p>")
     import plotly.graph_objects as go
 
-    speedups = [c for c in report.changes if c.figure == "speedup" and c.a is not None and c.b is not None]
+    speedups = report.speedups
     if speedups:
         fig = go.Figure()
         labels = [f"{c.trial} · {c.shape}" for c in speedups]
@@ -624,7 +629,7 @@ def _warmup_rows(report: WarmupReport) -> list[list[tuple[str, str]]]:
                     (str(len(p.covers)), "num"), (str(len(p.uncovered)), "num bad" if p.uncovered else "num"),
                     ("—" if p.forecast_failed else str(p.frame_entries), "num"),
                     (limit, "warn" if p.recompile_limit is not None and not p.forecast_failed else "")]
-        measured = next((m for m in report.measured if m.strategy == p.strategy), None)
+        measured = report.measured_for(p.strategy)
         for s in (measured.starts if measured is not None else ()) or (None,):
             if s is None or measured is None:
                 rows.append(forecast + [("not measured", "dim")] + [("", "")] * 4)
@@ -646,9 +651,10 @@ def render_warmup(report: WarmupReport) -> str:
     for p in plan.plans:
         items = [f"<li>{e(p.strategy)}: {e(_warmup_shapes([u.shape]))} ({e(u.outcome)}): {e(u.why)}</li>"
                  for u in p.uncovered]
-        items += [f"<li>{e(m.strategy)} ({e(s.cache)}): request {a.index} ({e(a.shape)}): {e(a.what)} "
-                  f"{e('; '.join(a.guards))}</li>" for m in report.measured if m.strategy == p.strategy
-                  for s in m.starts for a in s.after]
+        measured = report.measured_for(p.strategy)
+        items += [f"<li>{e(p.strategy)} ({e(s.cache)}): request {a.index} ({e(a.shape)}): {e(a.what)} "
+                  f"{e('; '.join(a.guards))}</li>" for s in (measured.starts if measured is not None else ())
+                  for a in s.after]
         parts.append(f"<h2>{e(p.strategy)}</h2><p class=\"dim\">minimal: {e(p.minimal)}</p>"
                      + (f"<ul>{''.join(items)}</ul>" if items else ""))
     if report.verdict is not None:
@@ -693,25 +699,16 @@ def _verify_parts(report: VerifyReport) -> list[str]:
     return parts
 
 
-class HtmlRenderer:
-    """A self-contained page with plots, of a run, a probe or a comparison."""
-
-    name = "html"
-    extensions = (".html", ".htm")
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, CompareReport, WarmupReport, VerifyReport)
-    written = "html report"
-
-    def render(self, report: RunFile | ProbeFile | CompareReport | WarmupReport | VerifyReport) -> str:
-        if isinstance(report, WarmupReport):
-            return render_warmup(report)
-        if isinstance(report, VerifyReport):
-            return render_verify(report)
-        if isinstance(report, CompareReport):
-            return render_compare(report)
-        if isinstance(report, ProbeFile):
-            return render_probe(report.report)
-        assert report.report is not None, "a run's page needs its report"
-        return render_run(report.report)
+def _run(file: RunFile) -> str:
+    assert file.report is not None, "a run's page needs its report"
+    return render_run(file.report)
 
 
-RENDERER = HtmlRenderer()
+def _probe(file: ProbeFile) -> str:
+    return render_probe(file.report)
+
+
+# a self-contained page with plots, of a run, a probe or a comparison; a plain page of a warm-up or a verification
+RENDERER = ByKind("html", (".html", ".htm"), "html report", {
+    RunFile: _run, ProbeFile: _probe, CompareReport: render_compare, WarmupReport: render_warmup,
+    VerifyReport: render_verify})

@@ -15,6 +15,7 @@ from ..model import ProbeResult
 from ..report import CompareReport, ForecastReport, ProbeFile, ProbeReport, RunFile, ScriptAdvice, VerifyReport
 from ..report.warmup import WarmupReport
 from ..schema import SCHEMA_VERSION, document, dumps, encode, to_data
+from . import ByKind
 
 
 def render(file: RunFile) -> str:
@@ -89,26 +90,11 @@ def render_script_advice(advice: ScriptAdvice) -> str:
     return json.dumps(data, indent=1)
 
 
-class JsonRenderer:
-    """The results JSON of a run or a probe (what ``compilescope report`` reads back)."""
-
-    name = "json"
-    extensions = (".json",)
-    kinds: tuple[type, ...] = (RunFile, ProbeFile, ForecastReport, WarmupReport, VerifyReport, CompareReport)
-    written = "results JSON"
-
-    def render(self, report: RunFile | ProbeFile | ForecastReport | WarmupReport | VerifyReport | CompareReport) -> str:
-        if isinstance(report, CompareReport):
-            return render_compare(report)
-        if isinstance(report, ForecastReport):
-            return render_forecast(report)
-        if isinstance(report, WarmupReport):
-            return render_warmup(report)
-        if isinstance(report, VerifyReport):
-            return render_verify(report)
-        if isinstance(report, ProbeFile):
-            return render_probe(report.result, report.report)
-        return render(report)
+def _probe(file: ProbeFile) -> str:
+    return render_probe(file.result, file.report)
 
 
-RENDERER = JsonRenderer()
+# the results JSON of a run or a probe (what ``compilescope report`` reads back), and each other report's JSON
+RENDERER = ByKind("json", (".json",), "results JSON", {
+    RunFile: render, ProbeFile: _probe, ForecastReport: render_forecast, WarmupReport: render_warmup,
+    VerifyReport: render_verify, CompareReport: render_compare})

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..model import SCHEMA_VERSION
 from ..report import CompileRow, ProbeFile, ProbeReport, RunFile, RunReport
+from . import ByKind
 
 
 def _meta(pid: int, name: str) -> dict[str, Any]:
@@ -44,7 +45,7 @@ def render_run(report: RunReport) -> str:
         for p in t.timeline:
             compiles = p.compile_rows
             compile_us = sum((c.compile_s or 0.0) * 1e6 for c in compiles)
-            raised = p.event == "error"
+            raised = p.raised
             # a request that raised has no latency of its own: it took at least its compiles' time,
             # so the requests after it stay where they ran
             dur = (p.latency_s * 1e6 if p.latency_s is not None else compile_us)
@@ -65,7 +66,7 @@ def render_run(report: RunReport) -> str:
                                "name": f"{'request raised' if raised else p.event} at request {p.index}",
                                **({"args": {"error": p.error}} if raised else {})})
             start += max(dur, at - start)
-        if t.status not in ("ok", "unavailable"):
+        if t.ended_badly:
             events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "p", "cat": "event",
                            "name": f"trial {t.status} in request {t.completed}", "args": {"error": t.error}})
     return json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
@@ -83,19 +84,14 @@ def render_probe(report: ProbeReport) -> str:
                        "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
 
 
-class PerfettoRenderer:
-    """Chrome trace events of a run's requests and compiles, or of a probe's compiles."""
-
-    name = "perfetto"
-    extensions = (".perfetto.json", ".trace.json")
-    kinds: tuple[type, ...] = (RunFile, ProbeFile)
-    written = "perfetto trace"
-
-    def render(self, report: RunFile | ProbeFile) -> str:
-        if isinstance(report, ProbeFile):
-            return render_probe(report.report)
-        assert report.report is not None, "a run's trace needs its report"
-        return render_run(report.report)
+def _run(file: RunFile) -> str:
+    assert file.report is not None, "a run's trace needs its report"
+    return render_run(file.report)
 
 
-RENDERER = PerfettoRenderer()
+def _probe(file: ProbeFile) -> str:
+    return render_probe(file.report)
+
+
+# Chrome trace events of a run's requests and compiles, or of a probe's compiles
+RENDERER = ByKind("perfetto", (".perfetto.json", ".trace.json"), "perfetto trace", {RunFile: _run, ProbeFile: _probe})

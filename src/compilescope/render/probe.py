@@ -59,7 +59,7 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
     if report.counters:
         parts.append(T("trace counters: " + ", ".join(f"{k}={v}" for k, v in report.counters), "yellow"))
     if report.error:
-        what = f"was {report.error}" if report.error.startswith("killed by ") else f"raised {report.error}"
+        what = f"was {report.error}" if report.killed else f"raised {report.error}"
         parts.append(T(f"the program {what} (exit status {report.exit_code})", "red"))
     return [Group(*parts)]
 

@@ -60,10 +60,9 @@ def verdict(s: StrategyVerify) -> Text:
         return Text(f"  not measured: {s.error}", "red")
     if not s.failures:
         return Text("  measured: no held-out request compiled or ran eagerly after start-up", "green")
-    listed = sum(r.uncovered_why is not None for r in s.failures)
     style = "green" if s.passed else "yellow"
     return Text(f"  measured: {len(s.failures)} held-out request(s) compiled, ran eagerly or raised after "
-                f"start-up; {listed} of them the plan lists as uncovered", style)
+                f"start-up; {s.listed_uncovered} of them the plan lists as uncovered", style)
 
 
 def plan_note(r: VerifyRequest) -> str:

@@ -43,6 +43,7 @@ from .run import (
     CompileRow,
     ErrorGroup,
     Note,
+    NumericsState,
     RowStatus,
     RunReport,
     ShapeRow,
@@ -60,7 +61,8 @@ from .verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 __all__ = [
     "IQR_WARN_THRESHOLD", "LEGEND", "SETTINGS", "AdviceReport", "BreakRow", "CallPoint", "Cause", "CauseRow",
     "Change", "ChangeRow", "CodeFix", "CompareReport", "CompileCounts", "CompileRow", "ErrorGroup", "Flag",
-    "FunctionReport", "GuardRow", "Judged", "Note", "Pair", "ProbeFile", "ProbeReport", "Proposal", "RowStatus",
+    "FunctionReport", "GuardRow", "Judged", "Note", "NumericsState", "Pair", "ProbeFile", "ProbeReport", "Proposal",
+    "RowStatus",
     "RunFile", "RunReport", "ScriptAdvice", "ScriptProposal", "ScriptRun", "ShapeRow", "Snippet", "SpeedClass",
     "SpeedGroup", "StartRow", "Stats", "SteadySummary", "TrialReport",
     "CompileTimes", "ForecastGuard", "ForecastReport", "ForecastRequest", "StrategyForecast",

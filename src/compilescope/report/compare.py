@@ -54,6 +54,11 @@ class CompareReport:
     versions: tuple[str, ...] = ()  # what A and B ran on, where every pair differs alike: "torch 2.13.0 → 2.14.1"
 
     @property
+    def speedups(self) -> tuple[Change, ...]:
+        """The speedup changes measured on both sides."""
+        return tuple(c for c in self.changes if c.figure == "speedup" and c.a is not None and c.b is not None)
+
+    @property
     def regressions(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.flag == "regression")
 

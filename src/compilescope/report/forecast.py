@@ -73,6 +73,12 @@ class ForecastRequest:
     def shape_label(self) -> str:
         return shape_label(dict(self.shape))
 
+    @property
+    def guards_unrecorded(self) -> bool:
+        """It recompiles (no compile of it is a frame's first, ``N/0``) and no guard of the
+        entries that rejected it was recorded."""
+        return not self.guards and bool(self.compile_ids) and not any(c.endswith("/0") for c in self.compile_ids)
+
 
 @dataclass(frozen=True)
 class CompileTimes:
@@ -125,6 +131,15 @@ class StrategyForecast:
         """Requests with a prediction (hit, compile or eager)."""
         return self.hits + self.compiles + self.eager
 
+    @property
+    def several_compiles(self) -> bool:
+        """More than one request compiles: the stream stalls after its first."""
+        return self.compiles > 1
+
+    def with_outcome(self, outcome: Outcome) -> tuple[ForecastRequest, ...]:
+        """The requests predicted ``outcome``, in stream order."""
+        return tuple(r for r in self.requests if r.outcome == outcome)
+
     def counts(self) -> dict[str, int]:
         """Requests per outcome, in the order a headline says them."""
         return {"compile": self.compiles, "eager": self.eager, "hit": self.hits, "error": self.errors,
@@ -139,6 +154,11 @@ class Agreement:
     agree: int
     requests: int
     differ: tuple[tuple[int, str, str], ...] = ()  # (request index, dry run outcome, recorded-guard outcome)
+
+    @property
+    def share(self) -> float:
+        """The share of the requests on which the two methods agree (1 of none)."""
+        return self.agree / self.requests if self.requests else 1.0
 
 
 @dataclass(frozen=True)
@@ -157,8 +177,17 @@ class ForecastReport:
     compared: ForecastReport | None = None  # the other method's forecast of the same stream, when both ran
     agreement: tuple[Agreement, ...] = ()  # per strategy, with ``compared``
 
+    @property
+    def recorded(self) -> bool:
+        """The recorded-guard method (no model run), not a dry run."""
+        return self.method == "recorded guards"
+
     def strategy(self, name: str) -> StrategyForecast:
-        for s in self.strategies:
-            if s.strategy == name:
-                return s
-        raise KeyError(name)
+        found = self.forecast_of(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def forecast_of(self, name: str) -> StrategyForecast | None:
+        """The forecast of strategy ``name``, None when this report has none."""
+        return next((s for s in self.strategies if s.strategy == name), None)

@@ -72,6 +72,11 @@ class GuardShapeRow:
     sources: tuple[GuardSourceRow, ...]
     note: str = ""  # why figures are missing
 
+    @property
+    def top_source(self) -> GuardSourceRow | None:
+        """The costliest source a user can act on (not the frame's global state or the shape relations)."""
+        return next((s for s in self.sources if s.category not in ("ambient", "shape")), None)
+
 
 @dataclass(frozen=True)
 class GuardPoint:
@@ -102,3 +107,7 @@ class GuardSummary:
     top: tuple[GuardSourceRow, ...]  # the costliest sources (of the most requested shape)
     text: str  # the stream-order finding in words
     top_text: str  # the top sources in words
+
+    def row_for(self, shape: str) -> GuardShapeRow | None:
+        """The guard figures of ``shape`` (None when they were not measured for it)."""
+        return next((r for r in self.rows if r.shape == shape), None)

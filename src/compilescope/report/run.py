@@ -35,9 +35,27 @@ class Stats:
     def noisy(self) -> bool:
         return self.relative_iqr > IQR_WARN_THRESHOLD
 
+    @property
+    def half_iqr(self) -> float:
+        """The ± printed beside the median."""
+        return self.iqr / 2
+
+    @property
+    def above(self) -> float:
+        """From the median up to the third quartile (an error bar's upper arm)."""
+        return self.q3 - self.median
+
+    @property
+    def below(self) -> float:
+        """From the first quartile up to the median (an error bar's lower arm)."""
+        return self.median - self.q1
+
 
 RowStatus = Literal["compiled", "reused", "eager fallback", "error", "eager", "partial eager fallback"]
 SpeedClass = Literal["faster", "slower", "matched", "indistinct", ""]
+# a shape's numerics check: none ran, it passed, it failed, or it is not counted (it ran
+# eagerly, or eager itself did not repeat its outputs)
+NumericsState = Literal["", "pass", "fail", "not counted"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +81,29 @@ class ShapeRow:
     error_calls: int = 0  # requests of this shape that raised
     partial_fallback_calls: int = 0  # requests of this shape that ran a frame eagerly, others compiled
     p_value: float | None = None  # Mann–Whitney U of the compiled against the eager samples (two-sided)
+    numerics_text: str = "—"  # the numerics cell: "1.5e-07", "FAIL 3.0e-02", "eager: not counted"…
+    numerics_state: NumericsState = ""
+
+    @property
+    def recompiled(self) -> bool:
+        """Its first call compiled after the stream's first request: a recompile or a new frame's compile."""
+        return self.status == "compiled" and self.first_call_index > 0
+
+    @property
+    def other_fallback_calls(self) -> int:
+        """Calls that ran eagerly besides what its status says (0 when the status is eager fallback)."""
+        return 0 if self.status == "eager fallback" else self.fallback_calls
+
+    @property
+    def other_partial_fallback_calls(self) -> int:
+        """Calls that ran partly eagerly besides what its status says."""
+        return 0 if self.status == "partial eager fallback" else self.partial_fallback_calls
+
+    @property
+    def steady_failed(self) -> bool:
+        """Its steady figures are missing for a reason worth marking (an error, a fallback), not
+        merely because they were not measured."""
+        return bool(self.steady_note) and self.steady_note != "not measured"
 
 
 @dataclass(frozen=True)
@@ -78,6 +119,11 @@ class ChangeRow:
     outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error", "partial eager fallback"]
     eager_frames: tuple[str, ...] = ()  # the frames that ran eagerly in a partial eager fallback
 
+    @property
+    def reused(self) -> bool:
+        """It ran a compiled graph without recompiling."""
+        return self.outcome == "reused"
+
 
 @dataclass(frozen=True)
 class CallPoint:
@@ -92,6 +138,10 @@ class CallPoint:
     reasons: tuple[str, ...]
     compile_rows: tuple[CompileRow, ...] = ()  # the compiles this request caused, in order
     error: str | None = None  # for a request that raised: the first error its shape raised
+
+    @property
+    def raised(self) -> bool:
+        return self.event == "error"
 
 
 @dataclass(frozen=True)
@@ -110,6 +160,11 @@ class CompileRow:
     exclusive_s: tuple[tuple[str, float], ...]  # (phase, seconds) that add up to compile_s
     start_us: int | None
     with_backward_s: float | None = None  # compile_s + backward_s: the frame compile's whole time
+
+    @property
+    def in_stream(self) -> bool:
+        """Caused by a stream request (not the steady-state or numerics phase)."""
+        return self.phase == "stream"
 
     @property
     def made_entry(self) -> bool:
@@ -233,6 +288,12 @@ class TrialReport:
     guard_extra_s: float | None = None  # per request: the lookup the stream's order added, taken from the saving
     soundness: tuple[SoundnessRow, ...] = ()  # a guard filter's dropped guards, changed in the trial
     dropped_guards: tuple[tuple[str, int], ...] = ()  # the kinds of guards a guard filter dropped
+    ended_badly: bool = False  # it did not finish as planned: a status other than ok or unavailable
+    died: bool = False  # it ended badly before its last request (the request it died in: ``completed``)
+    failed: bool = False  # it ended badly, or a request raised
+    all_raised: bool = False  # it failed because every request raised
+    shown: bool = False  # it ran its stream (ok or partial): its figures are shown
+    status_text: str = ""  # "failed (3/10 requests)", "unavailable": its status, with the requests it completed
 
 
 @dataclass(frozen=True)
@@ -267,3 +328,4 @@ class RunReport:
     notes: tuple[Note, ...]
     command: str = ""  # the command that made the run
     created: str = ""
+    failed: bool = False  # a trial failed (:attr:`TrialReport.failed`) or a planned one did not finish

@@ -83,6 +83,11 @@ class StrategyVerify:
     forecast_unknown: int = 0  # forecast: held-out requests whose outcome it could not predict
 
     @property
+    def listed_uncovered(self) -> int:
+        """The failing requests the plan lists as uncovered."""
+        return sum(r.uncovered_why is not None for r in self.failures)
+
+    @property
     def passed(self) -> bool:
         """Nothing compiled or ran eagerly after start-up except what the plan lists as uncovered."""
         return self.status == "ok" and all(r.uncovered_why is not None for r in self.failures)

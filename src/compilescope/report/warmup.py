@@ -95,7 +95,12 @@ class WarmupReport:
     verified: VerifyReport | None = None  # ``warmup --verify``: the replay of a held-out stream after start-up
 
     def strategy(self, name: str) -> StrategyMeasured:
-        for s in self.measured:
-            if s.strategy == name:
-                return s
-        raise KeyError(name)
+        found = self.measured_for(name)
+        if found is None:
+            raise KeyError(name)
+        return found
+
+    def measured_for(self, name: str) -> StrategyMeasured | None:
+        """The trials of the plan's strategy ``name`` (None when it was not measured): the one
+        join of plan rows to measured rows."""
+        return next((s for s in self.measured if s.strategy == name), None)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from compilescope.analysis.presented import finish_run_report
 from compilescope.model import CallRecord, NumericsCheck, RunResult, StrategyOptions, TrialResult, TrialSpec
 from compilescope.render import csv, get, json, perfetto, probe, text
 from compilescope.report import (
@@ -134,7 +135,6 @@ def run_report() -> RunReport:
                                                                      eager=_stats(2e-4))),
         timeline=(CallPoint(0, "16", 2e-4, 2e-4, "", (), ()), CallPoint(1, "32", 2e-4, 4e-4, "", (), ()),
                   CallPoint(2, "32", 2e-4, 6e-4, "", (), ())),
-        verdict_text="",
     )
     reason = f"tensor 'x' size mismatch at index 0. expected 16, actual 32 {HOSTILE}"
     compiled = _trial(
@@ -157,23 +157,23 @@ def run_report() -> RunReport:
         ),
         changes=(ChangeRow(1, "16", "32", 0.15, ("0/1",), (reason,), "recompiled"),
                  ChangeRow(2, "32", "32", 1.2e-4, (), (), "reused")),
-        reused_median_s=1.2e-4, reused_changes=1,
+        reused_median_s=1.2e-4,
         timeline=(CallPoint(0, "16", 0.3, 0.3, "first compile", ("0/0",), (), (COMPILE_0,)),
                   CallPoint(1, "32", 0.15, 0.45, "recompile", ("0/1",), (reason,), (COMPILE_1,)),
                   CallPoint(2, "32", 1.2e-4, 0.45012, "", (), ())),
         compile_rows=(COMPILE_0, COMPILE_1),
         verdict=("compiling pays for itself after 8,400 requests",),
-        verdict_text="Compiling pays for itself after 8,400 requests.", numerics_text="2 pass",
         notes=(Note("noise", "1 steady-state figure(s) have IQR/median > 10% (marked ~)"),),
         guards=_guards(), guard_extra_s=6e-6,
         soundness=(SoundnessRow(f"model.layers[0].scale = 2.0 {HOSTILE}", "module_attribute", "CONSTANT_MATCH",
                                 "16", "stale", "after the change the compiled call kept its old result"),),
         dropped_guards=(("TYPE_MATCH", 144), ("CONSTANT_MATCH", 96)),
     )
-    return RunReport(workload=f"=w{HOSTILE}", requests=3, lifetime=10_000, trials=(eager, compiled),
-                     shapes=("16", "32"), start_modes=(), start_rows=(), eager_spread=0.05, missing=(),
-                     notes=(Note("info", f"path {HOSTILE}"),), command=f"compilescope run 'w{HOSTILE}'",
-                     created="2026-01-01T00:00:00+00:00")
+    # the values derived for presentation (the numerics cells, a trial's status words…) made as analysis makes them
+    return finish_run_report(RunReport(
+        workload=f"=w{HOSTILE}", requests=3, lifetime=10_000, trials=(eager, compiled), shapes=("16", "32"),
+        start_modes=(), start_rows=(), eager_spread=0.05, missing=(), notes=(Note("info", f"path {HOSTILE}"),),
+        command=f"compilescope run 'w{HOSTILE}'", created="2026-01-01T00:00:00+00:00"))
 
 
 def run_file() -> RunFile:
