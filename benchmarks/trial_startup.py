@@ -125,7 +125,8 @@ MODES = ("spawned", "pre-started", "forked")
 def first_calls(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
     """Per way of starting a trial process, the cold trial's first-call latency and first
     compile's seconds, the ways taken in a rotating order each round."""
-    from compilescope.execute.local import FORK_SERVER_VAR, LocalExecutor
+    from compilescope.execute.local import LocalExecutor
+    from compilescope.execute.start import STARTS
     from compilescope.execute.task import TrialTask
     from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 
@@ -133,22 +134,21 @@ def first_calls(args: argparse.Namespace) -> dict[str, dict[str, list[float]]]:
                      StrategyOptions(backend=args.backend), MeasureOptions(warmup=1, samples=3, min_samples=3,
                                                                           budget_s=0.01, numerics=False))
     got: dict[str, dict[str, list[float]]] = {m: {"first_call_s": [], "compile_s": []} for m in MODES}
-    executor = LocalExecutor()
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.rounds):
             for how in MODES[i % 3:] + MODES[:i % 3]:
                 task = TrialTask(spec, f"{tmp}/{how}-{i}")
-                os.environ[FORK_SERVER_VAR] = "1" if how == "forked" else "0"
-                if how != "spawned":
-                    with executor.ahead([1]):
+                executor = LocalExecutor(STARTS[how]())
+                executor.expect([spec])  # spawned: nothing started ahead
+                try:
+                    if how != "spawned":
                         time.sleep(1.0)  # it imports, then waits
-                        result = executor.run(task, timeout_s=600).result
-                else:
-                    result = executor.run(task, timeout_s=600).result
+                    result = executor.submit(task, 600).result().result
+                finally:
+                    executor.shutdown()
                 assert result.ok and result.env.start == how, (result.error, result.env.start)
                 got[how]["first_call_s"].append(result.calls[0].latency_s or float("nan"))
                 got[how]["compile_s"].append(result.compiles[0].compile_time_s or float("nan"))
-    os.environ.pop(FORK_SERVER_VAR, None)
     return got
 
 

@@ -203,7 +203,7 @@ def pytester_compiled(request):
     return request.getfixturevalue("pytester")
 
 
-FORKED_TRIALS = {"COMPILESCOPE_FORK_SERVER": "1"}  # compilescope.execute.local.FORK_SERVER_VAR
+FORKED_TRIALS = {"COMPILESCOPE_FORK_SERVER": "1"}  # execute.start.FORK_SERVER_VAR, read when an executor is made
 
 
 @contextlib.contextmanager

@@ -176,6 +176,7 @@ from unittest import mock  # noqa: E402
 import click  # noqa: E402
 
 from compilescope import cli as cli_module  # noqa: E402
+from compilescope.execute.executor import done_future  # noqa: E402
 from compilescope.execute.local import LocalExecutor  # noqa: E402
 from compilescope.execute.task import TrialOutcome  # noqa: E402
 from compilescope.model import TrialResult  # noqa: E402
@@ -274,8 +275,9 @@ def command_lines(draw):  # type: ignore[no-untyped-def]
     return argv
 
 
-def _fails_at_once(self, task, *, timeout_s, on_call=None):  # type: ignore[no-untyped-def]
-    return TrialOutcome(TrialResult(task.spec, "failed", error="trial process exited with status 1 at request 0"))
+def _fails_at_once(self, task, timeout_s, on_call=None):  # type: ignore[no-untyped-def]
+    return done_future(TrialOutcome(TrialResult(task.spec, "failed",
+                                                error="trial process exited with status 1 at request 0")))
 
 
 def _files(root: Path) -> set[Path]:
@@ -298,7 +300,7 @@ def test_command_lines_exit_0_1_or_2_and_write_only_their_outputs(tmp_path_facto
     cwd = os.getcwd()
     os.chdir(here)
     try:
-        with mock.patch.object(LocalExecutor, "run", _fails_at_once), mock.patch.object(tempfile, "tempdir",
+        with mock.patch.object(LocalExecutor, "submit", _fails_at_once), mock.patch.object(tempfile, "tempdir",
                                                                                          str(scratch)):
             rc = cli_module.main(list(argv))
     finally:

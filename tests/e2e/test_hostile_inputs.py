@@ -111,7 +111,7 @@ def test_sys_exit_in_build_is_the_workloads_error_not_the_runs_exit(cli_here, tm
 def test_sys_exit_in_build_inside_a_trial_fails_that_trial(tmp_path):
     (tmp_path / "exits.py").write_text(EXITS_IN_BUILD)
     spec = TrialSpec(f"{tmp_path / 'exits.py'}:w", "default", "cold", ({"n": 4},), StrategyOptions(backend="eager"), FAST)
-    result = LocalExecutor().run(TrialTask(spec, str(tmp_path / "cache")), timeout_s=120).result
+    result = LocalExecutor().submit(TrialTask(spec, str(tmp_path / "cache")), 120).result().result
     assert result.status == "failed"
     assert result.error is not None and "build() called sys.exit(5)" in result.error, result.error
     assert "exited with status 1" in result.error  # the worker failed on the error, not on the user's status 5

@@ -38,7 +38,7 @@ def _gone(pid: int) -> bool:
 
 def _run_fault(kind: str, tmp_path: Path, strategy: str = "default", timeout: float = 60):
     spec = TrialSpec(f"{TEST_WORKLOADS}:fault_{kind}", strategy, "cold", STREAM, StrategyOptions(backend="eager"), FAST)
-    return LocalExecutor().run(TrialTask(spec, str(tmp_path / "cache")), timeout_s=timeout).result
+    return LocalExecutor().submit(TrialTask(spec, str(tmp_path / "cache")), timeout).result().result
 
 
 @pytest.mark.parametrize("kind, status, words", [
@@ -65,7 +65,7 @@ def test_a_raising_request_is_a_result_and_the_trial_goes_on(tmp_path):
 
 def test_the_error_is_the_exit_not_an_unrelated_warning_line(tmp_path):
     spec = TrialSpec(f"{TEST_WORKLOADS}:dies_at_request_1", "eager", "none", STREAM, StrategyOptions(backend="eager"), FAST)
-    result = LocalExecutor().run(TrialTask(spec, str(tmp_path / "c")), timeout_s=60).result
+    result = LocalExecutor().submit(TrialTask(spec, str(tmp_path / "c")), 60).result().result
     assert result.error == "trial process exited with status 3 at request 1 (32)"
     assert "unrelated warning" in (result.stderr_tail or "")  # kept apart
 

@@ -15,7 +15,8 @@ import pytest
 
 from compilescope.analysis.compare import compare_runs
 from compilescope.execute.environment import is_recorded, recorded_variables, worker_environment
-from compilescope.execute.local import AHEAD, FORK_SERVER_VAR, LocalExecutor
+from compilescope.execute.local import LocalExecutor
+from compilescope.execute.start import ForkStart, PreStart, SpawnStart
 from compilescope.execute.task import TrialTask
 from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialEnv, TrialResult, TrialSpec
 from compilescope.schema import dumps, load, loads
@@ -79,14 +80,13 @@ def test_only_the_documented_environment_reaches_a_trial(tmp_path, monkeypatch):
     # the machine sets them) reach the trial and are recorded too, on purpose: expected beside the
     # test's own. Read before the test sets anything; OMP_NUM_THREADS is compilescope's (threads=1).
     machine = {k: v for k, v in os.environ.items() if is_recorded(k) and k != "OMP_NUM_THREADS"}
-    monkeypatch.setenv(FORK_SERVER_VAR, "0")  # a fresh interpreter: the start mode asserted below
     monkeypatch.setenv("NOT_FOR_TRIALS", "1")  # neither torch's nor named: never passed
     monkeypatch.setenv("MY_WORKLOAD_SETTING", "on")
     monkeypatch.setenv("COMPILESCOPE_PASS_ENV", "MY_WORKLOAD_SETTING")
     monkeypatch.setenv("TORCHDYNAMO_VERBOSE", "0")
     monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "someone-elses"))  # compilescope owns the caches
     monkeypatch.setenv("PYTHONPATH", os.environ.get("PYTHONPATH") or str(tmp_path))  # what a process needs: passed
-    result = LocalExecutor().run(TrialTask(spec, str(tmp_path / "cache")), timeout_s=120).result
+    result = LocalExecutor(SpawnStart()).submit(TrialTask(spec, str(tmp_path / "cache")), 120).result().result
     assert result.ok, (result.error, result.stderr_tail)
     assert result.env.variables == {**machine, "MY_WORKLOAD_SETTING": "on", "TORCHDYNAMO_VERBOSE": "0"}
     assert result.env.cache_dir == str(tmp_path / "cache") and result.env.start == "spawned"
@@ -105,21 +105,23 @@ def _cold_calls(result: TrialResult) -> tuple[int, int, int]:
 
 @pytest.mark.inductor
 @pytest.mark.parametrize("ahead_as", ["forked", "pre-started"])
-def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, monkeypatch, ahead_as):
+def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, ahead_as):
     """A fork server, or a process started ahead, imports torch before a task says which cache
     directory it starts on: the trial must still start cold on its own directory (its first
     call compiling, nothing read from a cache), and warm on a populated one."""
-    monkeypatch.setenv(FORK_SERVER_VAR, "1" if ahead_as == "forked" else "0")
     stream = ({"n": 64}, {"n": 64}, {"n": 128})
     cold = TrialSpec("sincos", "default", "cold", stream, StrategyOptions(backend="inductor"), FAST)
     warm = TrialSpec("sincos", "default", "warm", stream, StrategyOptions(backend="inductor"), FAST)
-    executor = LocalExecutor()
-    executor.close()  # no process another test of this process left started ahead
-    spawned = executor.run(TrialTask(cold, str(tmp_path / "a")), timeout_s=600).result
-    with executor.ahead([1, 1, 1]):
-        ahead = executor.run(TrialTask(cold, str(tmp_path / "b")), timeout_s=600).result
-        warm_ahead = executor.run(TrialTask(warm, str(tmp_path / "a")), timeout_s=600).result
-        left = [w.proc for w in executor.idle] + [s.proc for s in AHEAD.servers]
+    start = ForkStart() if ahead_as == "forked" else PreStart()
+    executor = LocalExecutor(start)
+    spawned = executor.submit(TrialTask(cold, str(tmp_path / "a")), 600).result().result  # none expected: spawned
+    executor.expect([cold, warm, cold])
+    try:
+        ahead = executor.submit(TrialTask(cold, str(tmp_path / "b")), 600).result().result
+        warm_ahead = executor.submit(TrialTask(warm, str(tmp_path / "a")), 600).result().result
+        left = [p.proc for p in start.idle] + [s.proc for s in getattr(start, "servers", [])]
+    finally:
+        executor.shutdown()
     assert left and all(p.poll() is not None for p in left)  # what no task came for is ended
     if ahead_as == "forked":
         assert [p.returncode for p in left] == [0]  # the server ended at the end of its connection
@@ -142,17 +144,19 @@ def test_a_fork_server_killed_mid_trial_ends_the_trial_and_keeps_the_drivers_dir
     would remove on its way out is the driver's, still alive: it stays."""
     from compilescope.execute.worker import run_dir_prefix
 
-    monkeypatch.setenv(FORK_SERVER_VAR, "1")
     monkeypatch.setenv("COMPILESCOPE_TEST_SLEEP", "1")
     run_dir = tmp_path / (run_dir_prefix("cache") + "test")
     spec = TrialSpec(f"{Path(__file__).resolve().parents[1] / 'workloads_for_tests.py'}:slow_eager", "eager", "none",
                      tuple({"n": n} for n in (4, 8, 4, 8, 4, 8)), StrategyOptions(backend="eager"), FAST)
-    executor = LocalExecutor()
-    executor.close()
-    with executor.ahead([1]):
-        (server,) = AHEAD.servers
+    start = ForkStart()
+    executor = LocalExecutor(start)
+    executor.expect([spec])
+    try:
+        (server,) = start.servers
         kill = lambda call: call.index == 0 and os.kill(server.proc.pid, signal.SIGKILL)  # noqa: E731
-        result = executor.run(TrialTask(spec, str(run_dir / "eager")), timeout_s=120, on_call=kill).result
+        result = executor.submit(TrialTask(spec, str(run_dir / "eager")), 120, on_call=kill).result().result
+    finally:
+        executor.shutdown()
     assert result.status == "failed" and result.env.start == "forked"
     assert "killed by signal SIGKILL" in (result.error or ""), result.error
     assert 1 <= len(result.calls) < len(spec.stream)

@@ -260,24 +260,11 @@ def run_workload(
     command: str = "",
     executor: ExecutorStart | None = None,
     progress: Progress = SILENT,
-    prestart: bool = False,
 ) -> RunFile:
     """``compilescope run``: ``workload`` over ``stream`` under each strategy, each trial saved
     in ``results``' journal as it finishes and the results file written at the end; returns
     what the results file holds (the records and their report). Bad input raises a
-    :class:`~compilescope.errors.CompilescopeError` before the first trial. ``prestart``:
-    start the trials' processes importing while this one loads the workload."""
-    if prestart:
-        from ..execute.local import AHEAD, start_ahead
-
-        # importing while the driver starts (not in an interpreter not yet checked)
-        start_ahead([measure.threads] * (strategies.count(",") + 2) if measure.python is None else [])
-        try:
-            return run_workload(workload, stream, strategies, results=results, cache=cache, options=options,
-                                measure=measure, timeout_s=timeout_s, lifetime=lifetime, command=command,
-                                executor=executor, progress=progress)
-        finally:
-            AHEAD.close()  # ended on any way out, bad input included
+    :class:`~compilescope.errors.CompilescopeError` before the first trial."""
     _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
     total = len(plan_trials(base, names, cache))
     runner = executor() if executor is not None else None

@@ -64,10 +64,7 @@ def _ended(code: int, program: bool) -> int:
     by now (temporary directories, locks, workers started ahead), and the interpreter's
     finalisation after Dynamo or inductor ran in this process (their pools and caches) can
     take seconds to a quarter of a minute — a signal ends the program within a second."""
-    if program:
-        from ..execute.local import AHEAD
-
-        AHEAD.close()
+    if program:  # the workers started ahead are ended by their executor's shutdown and the command's close
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()

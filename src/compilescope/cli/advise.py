@@ -58,7 +58,7 @@ from .root import cli
 @options("executor", "lifetime", "html", "measure")
 def advise_command(workload: str | None, script_args: tuple[str, ...], script: bool, max_waste: float,
                    stream: str | None, backend: str, mode: str | None, objective: str, guard_filters: bool | None,
-                   executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float,
+                   executor: ExecutorChoice,
                    lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                    outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float, device: str,
                    python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
@@ -73,7 +73,6 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
         return _advise_script(workload, list(script_args), timeout, json_path)
     if script_args:
         raise click.UsageError(f"unexpected argument {script_args[0]!r} (arguments follow a script: --script)")
-    runner = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
     from ..report import RunFile
@@ -83,7 +82,7 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
     check_kinds(chosen, RunFile, "an advise run")
     return advise_run(out, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                       measure(threads, warmup, samples, budget, device, python), timeout, json_path, chosen, max_waste,
-                      executor=runner, guard_filters=guard_filters)
+                      executor=executor, guard_filters=guard_filters)
 
 
 def _advise_script(script: str, args: list[str], timeout: float, json_path: Path | None) -> int:
@@ -121,7 +120,7 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
     file = advise_workload(
         workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,
         measure=measured, timeout_s=timeout, max_waste=max_waste, command=command_line(), executor=executor.start,
-        check_first=executor.name == "ray",  # the workload checked before a cluster is joined
+        check_first=not executor.entry.local,  # the workload checked before a cluster is joined
         progress=ConsoleProgress(out), guard_filters=guard_filters,
     )
     results_to_stdout(json_path, results)

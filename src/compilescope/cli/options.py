@@ -5,25 +5,28 @@ command (``@options("executor", "lifetime", "html", "measure")``), in the order 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import OptionError
+from ..execute.registry import DEFAULT_EXECUTOR, EXECUTORS, Setting, executor_entry, make_executor
+from ..execute.registry import settings as executor_settings  # the registries import no torch
 from ..model import MeasureOptions
-from ..strategies import strategy_names  # the registry imports no torch
-from .common import refuse_given
+from ..strategies import strategy_names
 
 if TYPE_CHECKING:
     from ..execute.executor import Executor
+    from ..execute.start import ProcessStarter
 
 FORMAT_HELP = {"json": ".json (results)", "csv": ".csv", "html": ".html",
                "perfetto": ".perfetto.json or .trace.json (Chrome/Perfetto trace)",
                "text": ".txt (the report as plain text)"}
 
-RAY_OPTIONS = {"ray_address", "cpus_per_trial", "ray_timeout"}
-EXECUTOR_OPTIONS = {"executor", *RAY_OPTIONS}
+EXECUTOR_OPTIONS = {"executor", *executor_settings()}
 
 Decorator = Callable[[Any], Any]
 
@@ -46,6 +49,35 @@ def _html(out: Decorator) -> list[Decorator]:
                      help="also write a Chrome/Perfetto trace of calls and compiles (- for stdout)."),
         out,
     ]
+
+
+def _click_type(setting: Setting) -> Any:
+    if setting.kind is float:
+        return click.FloatRange(min=setting.low, max=setting.high)
+    if setting.kind is int:
+        return click.IntRange(min=setting.low, max=setting.high)  # type: ignore[arg-type]
+    return None
+
+
+def _executor_options() -> list[Decorator]:
+    """``--executor NAME`` and each executor's settings (:mod:`compilescope.execute.registry`);
+    the command gets them together, as one :class:`ExecutorChoice` argument ``executor``."""
+    help_text = "; ".join(f"{e.name}: {e.help}" for e in EXECUTORS.values()) + "."
+    chosen = [click.option("--executor", type=click.Choice(list(EXECUTORS)), default=DEFAULT_EXECUTOR,
+                           show_default=True, help=help_text)]
+    for setting, owners in executor_settings().values():
+        chosen.append(click.option(setting.flag, setting.name, type=_click_type(setting), default=setting.default,
+                                   show_default=setting.default is not None,
+                                   help=f"{'/'.join(owners)}: {setting.help}"))
+
+    def gathered(f: Any) -> Any:
+        @functools.wraps(f)
+        def command(*args: Any, executor: str, **kwargs: Any) -> Any:
+            given = {name: kwargs.pop(name) for name in executor_settings()}
+            return f(*args, executor=ExecutorChoice(executor, given), **kwargs)
+        return command
+
+    return [*chosen, gathered]
 
 
 GROUPS: dict[str, list[Decorator]] = {
@@ -77,17 +109,7 @@ GROUPS: dict[str, list[Decorator]] = {
         click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="requests per second, to turn a --lifetime duration into a request count."),
     ],
-    "executor": [  # the same for run, advise, sweep and warmup
-        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
-                     help="local: one fresh subprocess at a time; ray: each trial a Ray task in a fresh worker "
-                          "process."),
-        click.option("--ray-address", default=None,
-                     help="the Ray cluster to join (default: RAY_ADDRESS, else a local one)."),
-        click.option("--cpus-per-trial", type=click.FloatRange(min=0.1), default=1.0, show_default=True,
-                     help="ray: CPUs each trial reserves (trials run concurrently as the cluster's CPUs allow)."),
-        click.option("--ray-timeout", type=click.FloatRange(min=0.1, max=3600), default=30.0, show_default=True,
-                     help="ray: seconds to wait for the cluster to answer before giving up."),
-    ],
+    "executor": _executor_options(),  # the same for run, advise, sweep and warmup
     # a run's outputs besides its results JSON; a probe's file has no CSV form
     "html": _html(outputs_option(*FORMAT_HELP, aliases="--json/--csv/--html/--perfetto")),
     "probe-html": _html(outputs_option("json", "html", "perfetto", "text", aliases="--json/--html/--perfetto")),
@@ -107,26 +129,36 @@ def options(*groups: str) -> Decorator:
 
 
 class ExecutorChoice:
-    """The executor the options name; checked when the command starts, started (a Ray cluster
-    joined) only once the rest of the input is known to be good."""
+    """The executor the options name, with its settings; checked when the command starts (a
+    setting of another executor given: one line, exit 2), made (a Ray cluster joined) only once
+    the rest of the input is known to be good."""
 
-    def __init__(self, executor: str, ray_address: str | None, cpus_per_trial: float, ray_timeout: float) -> None:
-        if executor != "ray":
-            ctx = click.get_current_context()
-            refuse_given(f"--executor {executor}", {p.name or "" for p in ctx.command.params} - RAY_OPTIONS,
-                         "it applies to --executor ray")
-        self.name, self.address, self.cpus, self.timeout = executor, ray_address, cpus_per_trial, ray_timeout
+    def __init__(self, name: str, given: dict[str, Any]) -> None:
+        self.name, self.entry, self.given = name, executor_entry(name), given
+        self.ahead: ProcessStarter | None = None  # the trial processes started ahead (start_ahead)
+        ctx = click.get_current_context()
+        for setting, owners in executor_settings().values():
+            if name not in owners and ctx.get_parameter_source(setting.name) is click.core.ParameterSource.COMMANDLINE:
+                raise OptionError(f"{setting.flag} cannot be combined with --executor {name}: it applies to "
+                                  f"--executor {' or '.join(owners)}")
+
+    def start_ahead(self, threads: list[int | None]) -> None:
+        """Where trials start as processes of this machine: start the first ones now (their
+        ``--threads``, in order), importing while the driver starts up; they are ended on any
+        way out, bad input included."""
+        if not self.entry.local:
+            return
+        from ..execute.process import Launch
+        from ..execute.start import default_start
+
+        self.ahead = default_start()
+        click.get_current_context().call_on_close(self.ahead.close)
+        self.ahead.expect([Launch.of(t) for t in threads])
 
     def start(self) -> Executor:
-        """An :class:`~compilescope.execute.executor.Executor` (with Ray, a trial on a CUDA
-        device reserves one of the cluster's GPUs)."""
-        if self.name != "ray":
-            from ..execute.local import LocalExecutor
-
-            return LocalExecutor()
-        from ..execute.ray_executor import RayExecutor
-
-        return RayExecutor(self.address, cpus_per_trial=self.cpus, connect_timeout_s=self.timeout)
+        """The :class:`~compilescope.execute.executor.Executor`, taking the processes started
+        ahead (with Ray, a trial on a CUDA device reserves one of the cluster's GPUs)."""
+        return make_executor(self.name, self.given, self.ahead)
 
 
 def measure(threads: int, warmup: int, samples: int, budget: float, device: str,

@@ -70,8 +70,7 @@ ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps",
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
                 buckets: str, recompile_limit: int | None, resume_path: Path | None, advise_flag: bool,
-                fail_on: str | None, executor: str, ray_address: str | None, cpus_per_trial: float,
-                ray_timeout: float,
+                fail_on: str | None, executor: ExecutorChoice,
                 lifetime: str | None, qps: float | None, html_path: Path | None, perfetto_path: Path | None,
                 outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float,
                 device: str, python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
@@ -91,14 +90,13 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                      "to change it)")
     if advise_flag:
         refuse_given("--advise", ADVISE_OPTIONS, "advise runs the default strategy and its own proposals")
-    runner = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
     check_outputs(chosen, others=results_outputs(resume_path or (None if json_path == STDOUT else json_path)),
                   inputs=stream_inputs((stream, "--stream")))
     if resume_path is not None:
         lock_results(resume_path)
-        file = resume(resume_path, executor=runner.start, progress=ConsoleProgress(out))
+        file = resume(resume_path, executor=executor.start, progress=ConsoleProgress(out))
         results_to_stdout(json_path, resume_path)
         show(file, out, chosen)
         return exit_status(file.report, failing)
@@ -109,7 +107,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
 
         return advise_run(out, workload, stream, backend, mode, "total", parse_lifetime(lifetime, qps),
                           measure(threads, warmup, samples, budget, device, python), timeout, json_path, chosen,
-                          executor=runner)
+                          executor=executor)
     strategy_options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
@@ -117,11 +115,13 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
     lock_results(results)
+    measured = measure(threads, warmup, samples, budget, device, python)
+    # importing while the driver loads the workload (not in an interpreter not yet checked)
+    executor.start_ahead([measured.threads] * (strategies.count(",") + 2) if measured.python is None else [])
     file = run_workload(
-        workload, stream, strategies, results=results, cache=cache, options=strategy_options,
-        measure=measure(threads, warmup, samples, budget, device, python), timeout_s=timeout,
-        lifetime=parse_lifetime(lifetime, qps), command=command_line(), executor=runner.start,
-        progress=ConsoleProgress(out), prestart=True,
+        workload, stream, strategies, results=results, cache=cache, options=strategy_options, measure=measured,
+        timeout_s=timeout, lifetime=parse_lifetime(lifetime, qps), command=command_line(), executor=executor.start,
+        progress=ConsoleProgress(out),
     )
     results_to_stdout(json_path, results)
     show(file, out, chosen)

@@ -18,8 +18,7 @@ from .root import cli
 @options("executor")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="the SQLite results store [default: compilescope-results/sweep-NAME.sqlite].")
-def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus_per_trial: float,
-                  ray_timeout: float, store_path: Path | None) -> int:
+def sweep_command(sweep_file: Path, executor: ExecutorChoice, store_path: Path | None) -> int:
     """Run SWEEP_FILE's workloads × strategies × start modes × settings; each finished trial is
     stored at once, and a sweep run again runs only the trials its store lacks."""
     from ..app.sweep import sweep
@@ -30,7 +29,6 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
     from ..sweep import default_store_path
 
     out = console()
-    choice = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     config = load_sweep(sweep_file)
     store_path = store_path or default_store_path(config.name)
     check_writable(store_path, "results store")
@@ -40,7 +38,7 @@ def sweep_command(sweep_file: Path, executor: str, ray_address: str | None, cpus
     store.finished_keys()
     with store:
         try:
-            outcome = sweep(config, store, executor=choice.start, executor_name=executor,
+            outcome = sweep(config, store, executor=executor.start, executor_name=executor.name,
                             progress=ConsoleProgress(out))
         except (Interrupted, KeyboardInterrupt):
             click.echo(f"compilescope: every finished trial is in {store_path}; run the same command again to run "

@@ -53,8 +53,8 @@ from .root import cli
 def warmup_command(workload: str, stream: str, strategies: str, backend: str, marks: tuple[str, ...],
                    recompile_limit: int | None, lifetime: str | None, qps: float | None, cache: str, samples: int,
                    threads: int, timeout: float, plan_out: Path | None, artifacts_dir: Path | None, no_measure: bool,
-                   heldout: str | None, json_path: Path | None, outs: tuple[Path, ...], executor: str,
-                   ray_address: str | None, cpus_per_trial: float, ray_timeout: float) -> int:
+                   heldout: str | None, json_path: Path | None, outs: tuple[Path, ...],
+                   executor: ExecutorChoice) -> int:
     """Plan the warm-up: for each strategy, the smallest ordered list of shapes to call at
     start-up so that replaying the recorded stream compiles nothing after start-up (found by dry
     run, in seconds), the recompile limit it needs, then — measured by trials — its start-up cost
@@ -64,7 +64,6 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     from ..options import parse_cache_modes
     from ..report.warmup import WarmupReport
 
-    chosen_executor = ExecutorChoice(executor, ray_address, cpus_per_trial, ray_timeout)
     out = console(stderr=stdout_output(json=json_path))
     chosen = outputs(outs, json=json_path)
     check_kinds(chosen, WarmupReport, "a warm-up report")
@@ -84,7 +83,7 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
         workload, stream, strategies, backend=backend, marks=tuple(parse_mark(m) for m in marks),
         recompile_limit=recompile_limit, lifetime=requests, caches=caches, samples=samples, threads=threads,
         timeout_s=timeout, measure=not no_measure, plan_out=plan_out, artifacts=artifacts_dir, heldout=heldout,
-        executor=chosen_executor.start, on_report=planned, progress=ConsoleProgress(out),
+        executor=executor.start, on_report=planned, progress=ConsoleProgress(out),
     )
     if report.verified is None:
         return 0

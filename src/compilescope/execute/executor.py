@@ -7,10 +7,16 @@ in the outcome. Only an interrupt (``KeyboardInterrupt``,
 :class:`~compilescope.execute.local.Interrupted`) propagates, and then the scheduler calls
 :meth:`Executor.shutdown`.
 
-Implemented by :class:`~compilescope.execute.local.LocalExecutor` (a subprocess per trial, one
-at a time) and :class:`~compilescope.execute.ray_executor.RayExecutor` (a Ray task per trial);
-:func:`~compilescope.execute.scheduler.run_plan` drives either for ``run``, ``advise`` and
-``sweep``. A new executor is one class with these four members.
+Four members, one name each — :attr:`~Executor.capabilities`, :meth:`~Executor.expect`,
+:meth:`~Executor.submit`, :meth:`~Executor.shutdown` — implemented by
+:class:`~compilescope.execute.local.LocalExecutor` (a subprocess per trial, one at a time,
+started as its :mod:`~compilescope.execute.start` strategy says),
+:class:`~compilescope.execute.ray_executor.RayExecutor` (a Ray task per trial) and
+:class:`~compilescope.execute.inprocess.InProcessExecutor` (a trial in the caller's process,
+for the forecast's dry run: the one that is no fresh process, said in its docstring).
+:func:`~compilescope.execute.scheduler.run_plan` drives any of them for ``run``, ``advise``,
+``sweep`` and ``warmup``. A new executor is one file with a class of these four members and
+one line in :data:`compilescope.execute.registry.EXECUTORS` (``--executor NAME``).
 """
 
 from __future__ import annotations

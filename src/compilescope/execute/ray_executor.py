@@ -1,7 +1,8 @@
 """Trials as Ray tasks: each in a worker process that runs exactly one trial.
 
 The Ray task (``max_calls=1``: its worker process exits after it) runs the trial through
-:class:`~compilescope.execute.local.LocalExecutor` — a fresh child process of its own, with
+:class:`~compilescope.execute.local.LocalExecutor` — a fresh child process of its own (spawned
+when the task comes, :class:`~compilescope.execute.start.SpawnStart`), with
 the same timeout, crash and stderr handling as a local run — and returns the outcome as
 JSON. Nothing is shared through a path: a warm trial's task carries its cold trial's cache
 directory as a tar, mega-cache artifacts travel as bytes. A worker lost mid-trial (its node
@@ -108,6 +109,7 @@ def run_task_here(task_text: str, timeout_s: float) -> str:
     """The body of the Ray task: one trial through a local fresh process, on a private cache
     directory (unpacked from the task's tar for a warm start)."""
     from .local import LocalExecutor
+    from .start import SpawnStart
     from .worker import run_dir_prefix
 
     task = wire.decode_task(task_text)
@@ -117,7 +119,7 @@ def run_task_here(task_text: str, timeout_s: float) -> str:
         if task.cache_tar is not None:
             _untar(task.cache_tar, cache)
         local = TrialTask(task.spec, str(cache), task.save_artifacts, task.load_artifacts)
-        outcome = LocalExecutor().run(local, timeout_s=timeout_s)
+        outcome = LocalExecutor(SpawnStart()).submit(local, timeout_s).result()
         back = _tar(cache) if task.return_cache and cache.exists() else None
     return wire.encode_outcome(TrialOutcome(outcome.result, outcome.artifacts, back))
 
@@ -142,6 +144,13 @@ class RayExecutor:
                                  max_retries=1, retry_exceptions=False)(run_task_here)
         slots = int(ray.cluster_resources().get("CPU", 1) // cpus_per_trial)
         self.capabilities = Capabilities(slots=max(1, slots), shared_disk=False, streams_calls=False)
+
+    @classmethod
+    def from_settings(cls, ray_address: str | None = None, cpus_per_trial: float = 1.0,
+                      ray_timeout: float = DEFAULT_CONNECT_TIMEOUT_S) -> RayExecutor:
+        """The executor ``--executor ray`` makes (:mod:`compilescope.execute.registry`): a trial on
+        a CUDA device reserves one of the cluster's GPUs."""
+        return cls(ray_address, cpus_per_trial=cpus_per_trial, connect_timeout_s=ray_timeout)
 
     def expect(self, specs: Sequence[TrialSpec]) -> None:
         """Nothing to prepare: Ray starts each task's worker process as the cluster has room."""

@@ -30,7 +30,7 @@ real run's records are compared with as well.
 from __future__ import annotations
 
 import dataclasses
-import os
+import math
 import statistics
 import tempfile
 import time
@@ -230,24 +230,6 @@ def _predicted(requests: list[ForecastRequest], times: CompileTimes | None) -> t
 # ----------------------------------------------------------------------------- running
 
 
-class _CacheDir:
-    """A fresh, empty ``TORCHINDUCTOR_CACHE_DIR`` for one strategy, as a cold trial has:
-    Dynamo's local profile-guided dynamism reads earlier frames' decisions from it."""
-
-    def __enter__(self) -> str:
-        self._tmp = tempfile.TemporaryDirectory(prefix="compilescope-forecast-")
-        self._old = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
-        os.environ["TORCHINDUCTOR_CACHE_DIR"] = self._tmp.name
-        return self._tmp.name
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._old is None:
-            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
-        else:
-            os.environ["TORCHINDUCTOR_CACHE_DIR"] = self._old
-        self._tmp.cleanup()
-
-
 COMPUTED_NOTE = "computed for real"
 
 
@@ -284,23 +266,25 @@ def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
 
 
 def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
-    import torch
+    """One attempt at a dry trial, run in this process by the in-process executor
+    (:class:`~compilescope.execute.inprocess.InProcessExecutor`) on a fresh, empty compile cache
+    directory, as a cold trial has (Dynamo's local profile-guided dynamism reads earlier frames'
+    decisions from it); the executor puts back the cache directory, the thread count and the
+    random generator after, and leaves no dry graph behind."""
+    from ..execute.inprocess import InProcessExecutor
+    from ..execute.task import TrialTask
 
-    from ..execute.trial import run_trial
-
-    before = torch.get_num_threads()
     loud = compat.quiet_recompile_limit_warnings()  # the forecast says where the limit refuses
     compat.dry_lowering_failures()
     compute = compat.DryCompute(fake)
     clock = _DryClock(compute)
-    with _CacheDir(), compute:
+    executor = InProcessExecutor(clocks=(clock, clock), sink=sink)
+    with tempfile.TemporaryDirectory(prefix="compilescope-forecast-") as cache, compute:
         try:
-            result, _ = run_trial(spec, sink=sink, clocks=(clock, clock))
+            result = executor.submit(TrialTask(spec, cache), math.inf).result().result
         finally:
             loud()
             failed = compat.dry_lowering_failures()
-            compat.reset()  # leave no dry graphs behind
-            torch.set_num_threads(before)
     if failed:
         note = (f"inductor could not lower {len(failed)} graph(s) in the dry run (the first: {failed[0]}): they were "
                 "traced as aot_eager, without inductor's own guards")
