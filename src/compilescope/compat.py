@@ -101,6 +101,12 @@ FEATURE_SINCE: dict[str, str] = {
     "mega_cache": "2.7",  # torch.compiler.save_cache_artifacts / load_cache_artifacts
     "nested_compile_region": "2.8",  # torch.compiler.nested_compile_region
     "shapes_spec": "2.13",  # torch.compile(shapes_spec=…), dynamic_shapes=… from 2.14
+    # a compiled frame's cached graphs reusable while a fake mode is active (the forecast's dry run
+    # on fake tensors): 2.6.0's tensor guard compares the input's dispatch keys with the thread's
+    # included keys added, and the active mode adds Python and PythonTLSSnapshot, which the guard,
+    # built while Dynamo traced outside it, lacks — every cached graph fails, with an empty reason.
+    # 2.10.0, 2.13.0 and 2.14.1 reuse them (the releases between were not checked).
+    "dry_run_on_fake_tensors": "2.10",
 }
 
 
@@ -114,6 +120,8 @@ def has_feature(name: str) -> bool:
         return hasattr(torch.compiler, "nested_compile_region")
     if name == "shapes_spec":
         return shapes_spec_argument() is not None
+    if name == "dry_run_on_fake_tensors":  # by release: a check would compile under a fake mode
+        return at_least("2.10")
     raise KeyError(name)
 
 
@@ -422,6 +430,23 @@ def _cpu_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return copy
 
 
+def _refake(value: Any, fake: Any) -> bool:
+    """Whether the dry inductor hands inductor a new fake tensor, in the backend's fake mode
+    ``fake``, for a placeholder's fake ``value``: one on the meta device (made ``cpu``), and on
+    torch before 2.10 one of another fake mode. Dynamo gives the backend a new fake mode on the
+    frame's shape environment; the placeholders' values are in the mode Dynamo traced with. Torch
+    2.6.0's inductor asks for one fake mode over its inputs (``detect_fake_mode`` in its pre-grad
+    fusion passes asserts they agree) and fails on the mixture; 2.10.0, 2.13.0 and 2.14.1 take the
+    tracing context's mode and the values as they are (the releases between were not checked)."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    if not isinstance(value, torch.Tensor):
+        return False
+    if value.device.type == "meta":
+        return True
+    return not at_least("2.10") and isinstance(value, FakeTensor) and value.fake_mode is not fake
+
+
 def _no_machine_code(*_args: Any, **_kwargs: Any) -> None:
     return None
 
@@ -460,9 +485,9 @@ def dry_inductor_backend(mode: str | None, dynamic: bool | None) -> Callable[...
             fake = detect_fake_mode(example_inputs)
             values = [n.meta["example_value"] for n in gm.graph.nodes if n.op == "placeholder"]
             with fake:
-                inputs = [torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device="cpu",
+                inputs = [torch.empty_strided(v.size(), v.stride(), dtype=v.dtype, device=_cpu_device(v.device),
                                               requires_grad=v.requires_grad)
-                          if isinstance(v, torch.Tensor) and v.device.type == "meta" else v for v in values]
+                          if _refake(v, fake) else v for v in values]
             lowered = _cpu_copy(gm)
             built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
             AsyncCompile.cpp = lambda self, source: _no_machine_code  # type: ignore[method-assign,assignment]

@@ -312,6 +312,8 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     if compute and real_first is not None:
         return _computed(spec, sink, real_first, on_compute)
     kept: list[tuple[CallRecord, Any]] = []
+    if not compat.has_feature("dry_run_on_fake_tensors"):
+        return _without_fake_tensors(spec, sink, compute, on_compute)
     try:
         return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
     except _ValuesNeeded as needed:
@@ -381,6 +383,18 @@ def cheaper_for_real(workload: Any, target: Any, shape: Shape) -> str | None:
 
 
 STOPPED_NOTE = "not computed"
+
+
+def _without_fake_tensors(spec: TrialSpec, sink: Any, compute: bool,
+                          on_compute: Callable[[str], None] | None) -> TrialResult:
+    """A dry trial on a torch whose cached graphs fail every call under a fake mode
+    (:func:`compilescope.compat.has_feature`): every call computed for real, said; with
+    ``compute`` off, no call is run and every request is unknown."""
+    why = compat.unavailable("dry_run_on_fake_tensors")
+    if not compute:
+        return TrialResult(spec, "ok", notes=(f"{STOPPED_NOTE}: {why}; the dry run did not compute for real "
+                                              "(compute off), so it ran no call",))
+    return _computed(spec, sink, why, on_compute)
 
 
 def _stopped(spec: TrialSpec, kept: list[tuple[CallRecord, Any]], needed: _ValuesNeeded, why: str) -> TrialResult:

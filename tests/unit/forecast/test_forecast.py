@@ -33,7 +33,7 @@ CASES = (
 def _real(workload: str, strategy: str, stream, backend: str, tmp_path, monkeypatch):
     from compilescope.execute.trial import run_trial
 
-    cache = tmp_path / f"cache-{workload.rsplit(':', 1)[-1]}-{strategy}"
+    cache = tmp_path / f"cache-{workload.rsplit(':', 1)[-1]}-{strategy}-{backend}"
     cache.mkdir()
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(cache))
     spec = TrialSpec(workload, strategy, "cold", tuple(stream), StrategyOptions(backend=backend),
@@ -86,8 +86,9 @@ def test_dry_run_agrees_with_real_trials(case, tmp_path, monkeypatch):
 @pytest.mark.compat("forecast, inductor dry run")
 def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_path, monkeypatch):
     """ceil-mode pooling: inductor guards a dynamic size's parity while it lowers, so an even
-    size after an odd one compiles again; the inductor dry run predicts it, a trace with
-    aot_eager does not (and says it cannot)."""
+    size after an odd one compiles again; the inductor dry run predicts it. A trace with
+    aot_eager predicts what aot_eager does (on 2.13 it hits there; 2.6 and 2.10 guard the parity
+    while tracing too) and says what it cannot model."""
     workload = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:ceil_pool"
     stream = load_workload(workload).default_stream
     exact = forecast(workload, stream, "default", backend="inductor")
@@ -100,7 +101,9 @@ def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_p
     parity = [g.text for g in exact.strategies[0].requests[2].guards]
     # the parity relation the even size fails: (x.size()[2] - 1) // 2 … on 2.13, ((-1) + x.size()[2]) % 2 on 2.10
     assert any("//" in text or "% 2" in text for text in parity), parity
-    assert [r.outcome for r in fast.strategies[0].requests][2] == "hit"
+    aot = _real(workload, "default", stream, "aot_eager", tmp_path, monkeypatch)
+    assert [r.outcome for r in fast.strategies[0].requests] == [
+        o.outcome for o in request_outcomes(aot.calls, aot.compiles)]
     assert "not modelled" in " ".join(fast.notes)
 
 
@@ -111,17 +114,34 @@ def test_a_graph_inductor_cannot_lower_dry_is_traced_as_aot_eager_and_said(monke
 
     built = AsyncCompile.cpp, AsyncCompile.cpp_pybinding
     workload = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:ceil_pool"
+    traced = forecast(workload, "8,9,10", "default", backend="inductor", dry_backend="aot_eager")
 
     def fails(self, *args):
         raise RuntimeError("no lowering here")
 
     monkeypatch.setattr(GraphLowering, "run", fails)
     report = forecast(workload, "8,9,10", "default", backend="inductor")
-    assert [r.outcome for r in report.strategies[0].requests] == ["compile", "compile", "hit"]  # aot_eager's
+    assert [r.outcome for r in report.strategies[0].requests] == [r.outcome for r in traced.strategies[0].requests]
+    assert [r.outcome for r in report.strategies[0].requests][:2] == ["compile", "compile"]
     # the first graph has no symbolic size: no backend can add a guard to it, and it is not lowered
     assert any("inductor could not lower 1 graph(s)" in n and "no lowering here" in n
                for n in report.strategies[0].notes), report.strategies[0].notes
     assert (AsyncCompile.cpp, AsyncCompile.cpp_pybinding) == built  # nothing of the dry run left patched
+
+
+def test_a_torch_whose_cached_graphs_fail_under_a_fake_mode_is_forecast_computing_for_real(monkeypatch):
+    """torch 2.6's tensor guard fails every cached graph while a fake mode is active: there the
+    dry run computes every call (said), or, told not to compute, leaves every request unknown."""
+    has = compat.has_feature
+    lacks = "dry_run_on_fake_tensors"
+    if has(lacks):  # a torch that has it is made to take the path of one that does not
+        monkeypatch.setattr(compat, "has_feature", lambda name: name != lacks and has(name))
+    computed = forecast("sincos", "8,16,32,64,16", "default", backend="eager").strategy("default")
+    assert [r.outcome for r in computed.requests] == ["compile", "compile", "hit", "hit", "hit"]
+    assert computed.computed and any("has no dry run on fake tensors" in n for n in computed.notes), computed.notes
+    stopped = forecast("sincos", "8,16,32", "default", backend="eager", compute=False).strategy("default")
+    assert [r.outcome for r in stopped.requests] == ["unknown"] * 3
+    assert any("has no dry run on fake tensors" in n for n in stopped.notes), stopped.notes
 
 
 def test_repeats_are_predicted_without_tracing_again():
