@@ -534,6 +534,22 @@ def inductor_cache_dir() -> str | None:
         return None
 
 
+def forget_inductor_cache_files() -> None:
+    """Make inductor forget the files of its cache directory it remembers in memory, after the
+    directory changed: ``torch._inductor.utils.clear_caches`` (2.10.0, 2.13.0, 2.14.1),
+    ``clear_inductor_caches`` on 2.6.0, whose ``cpp_prefix_path`` keeps the header it wrote in
+    the first directory (a later C++ compile includes it from a directory since removed).
+    Nothing to forget where inductor was not imported."""
+    import sys
+
+    utils = sys.modules.get("torch._inductor.utils")
+    if utils is None:
+        return
+    clear = getattr(utils, "clear_caches", None) or getattr(utils, "clear_inductor_caches", None)
+    if clear is not None:
+        clear()
+
+
 def enable_compilation_metrics(limit: int = 100_000) -> Callable[[], None]:
     """Raise the metrics deque bound (64 by default) so no compile is dropped; returns the
     undo, which puts the previous bound back.

@@ -56,6 +56,7 @@ def restored() -> Iterator[None]:
             os.environ.pop(CACHE_VAR, None)
         else:
             os.environ[CACHE_VAR] = cache_dir
+        compat.forget_inductor_cache_files()  # what inductor remembers of the trial's directory
 
 
 class InProcessExecutor:

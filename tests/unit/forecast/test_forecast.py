@@ -95,7 +95,7 @@ def test_the_inductor_dry_run_sees_the_guards_inductor_adds_while_lowering(tmp_p
     fast = forecast(workload, stream, "default", backend="inductor", dry_backend="aot_eager")
     real = _real(workload, "default", stream, "inductor", tmp_path, monkeypatch)
     seen = [o.outcome for o in request_outcomes(real.calls, real.compiles)]
-    assert seen == ["compile", "compile", "compile", "hit", "hit", "hit", "hit"]
+    assert seen == ["compile", "compile", "compile", "hit", "hit", "hit", "hit"], real.calls[0].error
     assert [r.outcome for r in exact.strategies[0].requests] == seen
     assert exact.dry_backend == "inductor-lowering" and "its guards modelled" in " ".join(exact.notes)
     parity = [g.text for g in exact.strategies[0].requests[2].guards]
@@ -124,7 +124,8 @@ def test_a_graph_inductor_cannot_lower_dry_is_traced_as_aot_eager_and_said(monke
     assert [r.outcome for r in report.strategies[0].requests] == [r.outcome for r in traced.strategies[0].requests]
     assert [r.outcome for r in report.strategies[0].requests][:2] == ["compile", "compile"]
     # the first graph has no symbolic size: no backend can add a guard to it, and it is not lowered
-    assert any("inductor could not lower 1 graph(s)" in n and "no lowering here" in n
+    symbolic = report.strategies[0].compiles - 1  # every compile after the first (static) one
+    assert any(f"inductor could not lower {symbolic} graph(s)" in n and "no lowering here" in n
                for n in report.strategies[0].notes), report.strategies[0].notes
     assert (AsyncCompile.cpp, AsyncCompile.cpp_pybinding) == built  # nothing of the dry run left patched
 
@@ -246,6 +247,9 @@ def _agrees_with_real(ref, backend, tmp_path, monkeypatch, strategies=STRATEGIES
 
 
 FORECAST_WORKLOADS = str(Path(__file__).resolve().parents[2] / "workloads_forecast.py")
+# torch 2.6 has no dry run on fake tensors (compat.FEATURE_SINCE): every call is computed for real, said
+FAKE = compat.has_feature("dry_run_on_fake_tensors")
+NO_FAKE = "has no dry run on fake tensors"
 
 
 def test_past_the_limit_an_eager_fallback_that_reads_values_is_computed_and_still_eager(tmp_path, monkeypatch):
@@ -254,20 +258,21 @@ def test_past_the_limit_an_eager_fallback_that_reads_values_is_computed_and_stil
     report = _agrees_with_real(f"{FORECAST_WORKLOADS}:eager_reads_values", "eager", tmp_path, monkeypatch, ("static",))
     s = report.strategy("static")
     assert s.compiles == s.recompile_limit and s.eager == report.stream_length - s.compiles and s.errors == 0
-    assert s.computed and any(n.startswith("computed for real") and "DataDependentOutputException" in n
-                              for n in s.notes), s.notes
+    why = "DataDependentOutputException" if FAKE else NO_FAKE
+    assert s.computed and any(n.startswith("computed for real") and why in n for n in s.notes), s.notes
 
 
 def test_the_cpu_convolution_size_threshold_guards_are_forecast(tmp_path, monkeypatch):
     """A strided Conv1d over one waveform: past 5,120 samples the CPU convolution changes
     backend, and PyTorch guards it — so a longer request compiles again under default and
-    dynamic. On the meta device there is no CPU backend choice, and the guard never appeared."""
+    dynamic. On the meta device there is no CPU backend choice, and the guard never appeared.
+    Torch 2.6 has no such guard (a real trial hits there, as forecast)."""
     report = _agrees_with_real(f"{FORECAST_WORKLOADS}:strided_conv1d", "aot_eager", tmp_path, monkeypatch)
-    for name in ("default", "dynamic"):
+    for name in ("default", "dynamic") if compat.at_least("2.10") else ():
         s = report.strategy(name)
         threshold = next(r for r in s.requests if r.shape == (("n", 6000),))
         assert threshold.outcome == "compile" and any("<= 5120" in g.text for g in threshold.guards), threshold
-    assert not any(s.computed or s.unknown or s.errors for s in report.strategies)
+    assert not any(s.computed == FAKE or s.unknown or s.errors for s in report.strategies)
 
 
 def test_a_nonzero_in_the_frame_is_computed_for_real_not_an_error(tmp_path, monkeypatch):
@@ -276,7 +281,7 @@ def test_a_nonzero_in_the_frame_is_computed_for_real_not_an_error(tmp_path, monk
     many values are positive, are forecast as they happen."""
     report = _agrees_with_real(f"{FORECAST_WORKLOADS}:keeps_positive", "aot_eager", tmp_path, monkeypatch)
     assert all(s.computed and s.errors == 0 and s.unknown == 0 for s in report.strategies)
-    assert all("aten.nonzero" in " ".join(s.notes) for s in report.strategies)
+    assert all(("aten.nonzero" if FAKE else NO_FAKE) in " ".join(s.notes) for s in report.strategies)
     assert report.strategy("static").compiles >= 3
 
 
@@ -285,7 +290,10 @@ def test_without_computing_a_request_that_needs_values_is_unknown_and_said():
     report = forecast(ref, "8,8,16", "default", backend="eager", compute=False)
     s = report.strategy("default")
     assert [r.outcome for r in s.requests] == ["unknown"] * 3 and s.unknown == 3 and s.known == 0
-    assert "aten.nonzero" in (s.requests[0].why or "") and "unknown" in (s.requests[2].why or "")
+    if FAKE:
+        assert "aten.nonzero" in (s.requests[0].why or "") and "unknown" in (s.requests[2].why or "")
+    else:
+        assert any(NO_FAKE in n for n in s.notes), s.notes
     from compilescope.render.forecast import headline, render
 
     assert headline(s) == "no request predicted (0 compile, 0 hit, 3 unknown)"
@@ -298,7 +306,7 @@ def test_a_tensor_made_on_the_inputs_device_inside_the_frame_and_a_cache_argumen
     when empty, then grown. Its tensors are the real device's, as the inputs are, so the
     dry run traces it as a real call does (on meta: a device mismatch on every request)."""
     report = _agrees_with_real(f"{FORECAST_WORKLOADS}:cached_attention", "aot_eager", tmp_path, monkeypatch)
-    assert not any(s.computed or s.unknown or s.errors for s in report.strategies)
+    assert not any(s.computed == FAKE or s.unknown or s.errors for s in report.strategies)
     assert any("cache.keys" in g.text for r in report.strategy("default").requests for g in r.guards)
 
 
