@@ -309,11 +309,11 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="cpu", steady=False, numerics=False, threads=threads))
+    if not compat.has_feature("dry_run_on_fake_tensors"):
+        return _without_fake_tensors(spec, sink, compute, on_compute)
     if compute and real_first is not None:
         return _computed(spec, sink, real_first, on_compute)
     kept: list[tuple[CallRecord, Any]] = []
-    if not compat.has_feature("dry_run_on_fake_tensors"):
-        return _without_fake_tensors(spec, sink, compute, on_compute)
     try:
         return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
     except _ValuesNeeded as needed:
