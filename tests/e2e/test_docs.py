@@ -1,6 +1,7 @@
 """The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a fresh
-interpreter), ``<!-- doctest: pytest -->`` (a test file, run with pytest) and
-``<!-- doctest: sh -->`` (compilescope commands); and the CLI reference is current."""
+interpreter, printing what its ``# → …`` comments say it prints), ``<!-- doctest: pytest -->``
+(a test file, run with pytest) and ``<!-- doctest: sh -->`` (compilescope commands); and the CLI
+reference is current."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def test_doc_example_runs(name, kind, code, tmp_path, request):
         proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
                               timeout=600)
         assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+        expected = printed(code)  # and prints what it says it prints
+        assert prints_as_documented(expected, proc.stdout), f"{name} prints:\n{proc.stdout}\ndocumented: {expected}"
     elif kind == "pytest":
         pytester = request.getfixturevalue("pytester_compiled")  # pytest in this process, the plugin by its entry point
         pytester.makepyfile(test_example=code)
@@ -47,6 +50,9 @@ def test_doc_example_runs(name, kind, code, tmp_path, request):
         assert "1 failed, 1 passed" in stdout, stdout[-3000:]
         assert "tensor 'args[0]' size mismatch at index 0. expected 8, actual 16" in stdout
         assert "dynamic_sources=\"L['args'][0]:0\"" in stdout
+        page = (DOCS / "pytest-plugin.md").read_text()
+        failure = re.search(r"the failure reads[^\n]*\n\n```\n(?P<text>.*?)\n```", page, re.S)
+        assert failure is not None and prints_as_documented(failure["text"].splitlines(), stdout), stdout[-3000:]
     else:
         (tmp_path / "examples").symlink_to(ROOT / "examples")  # commands are written from the repository root
         for line in code.splitlines():
@@ -64,3 +70,28 @@ def test_cli_reference_is_current():
     finally:
         sys.path.remove(str(DOCS))
     assert (DOCS / "cli.md").read_text() == reference(), "docs/cli.md is stale: run python docs/make_cli_reference.py"
+
+
+OUTPUT = re.compile(r"#\s*→ ?(?P<text>.*)$")
+
+
+def printed(code: str) -> list[str]:
+    """What a block says it prints: each ``# → TEXT`` comment (on a ``print`` line or a line of
+    its own), in order; ``…`` stands for any text, across lines too. Other comments are prose."""
+    return [m["text"].rstrip() for line in code.splitlines() if (m := OUTPUT.search(line))]
+
+
+def prints_as_documented(expected: list[str], stdout: str) -> bool:
+    """The documented lines are found in ``stdout`` in order, each a whole line (or lines, where
+    ``…`` stands for what it leaves out), indentation and a pytest failure's ``E`` aside."""
+    parts = [r"[\s\S]*?".join(re.escape(p.strip()) for p in line.split("…")) for line in expected]
+    lines = "\n".join(re.sub(r"^E\s", "", line).strip() for line in stdout.splitlines())  # pytest's E prefix
+    return re.search(r"[\s\S]*?".join(rf"^{p}$" for p in parts), lines, re.M) is not None
+
+
+def test_the_printed_comparison_can_fail():
+    assert prints_as_documented(["eager 3", "… 1"], "x\neager 3\ndefault (cold) 1\n")
+    assert not prints_as_documented(["default (cold) 3"], "eager 3\n")
+    assert not prints_as_documented(["3"], "13\n")  # a whole line, not a part of one
+    assert not prints_as_documented(["b", "a"], "a\nb\n")  # in order
+    assert printed("print(x)  # → 8\n# prose\n# → a … b\n") == ["8", "a … b"]
