@@ -16,6 +16,7 @@ import pytest
 
 from compilescope.analysis.build import build_probe_report, build_run_report
 from compilescope.analysis.verdict import verdict_text
+from compilescope.model import SCHEMA_VERSION
 from compilescope.schema import load
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "derivations"
@@ -25,7 +26,7 @@ def test_report_writes_the_results_json_to_stdout_with_the_report_on_stderr(main
     code, out, err = main("report", str(DATA / "run_sincos.json"), "--json", "-")
     assert code == 0, err
     data = json.loads(out)
-    assert data["schema_version"] == 2 and data["kind"] == "run" and "summary" in data
+    assert data["schema_version"] == SCHEMA_VERSION and data["kind"] == "run" and "summary" in data
     assert "default (cold)" in err  # the report itself went to stderr
 
 
