@@ -147,7 +147,7 @@ def test_a_run_on_a_busy_machine_carries_a_warning_naming_the_load():
     assert "busy during 1 of 2 trial(s) (dynamic (cold))" in note.text and "load average up to 7.2 on 2 CPU(s)" in note.text
 
 
-@pytest.mark.processes
+@pytest.mark.processes  # the environment reads platform.processor(), which runs `uname -p`
 def test_a_trial_records_the_machines_load_and_cpus():
     from compilescope.execute.trial import finished_env, trial_env
     from compilescope.model import MeasureOptions
