@@ -4,6 +4,7 @@ the same cold records as processes spawned for them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -103,22 +104,36 @@ def _cold_calls(result: TrialResult) -> tuple[int, int, int]:
             first.get("inductor_fx_local_cache_miss_count", 0))
 
 
+AHEAD_STREAM = ({"n": 64}, {"n": 64}, {"n": 128})
+AHEAD_COLD = TrialSpec("sincos", "default", "cold", AHEAD_STREAM, StrategyOptions(backend="inductor"), FAST)
+
+
+@pytest.fixture(scope="module")
+def spawned_cold(tmp_path_factory):
+    """One cold inductor trial in a process spawned for it, and the cache directory it
+    populated: what each way of starting ahead is compared with (computed once for both)."""
+    cache = tmp_path_factory.mktemp("spawned") / "a"
+    executor = LocalExecutor(PreStart())
+    try:  # none expected: spawned
+        return executor.submit(TrialTask(AHEAD_COLD, str(cache)), 600).result().result, cache
+    finally:
+        executor.shutdown()
+
+
 @pytest.mark.inductor
 @pytest.mark.parametrize("ahead_as", ["forked", "pre-started"])
-def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, ahead_as):
+def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, ahead_as, spawned_cold):
     """A fork server, or a process started ahead, imports torch before a task says which cache
     directory it starts on: the trial must still start cold on its own directory (its first
     call compiling, nothing read from a cache), and warm on a populated one."""
-    stream = ({"n": 64}, {"n": 64}, {"n": 128})
-    cold = TrialSpec("sincos", "default", "cold", stream, StrategyOptions(backend="inductor"), FAST)
-    warm = TrialSpec("sincos", "default", "warm", stream, StrategyOptions(backend="inductor"), FAST)
+    cold, warm = AHEAD_COLD, dataclasses.replace(AHEAD_COLD, cache="warm")
+    spawned, populated = spawned_cold
     start = ForkStart() if ahead_as == "forked" else PreStart()
     executor = LocalExecutor(start)
-    spawned = executor.submit(TrialTask(cold, str(tmp_path / "a")), 600).result().result  # none expected: spawned
     executor.expect([cold, warm, cold])
     try:
         ahead = executor.submit(TrialTask(cold, str(tmp_path / "b")), 600).result().result
-        warm_ahead = executor.submit(TrialTask(warm, str(tmp_path / "a")), 600).result().result
+        warm_ahead = executor.submit(TrialTask(warm, str(populated)), 600).result().result
         left = [p.proc for p in start.idle] + [s.proc for s in getattr(start, "servers", [])]
     finally:
         executor.shutdown()
