@@ -433,18 +433,19 @@ def _cpu_copy(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 def _refake(value: Any, fake: Any) -> bool:
     """Whether the dry inductor hands inductor a new fake tensor, in the backend's fake mode
     ``fake``, for a placeholder's fake ``value``: one on the meta device (made ``cpu``), and on
-    torch before 2.10 one of another fake mode. Dynamo gives the backend a new fake mode on the
-    frame's shape environment; the placeholders' values are in the mode Dynamo traced with. Torch
-    2.6.0's inductor asks for one fake mode over its inputs (``detect_fake_mode`` in its pre-grad
-    fusion passes asserts they agree) and fails on the mixture; 2.10.0, 2.13.0 and 2.14.1 take the
-    tracing context's mode and the values as they are (the releases between were not checked)."""
+    torch before 2.13 one of another fake mode. Dynamo gives the backend a new fake mode on the
+    frame's shape environment; the placeholders' values are in the mode Dynamo traced with. The
+    inductor of 2.6.0 and 2.10.0 asks for one fake mode over its inputs (``detect_fake_mode`` in
+    its pre-grad fusion passes asserts they agree) and fails on the mixture; 2.13.0 and 2.14.1
+    take the tracing context's mode and the values as they are (the releases between were not
+    checked)."""
     from torch._subclasses.fake_tensor import FakeTensor
 
     if not isinstance(value, torch.Tensor):
         return False
     if value.device.type == "meta":
         return True
-    return not at_least("2.10") and isinstance(value, FakeTensor) and value.fake_mode is not fake
+    return not at_least("2.13") and isinstance(value, FakeTensor) and value.fake_mode is not fake
 
 
 def _no_machine_code(*_args: Any, **_kwargs: Any) -> None:
