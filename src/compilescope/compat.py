@@ -257,7 +257,10 @@ class DryCompute:
             # a boxed callable may be called either way: with the list of arguments, or with them
             listed = boxed and len(args) == 1 and isinstance(args[0], list)
             flat = list(args[0]) if listed else list(args)
-            got = shapes(flat) if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None else None
+            try:
+                got = shapes(flat) if torch._C._get_dispatch_mode(torch._C._TorchDispatchModeKey.FAKE) is not None else None
+            except Exception:  # noqa: BLE001 - sizes it cannot work out: the graph runs as traced
+                got = None
             if got is None:
                 return compiled(*args)
             self.shaped_calls += 1
@@ -1551,7 +1554,7 @@ def recording_guard_filter(fn: Callable[[list[Any]], list[bool]], dropped: list[
     nor raises."""
 
     def recording(entries: list[Any]) -> list[bool]:
-        keep = fn(entries)
+        keep = list(fn(entries))  # an iterator would be used up by the recording below
         try:
             for entry, kept in zip(entries, keep):
                 if not kept and len(dropped) < limit:

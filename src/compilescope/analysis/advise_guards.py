@@ -49,6 +49,10 @@ def guard_proposals(default: TrialReport | None, base: StrategyOptions, compile_
     guard checks at least :data:`GUARD_SHARE_PROPOSED` of its compiled call on the stream's
     mix, most of its guards on modules and parameters (a model's), and only the filters that
     would drop some of them."""
+    if base.mode is not None:
+        # torch.compile takes mode= or options=, not both: a guard filter beside --mode has no
+        # snippet that runs as printed, so it is not proposed
+        return []
     g = default.guards if default is not None else None
     measured = g is not None and g.share is not None and g.repeated_s is not None
     kinds = _categories(default) if default is not None else {}

@@ -306,7 +306,10 @@ def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialR
     compiled and later ones run the entry it ran; the order of the entries is replayed as
     Dynamo keeps it (:func:`stream_points`)."""
     firsts = {shape_key(c.shape): c for c in dry.calls}
-    made = {r.call_index: r for r in dry.compiles if r.phase == "stream" and r.made_entry and r.call_index is not None}
+    made: dict[int, list] = {}  # a call that compiled several frames (a graph break) made several entries
+    for r in dry.compiles:
+        if r.phase == "stream" and r.made_entry and r.call_index is not None:
+            made.setdefault(r.call_index, []).append(r)
     calls, compiles, seen = [], [], set()
     for i, shape in enumerate(stream):
         key = shape_key(shape)
@@ -316,7 +319,7 @@ def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialR
         new = key not in seen and traced.index in made
         seen.add(key)
         if new:
-            compiles.append(dataclasses.replace(made[traced.index], call_index=i))
+            compiles.extend(dataclasses.replace(r, call_index=i) for r in made[traced.index])
         calls.append(CallRecord(i, dict(shape), None, graphs_run=traced.graphs_run))
     trial = TrialResult(dry.spec, "ok", calls=tuple(calls), compiles=tuple(compiles),
                         guard_costs=measured.guard_costs if measured is not None else ())

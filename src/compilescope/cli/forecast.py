@@ -55,9 +55,11 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     compiled graph, compile (with the guards that fail), run eagerly at the recompile limit, or
     unknown (with why) — by running Dynamo on the real code with the real parameters and inputs,
     each call on fake tensors of the real device, and a backend that builds nothing (for
-    inductor: its lowering and kernel source, no kernel built). No kernel runs, unless a request
-    needs tensor values (a nonzero, an .item()): that strategy's dry run then computes for real,
-    and says so. A forecast costs the stream's distinct shapes' tracing, not its requests.
+    inductor: its lowering and kernel source, no kernel built). It computes for real instead, and
+    says so, where a request needs tensor values (a nonzero, an .item()), where real kernels cost
+    less than fake tensors on the stream's first shape, or on a torch without a dry run on fake
+    tensors (--no-compute: such requests are unknown). A forecast costs the stream's distinct
+    shapes' tracing, not its requests.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""

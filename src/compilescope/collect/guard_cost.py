@@ -173,8 +173,11 @@ def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int
     for fc in seen:
         counts[id(fc.code)] = counts.get(id(fc.code), 0) + 1
         first.setdefault(id(fc.code), fc)
-    frames = [_Frame(fc, counts[key], parts) for key, fc in list(first.items())[:MAX_FRAMES]]
-    timers = [t for f in frames if f.passed is not None for t in f.timers()]
+    try:
+        frames = [_Frame(fc, counts[key], parts) for key, fc in list(first.items())[:MAX_FRAMES]]
+        timers = [t for f in frames if f.passed is not None for t in f.timers()]
+    except Exception as exc:  # noqa: BLE001 - a cache entry this torch lays out otherwise: recorded, not raised
+        return GuardCost(shape, error=f"reading the cache entries raised {type(exc).__name__}: {str(exc)[:200]}")
     rounds = 0
     deadline = time.perf_counter() + budget_s
     try:

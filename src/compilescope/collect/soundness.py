@@ -170,11 +170,20 @@ def _difference(expected: Any, actual: Any) -> tuple[bool, float | None, str | N
 
 def check(change: Change, shape: Shape, compiled: Callable[[], Any], eager: Callable[[], Any]) -> SoundnessCheck:
     """The compiled call against eager after ``change`` (undone after); eager before it, as the
-    calls ran until then, says whether the change changes anything."""
+    calls ran until then, says whether the change changes anything. A check that cannot be
+    made (eager raised, the change could not be applied) is recorded as not told, never raised."""
+    try:
+        return _check(change, shape, compiled, eager)
+    except Exception as exc:  # noqa: BLE001 - a finished trial keeps its results
+        return SoundnessCheck(change.text, change.kind, change.guard, shape, None, None,
+                              detail=f"not told: {type(exc).__name__}: {str(exc)[:200]}")
+
+
+def _check(change: Change, shape: Shape, compiled: Callable[[], Any], eager: Callable[[], Any]) -> SoundnessCheck:
     before = eager()
     unbound = compat.enable_compilation_metrics()  # a full deque (64 by default) would hide the recompile
-    change.apply()
     try:
+        change.apply()
         with change.scope():
             count = compat.compilation_metrics_count()
             after = eager()

@@ -17,6 +17,7 @@ import sys
 import sysconfig
 import time
 import traceback
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -47,6 +48,7 @@ from ..model import (
     TrialResult,
     TrialSpec,
     call_arguments,
+    shape_key,
     trial_status,
 )
 from ..strategies import PrepareContext, Prepared, get_strategy, limit_scope
@@ -469,12 +471,13 @@ def run_trial(
             failed_shapes = {tuple(c.shape.items()) for c in calls if c.error is not None}
             shapes = [s for s in distinct_shapes(spec.stream) if tuple(s.items()) not in failed_shapes]
             steady = tuple(runner.steady(s) for s in shapes) if measure.steady else ()
-            busiest = max(shapes, key=lambda s: sum(1 for r in spec.stream if r == s), default=None)
+            requested = Counter(shape_key(r) for r in spec.stream)
+            busiest = max(shapes, key=lambda s: requested[shape_key(s)], default=None)
             guard_costs = tuple(runner.guards(s, s == busiest) for s in shapes) if (
                 measure.guards and measure.steady and strategy.compiles) else ()
             numerics = tuple(runner.numerics(s) for s in shapes) if measure.numerics and strategy.compiles else ()
             # last: it changes the model (each change undone) and may compile again
-            soundness = tuple(runner.soundness(busiest)) if prepared.dropped_guards is not None and busiest else ()
+            soundness = tuple(runner.soundness(busiest)) if prepared.dropped_guards is not None and busiest is not None else ()
     finally:
         capture.uninstall()
         if prepared.close is not None:
