@@ -172,7 +172,7 @@ class ConsoleProgress(Watcher):
             if now - self._last_line < self.every_s:
                 return
             self._last_line = now
-        self.log.print(Text(self.line(), style="dim"))
+        self.log.print(Text(self.line(), style="dim"), soft_wrap=True)  # one line in a log, however long
 
     def _tick(self) -> None:  # a line even while nothing reports: a long compile is not silence
         while not self._stop.wait(self.every_s):

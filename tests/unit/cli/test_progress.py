@@ -80,3 +80,14 @@ def test_a_trial_of_a_batch_says_where_the_batch_stands():
     done = TrialDone("default (cold)", "failed", workload="sincos", ended="ok", errors=2, requests=2)
     progress.finished("default (cold)", done, Tally(done=3, total=8, running=1, failed=1, left_s=125.0))
     assert console.export_text().strip() == "[3/8 done · 1 running · 1 failed · ~125 s left] sincos default (cold) ok"
+
+
+def test_off_a_terminal_a_long_progress_line_stays_one_line():
+    console, log = _consoles()  # 100 columns
+    progress = ConsoleProgress(console, live=False, log=log, every_s=0.05)
+    progress.begin(2)
+    label = "mark-dynamic[" + ",".join(f"input_{i}:0" for i in range(12)) + "] (cold)"
+    progress.working(label, REQUESTS, 7, 40)
+    line = next(line for line in _wait_for(log, "request 7/40").splitlines() if "request 7/40" in line)
+    progress.end()
+    assert len(label) > 100 and label in line and line.endswith("0/2 trials done"), line
