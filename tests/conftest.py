@@ -163,6 +163,10 @@ def _no_processes(request, monkeypatch):
     def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
         pytest.fail(f"{request.node.nodeid} starts a process: mark it @pytest.mark.processes", pytrace=False)
 
+    import platform
+
+    platform.processor()  # runs `uname -p` once and keeps it: a trial's environment reads it (with or without xdist)
+
     monkeypatch.setattr(subprocess.Popen, "_execute_child", refuse)
     monkeypatch.setattr(os, "fork", refuse)
     monkeypatch.setattr(os, "posix_spawn", refuse)
