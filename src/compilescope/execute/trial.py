@@ -473,8 +473,12 @@ def run_trial(
             steady = tuple(runner.steady(s) for s in shapes) if measure.steady else ()
             requested = Counter(shape_key(r) for r in spec.stream)
             busiest = max(shapes, key=lambda s: requested[shape_key(s)], default=None)
-            guard_costs = tuple(runner.guards(s, s == busiest) for s in shapes) if (
-                measure.guards and measure.steady and strategy.compiles) else ()
+            # a call that changes its inputs (a decode step growing its cache) would grow them
+            # through the guard phase's repeated calls: its guards are not timed, and it says so
+            guard_costs = tuple(
+                runner.guards(s, s == busiest) if not st.changed_inputs else
+                GuardCost(s, error=f"not measured: the call changes its inputs ({', '.join(st.changed_inputs)})")
+                for s, st in zip(shapes, steady)) if (measure.guards and measure.steady and strategy.compiles) else ()
             numerics = tuple(runner.numerics(s) for s in shapes) if measure.numerics and strategy.compiles else ()
             # last: it changes the model (each change undone) and may compile again
             soundness = tuple(runner.soundness(busiest)) if prepared.dropped_guards is not None and busiest is not None else ()
