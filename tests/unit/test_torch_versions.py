@@ -153,6 +153,7 @@ def test_a_raising_hook_is_said_in_the_probe_report(tmp_path, monkeypatch):
     assert "compilescope lost guard failures" in render(build_probe_report(result))
 
 
+@pytest.mark.processes  # probe runs the script in a process of its own
 @pytest.mark.compat("probe")
 def test_probe_of_a_recompiling_script_exits_as_plain_python_with_its_compiles_counted(tmp_path):
     script = tmp_path / "recompiles.py"

@@ -336,6 +336,7 @@ def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
     assert "distinct shapes run" not in out  # the report's own stream is untouched
 
 
+@pytest.mark.processes  # the measured run is a trial process
 def test_the_entries_each_hit_will_try_are_forecast_and_timed_from_a_measured_run(tmp_path):
     from compilescope.api import run
 
