@@ -183,11 +183,11 @@ def test_older_files_env_is_migrated_on_load(tmp_path):
     text = dumps(RunResult(workload="sincos", stream=spec.stream, trials=(TrialResult(spec, "ok"),)))
     data = json.loads(text)
     data["trials"][0]["env"] = {"torch": "2.13.0", "python": "3.11.7", "host": "h", "platform": "Linux",
-                                "threads": "1", "device": "cpu", "cache_dir": "/tmp/x", "pid": "41",
+                                "threads": "1", "device": "cpu", "cache_dir": str(tmp_path / "cache"), "pid": "41",
                                 "recompile_limit_default": "8"}
     trial = loads(json.dumps(data)).trials[0]
     assert trial.env == TrialEnv(torch="2.13.0", python="3.11.7", host="h", platform="Linux", device="cpu",
-                                 threads=1, recompile_limit_default=8, pid=41, cache_dir="/tmp/x")
+                                 threads=1, recompile_limit_default=8, pid=41, cache_dir=str(tmp_path / "cache"))
     data["trials"][0]["env"] = {}  # a failed trial's, or none at all
     assert loads(json.dumps(data)).trials[0].env == TrialEnv()
 
