@@ -211,7 +211,7 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
             f"{len(hits)} requests) — the entries other sizes' compiles added are tried before the request's own")
 
 
-def _top_text(top: Sequence[GuardSourceRow], lookup: float | None) -> str:
+def _top_text(top: Sequence[GuardSourceRow]) -> str:
     parts = []
     for r in top:
         what = f"{r.label}: {r.guards:,} guards ({r.count_share:.0%})"
@@ -247,7 +247,7 @@ def guard_summary(trial: TrialResult, rows: Sequence[ShapeRow]) -> GuardSummary 
         noise_s=noise, significant=extra is not None and noise is not None and extra > noise,
         share=sum(n * s for n, s in weighted) / sum(n for n, _ in weighted) if weighted else None,
         eager_ratio=sum(n * s for n, s in against_eager) / sum(n for n, _ in against_eager) if against_eager else None,
-        top=top, text="", top_text=_top_text(top, busiest.lookup.median if busiest.lookup else None))
+        top=top, text="", top_text=_top_text(top))
     return dataclasses.replace(summary, text=_stream_text(summary, hits))
 
 
