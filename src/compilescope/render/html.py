@@ -232,7 +232,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
     if failed:
         fig.add_trace(go.Scatter(
             x=[p.index + (1 if axis == "cumulative" else 0) for p in failed], y=[y_of(p) for p in failed],
-            yaxis="y2" if axis == "timeline" else "y", mode="markers", name=f"{t.label}: request raised",
+            yaxis="y2" if axis == "timeline" else "y", mode="markers", name=f"{e(t.label)}: request raised",
             legendgroup=t.label, marker=ERROR_MARK,
             hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e((p.error or '?')[:300])}"
                        + ("<br>(its time is not counted)" if axis == "cumulative" else "") for p in failed],
@@ -242,7 +242,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
         last = t.timeline[-1].cumulative_s if t.timeline else None
         fig.add_trace(go.Scatter(
             x=[at], y=[0.5 if axis == "timeline" else last], yaxis="y2" if axis == "timeline" else "y",
-            mode="markers+text", name=f"{t.label}: trial {t.status}", legendgroup=t.label,
+            mode="markers+text", name=f"{e(t.label)}: trial {e(t.status)}", legendgroup=t.label,
             marker={**ERROR_MARK, "symbol": "x-thin", "size": 18, "line": {"width": 3, "color": color}},
             text=[f"{e(t.label)} {e(t.status)}"], textposition="top center",
             hovertext=[f"{e(t.label)} {e(t.status)} in request {t.completed}: {e((t.error or '')[:300])}"],
@@ -261,13 +261,13 @@ def _timeline_figure(report: RunReport) -> Any:
             hover = [f"request {p.index} · {e(p.shape)}<br>{fmt_time(p.latency_s)}"
                      + (f"<br>{e(p.event)} {e(' '.join(p.compile_ids))}" if p.event else "")
                      + "".join(f"<br>· {e(r)}" for r in p.reasons[:4]) for p in t.timeline]
-            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=t.label, line={"color": color},
+            fig.add_trace(go.Scatter(x=xs, y=ys, mode="lines+markers", name=e(t.label), line={"color": color},
                                      legendgroup=t.label, marker={"size": 5}, hovertext=hover, hoverinfo="text"))
             marked = [p for p in t.timeline if p.event and p.latency_s is not None]
             if marked:
                 fig.add_trace(go.Scatter(
                     x=[p.index for p in marked], y=[(p.latency_s or 0) * 1e3 for p in marked], mode="markers",
-                    name=f"{t.label}: compiles / fallbacks", showlegend=False, hoverinfo="skip", legendgroup=t.label,
+                    name=f"{e(t.label)}: compiles / fallbacks", showlegend=False, hoverinfo="skip", legendgroup=t.label,
                     marker={"symbol": [EVENT_SYMBOLS.get(p.event, "circle") for p in marked], "size": 13,
                             "color": ["#d62728" if p.event in ("eager fallback", "refused", "error") else color
                                       for p in marked],
@@ -288,7 +288,7 @@ def _cumulative_figure(report: RunReport) -> Any:
         color = COLORS[i % len(COLORS)]
         if t.timeline:
             fig.add_trace(go.Scatter(x=[p.index + 1 for p in t.timeline], y=[p.cumulative_s for p in t.timeline],
-                                     mode="lines", name=t.label, legendgroup=t.label,
+                                     mode="lines", name=e(t.label), legendgroup=t.label,
                                      line={"color": color, "dash": "dot" if not t.compiles_code else "solid"}))
         if t.break_even_request is not None:
             at = t.timeline[t.break_even_request - 1]
@@ -328,8 +328,8 @@ def _steady_figure(report: RunReport) -> Any:
                 stats = [pick(r) for r in rows]
                 compiled = kind == "compiled"
                 fig.add_trace(go.Bar(
-                    x=[r.shape for r in rows], y=[s.median * 1e3 for s in stats],
-                    name=t.label if compiled else f"{t.label}: eager, same process", legendgroup=t.label,
+                    x=[e(r.shape) for r in rows], y=[s.median * 1e3 for s in stats],
+                    name=e(t.label) if compiled else f"{e(t.label)}: eager, same process", legendgroup=t.label,
                     offsetgroup=f"{i}-{kind}", meta=[t.label, kind],
                     marker={"color": color if compiled else _lighter(color), "line": {"color": color, "width": 1},
                             "pattern": {"shape": "" if compiled else "/"}},
@@ -348,8 +348,8 @@ def _steady_figure(report: RunReport) -> Any:
                              or (f"the trial {t.status} before its steady state" if t.status != "ok" else r.status))
                    for r in missing}
             fig.add_trace(go.Scatter(
-                x=[r.shape for r in missing], y=[0] * len(missing), mode="markers", legendgroup=t.label,
-                name=f"{t.label}: no compiled figure", marker={**ERROR_MARK, "color": color},
+                x=[e(r.shape) for r in missing], y=[0] * len(missing), mode="markers", legendgroup=t.label,
+                name=f"{e(t.label)}: no compiled figure", marker={**ERROR_MARK, "color": color},
                 hovertext=[f"{e(t.label)} · {e(r.shape)}: {e(why[r.shape][:300])}" for r in missing], hoverinfo="text"))
     fig.update_layout(title="steady state per shape: compiled p50 beside the same process's eager p50 (hatched); "
                             "label: speedup = eager / compiled",
@@ -365,14 +365,14 @@ def _phases_figure(rows: list[tuple[str, Any]]) -> Any:
     import plotly.graph_objects as go
 
     fig = go.Figure()
-    labels = [label for label, _ in rows]
+    labels = [e(label) for label, _ in rows]
     phases: list[str] = []
     for _, r in rows:
         for name, _ in r.exclusive_s:
             if name not in phases:
                 phases.append(name)
     for j, phase in enumerate(phases):
-        fig.add_trace(go.Bar(y=labels, x=[dict(r.exclusive_s).get(phase, 0.0) for _, r in rows], name=phase,
+        fig.add_trace(go.Bar(y=labels, x=[dict(r.exclusive_s).get(phase, 0.0) for _, r in rows], name=e(phase),
                              orientation="h", marker={"color": COLORS[j % len(COLORS)]}))
     if any(r.backward_s for _, r in rows):
         fig.add_trace(go.Bar(y=labels, x=[r.backward_s or 0.0 for _, r in rows], name="backward (lazy)",
@@ -397,7 +397,7 @@ def _guard_figure(report: RunReport) -> Any:
         hits = [p for p in g.points if p.lookup_s is not None]
         if hits:
             fig.add_trace(go.Scatter(
-                x=[p.tried for p in hits], y=[p.lookup_s * 1e6 for p in hits], mode="markers", name=f"{t.label}: stream",
+                x=[p.tried for p in hits], y=[p.lookup_s * 1e6 for p in hits], mode="markers", name=f"{e(t.label)}: stream",
                 legendgroup=t.label, marker={"color": color, "size": 8},
                 hovertext=[f"request {p.index} · {e(p.shape)}<br>{p.tried} entries tried · {fmt_time(p.lookup_s)}"
                            for p in hits], hoverinfo="text"))
@@ -405,7 +405,7 @@ def _guard_figure(report: RunReport) -> Any:
         if first:
             fig.add_trace(go.Scatter(
                 x=[1] * len(first), y=[r.lookup.median * 1e6 for r in first if r.lookup], mode="markers",
-                name=f"{t.label}: its size repeated", legendgroup=t.label,
+                name=f"{e(t.label)}: its size repeated", legendgroup=t.label,
                 marker={"color": color, "size": 12, "symbol": "diamond-open"},
                 hovertext=[f"{e(r.shape)} repeated: {fmt_time(r.lookup.median if r.lookup else None)}" for r in first],
                 hoverinfo="text"))
@@ -545,7 +545,7 @@ def render_probe(report: ProbeReport) -> str:
         t0 = report.first_start_us
         fig.add_trace(go.Scatter(
             x=[((c.start_us or 0) - t0) / 1e6 for c in points], y=[c.compile_s or 0.0 for c in points],
-            mode="markers+lines", name=f.name, marker={"size": 10, "color": COLORS[i % len(COLORS)],
+            mode="markers+lines", name=e(f.name), marker={"size": 10, "color": COLORS[i % len(COLORS)],
                                                         "symbol": ["x" if not c.made_entry else "circle" for c in points]},
             hovertext=[f"{e(f.name)} {e(c.compile_id)} · {e(c.outcome)}<br>{fmt_time(c.compile_s)}" for c in points],
             hoverinfo="text"))
@@ -602,10 +602,10 @@ def render_compare(report: CompareReport) -> str:
     speedups = report.speedups
     if speedups:
         fig = go.Figure()
-        labels = [f"{c.trial} · {c.shape}" for c in speedups]
+        labels = [f"{e(c.trial)} · {e(c.shape)}" for c in speedups]
         for side, values, texts in (("A", [c.a for c in speedups], [c.a_text for c in speedups]),
                                     ("B", [c.b for c in speedups], [c.b_text for c in speedups])):
-            fig.add_trace(go.Bar(x=labels, y=values, name=side, text=texts, textposition="outside"))
+            fig.add_trace(go.Bar(x=labels, y=values, name=side, text=[e(x) for x in texts], textposition="outside"))
         fig.add_hline(y=1.0, line_dash="dot", annotation_text="eager")
         fig.update_layout(title="speedup per shape, A against B (eager p50 / compiled p50 in each trial's own "
                                 "process; higher is better)", barmode="group", xaxis_type="category", margin={"t": 50})

@@ -3,7 +3,9 @@ under ``error_info``), plus the derived ``summary`` (per trial: status, counts, 
 partial eager fallbacks, request errors grouped with their counts under ``errors``, per-shape
 counts under ``shapes``, verdict) taken from the report model, and for an advise run the
 ``advice_summary`` (each proposal's verdict, the recommendation), for readers that want the
-conclusions without re-deriving them. The loader ignores both."""
+conclusions without re-deriving them. The loader ignores both.
+
+Every document here is strict JSON (no NaN or infinity) and ends with a newline (:func:`write`)."""
 
 from __future__ import annotations
 
@@ -18,15 +20,21 @@ from ..schema import SCHEMA_VERSION, document, dumps, encode, to_data
 from . import ByKind
 
 
+def write(data: Any, indent: int | None = 1, default: Any = None) -> str:
+    """The one way a JSON document is written: strict JSON (a NaN or an infinity is an error,
+    not a token other readers refuse) ending with a newline."""
+    return json.dumps(data, indent=indent, allow_nan=False, default=default) + "\n"
+
+
 def render(file: RunFile) -> str:
     """The results file of a run: the records, and beside them what analysis derived (none
     when ``file.report`` is None: analysis failed, the records are written alone)."""
     if file.report is None or file.summary is None:
-        return dumps(file.result)
+        return dumps(file.result) + "\n"
     extra: dict[str, Any] = {"summary": file.summary}
     if file.advice_summary is not None:  # an advise run: its judgement, derived like the summary
         extra["advice_summary"] = file.advice_summary
-    return dumps(file.result, extra)
+    return dumps(file.result, extra) + "\n"
 
 
 def render_probe(result: ProbeResult, report: ProbeReport) -> str:
@@ -44,7 +52,7 @@ def render_probe(result: ProbeResult, report: ProbeReport) -> str:
                        "guards": [to_data(g) for g in f.guards], "guards_unevaluated": dict(f.unevaluated)}
                       for f in report.functions],
     }
-    return json.dumps(data, indent=1, allow_nan=False)
+    return write(data)
 
 
 LONG_JSON = 10_000  # requests: a longer forecast is written without indentation
@@ -63,31 +71,28 @@ def render_forecast(report: ForecastReport) -> str:
     requests first), and a stream of more than :data:`LONG_JSON` requests is written compactly."""
     data = {"schema_version": SCHEMA_VERSION, "kind": "forecast", **_fields(report)}
     indent = 1 if report.stream_length <= LONG_JSON else None
-    return json.dumps(data, indent=indent, allow_nan=False, default=_fields) + "\n"
+    return write(data, indent, default=_fields)
 
 
 def render_warmup(report: WarmupReport) -> str:
     """A warm-up report as JSON: ``kind`` ``warmup`` and the schema version, then the report's
     fields (``plan`` is the plan file's content, its own ``kind`` ``warmup-plan``)."""
-    data = {"schema_version": SCHEMA_VERSION, "kind": "warmup", **dataclasses.asdict(report)}
-    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+    return write({"schema_version": SCHEMA_VERSION, "kind": "warmup", **dataclasses.asdict(report)})
 
 
 def render_verify(report: VerifyReport) -> str:
     """A verification as JSON: the schema version, then the report's fields (``kind`` ``verify``)."""
-    data = {"schema_version": SCHEMA_VERSION, **dataclasses.asdict(report)}
-    return json.dumps(data, indent=1, allow_nan=False) + "\n"
+    return write({"schema_version": SCHEMA_VERSION, **dataclasses.asdict(report)})
 
 
 def render_compare(report: CompareReport) -> str:
     """A comparison as JSON: the schema version, ``kind`` ``compare``, then the report's fields."""
-    return json.dumps(document(report, "compare"), indent=1, allow_nan=False) + "\n"
+    return write(document(report, "compare"))
 
 
 def render_script_advice(advice: ScriptAdvice) -> str:
     """``advise --script``'s results: the schema version, ``kind`` ``advise-script``, then the advice."""
-    data = {"schema_version": SCHEMA_VERSION, "kind": "advise-script", **to_data(advice)}
-    return json.dumps(data, indent=1)
+    return write({"schema_version": SCHEMA_VERSION, "kind": "advise-script", **to_data(advice)})
 
 
 def _probe(file: ProbeFile) -> str:

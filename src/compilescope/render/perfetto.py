@@ -12,12 +12,19 @@ function, compiles at their real start times.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ..model import SCHEMA_VERSION
 from ..report import CompileRow, ProbeFile, ProbeReport, RunFile, RunReport
 from . import ByKind
+from .json import write
+
+
+def _trace(events: list[dict[str, Any]]) -> str:
+    """The trace file: strict JSON (no NaN or infinity), one line ending with a newline, as every JSON
+    compilescope writes."""
+    return write({"traceEvents": events, "displayTimeUnit": "ms",
+                  "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
 
 
 def _meta(pid: int, name: str) -> dict[str, Any]:
@@ -69,8 +76,7 @@ def render_run(report: RunReport) -> str:
         if t.ended_badly:
             events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "p", "cat": "event",
                            "name": f"trial {t.status} in request {t.completed}", "args": {"error": t.error}})
-    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
-                       "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
+    return _trace(events)
 
 
 def render_probe(report: ProbeReport) -> str:
@@ -80,8 +86,7 @@ def render_probe(report: ProbeReport) -> str:
         events.append(_meta(pid, f"{f.name} ({f.location})"))
         for c in f.compile_rows:
             events.extend(_compile_events(pid, 1, float((c.start_us or t0) - t0), c))
-    return json.dumps({"traceEvents": events, "displayTimeUnit": "ms",
-                       "otherData": {"compilescope_schema_version": SCHEMA_VERSION}}, indent=None)
+    return _trace(events)
 
 
 def _run(file: RunFile) -> str:

@@ -183,3 +183,55 @@ def test_two_outputs_on_one_file_are_refused_before_anything_is_written(main, tm
     code, out, err = main("report", "results.json", "--out", "a.csv", "--csv", "a.csv")
     assert code == 2 and err.count("\n") == 1 and "a.csv" in err, err
     assert not (tmp_path / "a.csv").exists()
+
+
+# ----------------------------------------------------------------------------- every JSON document, written alike
+
+
+def _json_documents() -> dict[str, str]:
+    from compilescope.render import json as json_render
+    from compilescope.render import perfetto
+
+    from .test_golden import compare_report, probe_report, run_file, run_report, script_advice
+
+    return {"run": json_render.render(run_file()), "script advice": json_render.render_script_advice(script_advice()),
+            "compare": json_render.render_compare(compare_report()),
+            "run trace": perfetto.render_run(run_report()), "probe trace": perfetto.render_probe(probe_report())}
+
+
+def test_every_json_document_ends_with_one_newline():
+    import json
+
+    for name, text in _json_documents().items():
+        assert text.endswith("}\n") and not text.endswith("\n\n"), name
+        json.loads(text)
+
+
+def test_no_json_writer_writes_a_number_json_has_not():
+    """A NaN or an infinity is never written as a token strict JSON readers refuse: a record's is
+    null (``schema.to_data``), and any other is an error."""
+    import json
+    from dataclasses import replace
+
+    from compilescope.render import json as json_render
+    from compilescope.render import perfetto
+
+    from .test_golden import compare_report, run_report, script_advice
+
+    def strict(text: str) -> object:
+        return json.loads(text, parse_constant=lambda word: pytest.fail(f"{word} written"))
+
+    advice = script_advice()
+    strict(json_render.render_script_advice(replace(advice, rows=(replace(advice.rows[0], wall_s=float("nan")),
+                                                                  *advice.rows[1:]))))
+    report = compare_report()
+    strict(json_render.render_compare(replace(report, changes=(replace(report.changes[0], change=float("inf")),
+                                                               *report.changes[1:]))))
+    run = run_report()
+    t = run.trials[0]
+    nan_run = replace(run, trials=(replace(t, timeline=(replace(t.timeline[0], latency_s=float("nan")),
+                                                        *t.timeline[1:])), *run.trials[1:]))
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        perfetto.render_run(nan_run)
+    with pytest.raises(ValueError, match="not JSON compliant"):
+        json_render.write({"x": float("nan")})
