@@ -7,9 +7,12 @@ Rules, stated once:
 * **pairing** — both runs must be of one workload and one stream (otherwise nothing they
   measured is comparable: :class:`~compilescope.errors.OptionError`). Trials pair by label
   (``default (cold)`` with ``default (cold)``), or with ``pair_by="strategy"`` by strategy
-  alone, so ``default (cold)`` pairs with ``default (warm)``. Each pair says when its
-  backend, mode, device, torch version, threads or start mode differ: the figures then
-  compare more than one change. Zero pairs is an error, never "no regression";
+  alone, so ``default (cold)`` pairs with ``default (warm)``. A strategy change pairs as
+  asked (``pairs``: ``[("default", "guard-filter[inbuilt-nn]")]``, start mode with start
+  mode), or by itself when each run has one compiled strategy and they differ; the report
+  says how the trials were paired. Each pair says when its backend, mode, device, torch
+  version, threads or start mode differ: the figures then compare more than one change. Zero
+  pairs is an error, never "no regression";
 * **change** is ``B / A − 1``; a flag says which way is worse, since the figures point
   different ways (see :data:`BETTER`);
 * **speedup** is eager p50 / compiled p50, both sampled interleaved in the same trial
@@ -22,11 +25,14 @@ Rules, stated once:
   flagged: it moves with the process's speed, which says nothing about compiling;
 * **status, request errors, eager fallbacks, compiles** — exact: any change is flagged
   (15 errors against 0 is a regression, whatever else improved);
-* **guards** (a compiled shape's guard count, exact) and **guard lookup** (a call's guard
-  checks with its entry tried first, sampled): fewer and less are better; a lookup change is
-  flagged as the speedup is — the IQRs apart and beyond the tolerance. The stream's mean
-  lookup in its order (derived from the same samples) is shown, flagged only beyond the two
-  runs' noise;
+* **guards** (the guards of the entry a shape's call runs, exact, with the kinds that
+  moved), **entries tried** (the entries a shape's requests tried in the stream's order,
+  derived from the exact record of compiles and hits) and **guard lookup** (a call's guard
+  checks with its entry tried first, sampled once per round), side by side per shape: fewer
+  and less are better; a lookup change is flagged as the speedup is — the IQRs apart, beyond
+  the tolerance, and the two runs' per-round lookups told apart by the Mann–Whitney test held
+  with the speedup tests (Holm). The stream's mean lookup in its order (derived from the same
+  samples) is shown, flagged only beyond the two runs' noise;
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
   ``SINGLE_SAMPLE_TOLERANCE`` (wider than the tolerance of sampled figures: one sample's
   jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``, and beyond the noise that
@@ -38,8 +44,8 @@ Rules, stated once:
   or fallbacks differ, compile seconds are shown, not flagged;
 * **evidence against both runs' noise** — a speedup change is flagged only when, beyond the
   IQRs and the tolerance, the per-sample ratios (eager over compiled, pair by pair, as they
-  were interleaved) of A and B differ by the Mann–Whitney U test with every speedup change of
-  the comparison held together at :data:`~compilescope.analysis.noise.ALPHA` (Holm), and the
+  were interleaved) of A and B differ by the Mann–Whitney U test with every speedup and guard
+  lookup change of the comparison held together at :data:`~compilescope.analysis.noise.ALPHA` (Holm), and the
   change exceeds how far the same eager work moved between two processes of either run (the
   eager trial's p50 against the same-process eager p50); timings of a trial that ran on a busy
   machine (its recorded load above its CPUs) are shown, never flagged. Two runs of the same
@@ -52,6 +58,8 @@ import dataclasses
 from typing import Literal
 
 import math
+import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import OptionError
@@ -59,7 +67,8 @@ from ..model import CompileRecord, RunResult, TrialEnv, TrialResult, shape_label
 from ..torchtext import failure_key
 from ..report import Change, CompareReport, Flag, GuardSummary, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
-from .build import build_run_report
+from .build import build_run_report, strategy_compiles
+from .guards import lookup_samples
 from .noise import busy, holm, mann_whitney_p
 from .outcomes import within_tolerance
 from .regimes import TOLERANCE, iqr_separated
@@ -82,6 +91,7 @@ BETTER = {
     "speedup": "eager p50 / compiled p50 in the same process: higher is better",
     "steady p50": "eager trial, raw: never flagged",
     "guards": "fewer is better",
+    "entries tried": "a request's guard checks tried before its entry passed, in the stream's order: fewer is better",
     "guard lookup": "a call's guard checks, its entry tried first: less is better",
     "guard lookup, stream order": "a request's guard checks in the stream's order: less is better",
 }
@@ -97,6 +107,8 @@ class _Noise:
     spread: dict[str, float] = field(default_factory=dict)  # shape → between-process eager spread (factor)
     ratios_a: dict[str, list[float]] = field(default_factory=dict)  # shape → per-sample eager/compiled
     ratios_b: dict[str, list[float]] = field(default_factory=dict)
+    lookups_a: dict[str, list[float]] = field(default_factory=dict)  # shape → a call's lookup per round
+    lookups_b: dict[str, list[float]] = field(default_factory=dict)
 
 
 def single_sample_noise(a: RunResult, b: RunResult) -> float:
@@ -129,51 +141,86 @@ def _spread(t: TrialReport) -> dict[str, float]:
     return out
 
 
-def _guard_changes(trial: str, ta: TrialReport, tb: TrialReport, busy_text: str = "") -> list[Change]:
-    """Per shape: the guard count (exact) and the lookup with the entry tried first (sampled);
-    per trial: the mean lookup in the stream's order. Timings of a busy machine are shown,
-    never flagged."""
+def _lookup_samples(trial: TrialResult) -> dict[str, list[float]]:
+    """Per shape, a call's lookup with its entry tried first, once per sampling round."""
+    return {shape_label(c.shape): got for c in trial.guard_costs if (got := lookup_samples(c))}
+
+
+def _tried(g: GuardSummary) -> dict[str, float]:
+    """Per shape, the entries its stream requests tried in the stream's order (the passing one
+    included), on average over the requests that compiled nothing."""
+    by: dict[str, list[int]] = {}
+    for p in g.points:
+        if not p.compiled:
+            by.setdefault(p.shape, []).append(p.tried)
+    return {shape: statistics.mean(v) for shape, v in by.items()}
+
+
+def _kinds_moved(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]) -> str:
+    """``−96 TENSOR_MATCH, −48 ID_MATCH``: the guard kinds whose counts moved, largest first."""
+    ka, kb = dict(a), dict(b)
+    moved = [(k, kb.get(k, 0) - ka.get(k, 0)) for k in dict.fromkeys([*ka, *kb])]
+    return ", ".join(f"{d:+,} {k}".replace("-", "−") for k, d in sorted(moved, key=lambda kd: -abs(kd[1])) if d)
+
+
+def _guard_changes(trial: str, ta: TrialReport, tb: TrialReport, noise: _Noise,
+                   tests: dict[int, float | None], offset: int) -> list[Change]:
+    """Per shape, side by side: the guards of the entry a call runs (exact, with the kinds that
+    moved), the entries its requests tried in the stream's order (derived from the exact record
+    of compiles and hits) and the lookup with its entry tried first (sampled: a candidate flag
+    when the IQRs are apart and beyond the tolerance, kept by :func:`_held` only when the
+    Mann–Whitney test on the two runs' per-round lookups, held with the comparison's other
+    tests, tells them apart); per trial, the mean lookup in the stream's order. Timings of a
+    busy machine are shown, never flagged."""
     ga, gb = ta.guards, tb.guards
     if ga is None or gb is None:
         return []
-    out = _guard_lookups(trial, ga, gb)
-    if busy_text:
-        out = [dataclasses.replace(c, flag="", why=busy_text) if c.figure != "guards" else c for c in out]
-    return out
-
-
-def _guard_lookups(trial: str, ga: GuardSummary, gb: GuardSummary) -> list[Change]:
     out: list[Change] = []
     rows_b = {r.shape: r for r in gb.rows}
+    tried_a, tried_b = _tried(ga), _tried(gb)
     for ra in ga.rows:
         rb = rows_b.get(ra.shape)
         if rb is None:
             continue
-        if ra.guards != rb.guards:
-            change = _count(trial, "guards", ra.guards, rb.guards, "counts are exact")
-            out.append(dataclasses.replace(change, shape=ra.shape))
+        moved = _kinds_moved(ra.kinds, rb.kinds)
+        out.append(dataclasses.replace(_count(trial, "guards", ra.guards, rb.guards, "counts are exact"
+                                              + (f" ({moved})" if moved else "")), shape=ra.shape))
+        if ra.shape in tried_a and ra.shape in tried_b:
+            a, b = tried_a[ra.shape], tried_b[ra.shape]
+            flag: Flag = "" if a == b else ("regression" if b > a else "improvement")
+            out.append(Change(trial, ra.shape, "entries tried", a, b, _rel(a, b), flag,
+                              "the passing one included, in the stream's order: exact", f"{a:.1f}", f"{b:.1f}"))
         if ra.lookup is not None and rb.lookup is not None:
-            a, b = ra.lookup, rb.lookup
-            rel = _rel(a.median, b.median)
-            texts = dict(a_text=fmt_time(a.median), b_text=fmt_time(b.median))
-            if rel is None or not iqr_separated((a.q1, a.q3), (b.q1, b.q3)):
-                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", "within the IQRs", **texts))
-            elif within_tolerance(a.median, b.median):
-                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel, "", f"below {TOLERANCE:.0%}",
-                                  **texts))
-            else:
-                out.append(Change(trial, ra.shape, "guard lookup", a.median, b.median, rel,
-                                  "regression" if rel > 0 else "improvement", "IQRs do not overlap", **texts))
+            out.append(_lookup_change(trial, ra.shape, ra.lookup, rb.lookup, noise, tests, offset + len(out)))
     if ga.stream_s is not None and gb.stream_s is not None:
         rel = _rel(ga.stream_s, gb.stream_s)
-        noise = (ga.noise_s or 0.0) + (gb.noise_s or 0.0)
-        beyond = abs(gb.stream_s - ga.stream_s) > noise and not within_tolerance(ga.stream_s, gb.stream_s)
-        flag: Flag = ("regression" if gb.stream_s > ga.stream_s else "improvement") if beyond else ""
+        spread = (ga.noise_s or 0.0) + (gb.noise_s or 0.0)
+        beyond = abs(gb.stream_s - ga.stream_s) > spread and not within_tolerance(ga.stream_s, gb.stream_s)
+        flag = ("regression" if gb.stream_s > ga.stream_s else "improvement") if beyond and not noise.busy else ""
+        why = (f"{ga.mean_tried or 0:.1f} against {gb.mean_tried or 0:.1f} entries tried; "
+               + ("beyond" if beyond else "within") + f" the noise (±{fmt_time(spread)})")
         out.append(Change(trial, "", "guard lookup, stream order", ga.stream_s, gb.stream_s, rel, flag,
-                          (f"{ga.mean_tried or 0:.1f} against {gb.mean_tried or 0:.1f} entries tried; "
-                           + ("beyond" if beyond else "within") + f" the noise (±{fmt_time(noise)})"),
+                          why + (f"; {noise.busy}" if noise.busy and beyond else ""),
                           fmt_time(ga.stream_s), fmt_time(gb.stream_s)))
     return out
+
+
+def _lookup_change(trial: str, shape: str, a: Stats, b: Stats, noise: _Noise, tests: dict[int, float | None],
+                   index: int) -> Change:
+    """One shape's lookup with its entry tried first; a flag is only a candidate until
+    :func:`_held` has held the comparison's tests together (``tests[index]``: its p-value)."""
+    rel = _rel(a.median, b.median)
+    texts = dict(a_text=fmt_time(a.median), b_text=fmt_time(b.median))
+    if rel is None or not iqr_separated((a.q1, a.q3), (b.q1, b.q3)):
+        return Change(trial, shape, "guard lookup", a.median, b.median, rel, "", "within the IQRs", **texts)
+    if within_tolerance(a.median, b.median):
+        return Change(trial, shape, "guard lookup", a.median, b.median, rel, "", f"below {TOLERANCE:.0%}", **texts)
+    if noise.busy:
+        return Change(trial, shape, "guard lookup", a.median, b.median, rel, "", noise.busy, **texts)
+    a_s, b_s = noise.lookups_a.get(shape, []), noise.lookups_b.get(shape, [])
+    tests[index] = mann_whitney_p(a_s, b_s) if a_s and b_s else None
+    return Change(trial, shape, "guard lookup", a.median, b.median, rel, "regression" if rel > 0 else "improvement",
+                  "IQRs do not overlap", **texts)
 
 
 def _rel(a: float | None, b: float | None) -> float | None:
@@ -355,7 +402,7 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport, noise: _Noise | 
             change = _eager_steady(name, ra, rb)
         if change is not None:
             out.append(change)
-    out += _guard_changes(name, ta, tb, noise.busy)
+    out += _guard_changes(name, ta, tb, noise, tests, offset + len(out))
     return out
 
 
@@ -435,10 +482,84 @@ def _stream_text(result: RunResult) -> str:
     return f"{len(shapes)} requests " + ",".join(shapes[:6]) + ("…" if len(shapes) > 6 else "")
 
 
+def _compiled_strategy(result: RunResult) -> str | None:
+    """The one compiled strategy of a run (all its start modes), or None when it has more or none."""
+    names = {t.spec.name for t in result.trials if strategy_compiles(t)}
+    return next(iter(names)) if len(names) == 1 else None
+
+
+def _named(result: RunResult, name: str, side: str) -> list[int]:
+    """The trials of ``result`` that ``name`` names: a label, or a strategy (every start mode)."""
+    got = [i for i, t in enumerate(result.trials) if t.spec.label == name] or \
+          [i for i, t in enumerate(result.trials) if t.spec.name == name]
+    if not got:
+        raise OptionError(f"--pair: {side} has no trial {name!r} (its trials: "
+                          f"{', '.join(t.spec.label for t in result.trials) or 'none'})")
+    return got
+
+
+def _pairing(a: RunResult, b: RunResult, pair_by: str, asked: Sequence[tuple[str, str]]
+             ) -> tuple[list[tuple[int, int]], str]:
+    """Which trial of A pairs with which of B, and how that was decided, in words.
+
+    ``asked`` (``--pair A_NAME=B_NAME``) pairs the named trials first: a name is a label or a
+    strategy; a strategy with several start modes pairs mode with mode. Without it, when each
+    run has one compiled strategy and they differ (a strategy change: ``default`` against
+    ``guard-filter[inbuilt-nn]``), those pair. The other trials pair by ``pair_by``."""
+    automatic = False
+    if not asked:
+        one = (_compiled_strategy(a), _compiled_strategy(b))
+        if one[0] is not None and one[1] is not None and one[0] != one[1]:
+            asked, automatic = [(one[0], one[1])], True
+    matched: list[tuple[int, int]] = []
+    taken_a: set[int] = set()
+    taken_b: set[int] = set()
+    for x, y in asked:
+        ia, ib = _named(a, x, "A"), _named(b, y, "B")
+        if len(ia) == 1 and len(ib) == 1:
+            got = [(ia[0], ib[0])]
+        else:
+            by_mode = {b.trials[j].spec.cache: j for j in ib}
+            got = [(i, by_mode[a.trials[i].spec.cache]) for i in ia if a.trials[i].spec.cache in by_mode]
+        if not got or taken_a & set(ia) or taken_b & set(ib):
+            raise OptionError(f"--pair {x}={y}: " + ("a trial named twice" if got else
+                              "no start mode in common (" + ", ".join(a.trials[i].spec.label for i in ia)
+                              + " against " + ", ".join(b.trials[j].spec.label for j in ib) + ")"))
+        matched += got
+        taken_a |= set(ia)
+        taken_b |= set(ib)
+
+    def key(t: TrialResult) -> str:
+        return t.spec.label if pair_by == "label" else t.spec.name
+
+    def index(result: RunResult, side: str, taken: set[int]) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for i, t in enumerate(result.trials):
+            if i in taken:
+                continue
+            k = key(t)
+            if k in out:
+                both = [x.spec.label for j, x in enumerate(result.trials) if key(x) == k and j not in taken]
+                raise OptionError(f"{side} has {len(both)} trials of strategy {k!r} ({', '.join(both)}): "
+                                  f"--pair-by strategy needs one per strategy (select one start mode, e.g. cache=cold)")
+            out[k] = i
+        return out
+
+    in_a, in_b = index(a, "A", taken_a), index(b, "B", taken_b)
+    matched += [(i, in_b[k]) for k, i in in_a.items() if k in in_b]
+    rest = "by label" if pair_by == "label" else "by strategy (start mode aside)"
+    if not asked:
+        return matched, f"trials paired {rest}"
+    named = "; ".join(f"{x} with {y}" for x, y in asked)
+    why = ("each run has one compiled strategy (--pair A_NAME=B_NAME to choose)" if automatic else "as --pair asked")
+    return matched, f"{named}: {why}; the other trials {rest}"
+
+
 def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B",
-                 pair_by: PairBy | str = "label") -> CompareReport:
-    """Pair A's trials with B's and compare each pair; raises :class:`OptionError` when the
-    runs are of different workloads or streams, or when no trial pairs."""
+                 pair_by: PairBy | str = "label", pairs: Sequence[tuple[str, str]] = ()) -> CompareReport:
+    """Pair A's trials with B's (:func:`_pairing`) and compare each pair; raises
+    :class:`OptionError` when the runs are of different workloads or streams, or when no trial
+    pairs."""
     if pair_by not in PAIR_BY:
         raise OptionError(f"unknown --pair-by {pair_by!r}: use label or strategy")
     if a.workload != b.workload:
@@ -447,52 +568,37 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
     if a.stream != b.stream:
         raise OptionError(f"A and B ran different streams (A: {_stream_text(a)}; B: {_stream_text(b)}): compare "
                           "pairs runs of one stream")
+    matched, pairing = _pairing(a, b, pair_by, pairs)
     report_a, report_b = build_run_report(a), build_run_report(b)
-
-    def key(t: TrialResult) -> str:
-        return t.spec.label if pair_by == "label" else t.spec.name
-
-    def index(result: RunResult, side: str) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for i, t in enumerate(result.trials):
-            k = key(t)
-            if k in out:
-                both = [x.spec.label for x in result.trials if key(x) == k]
-                raise OptionError(f"{side} has {len(both)} trials of strategy {k!r} ({', '.join(both)}): "
-                                  f"--pair-by strategy needs one per strategy (select one start mode, e.g. cache=cold)")
-            out[k] = i
-        return out
-
-    in_a, in_b = index(a, "A"), index(b, "B")
     changes: list[Change] = []
-    pairs: list[Pair] = []
+    made: list[Pair] = []
     tests: dict[int, float | None] = {}
     single = single_sample_noise(a, b)
     paired: list[tuple[TrialResult, TrialResult]] = []
-    for k, i in in_a.items():
-        j = in_b.get(k)
-        if j is None:
-            continue
+    for i, j in matched:
         ta, tb = report_a.trials[i], report_b.trials[j]
         pair = Pair(ta.label, tb.label, _differences(a.trials[i], b.trials[j], ta.compiles_code))
-        pairs.append(pair)
+        made.append(pair)
         spread = _spread(ta)
         for shape, factor in _spread(tb).items():
             spread[shape] = max(factor, spread.get(shape, 1.0))
         noise = _Noise(single, _busy_text(a.trials[i], b.trials[j]), spread,
-                       _pair_ratios(a.trials[i]), _pair_ratios(b.trials[j]))
+                       _pair_ratios(a.trials[i]), _pair_ratios(b.trials[j]),
+                       _lookup_samples(a.trials[i]), _lookup_samples(b.trials[j]))
         changes.extend(_trial_changes(pair.name, ta, tb, noise, tests, len(changes)))
         changes.extend(_compile_changes(pair.name, a.trials[i], b.trials[j], ta, tb))
         paired.append((a.trials[i], b.trials[j]))
     changes = _held(changes, tests)
-    only_a = tuple(a.trials[i].spec.label for k, i in in_a.items() if k not in in_b)
-    only_b = tuple(b.trials[j].spec.label for k, j in in_b.items() if k not in in_a)
-    if not pairs:
-        hint = (" — labels that differ only by start mode pair with --pair-by strategy" if pair_by == "label" else "")
+    only_a = tuple(t.spec.label for i, t in enumerate(a.trials) if i not in {i for i, _ in matched})
+    only_b = tuple(t.spec.label for j, t in enumerate(b.trials) if j not in {j for _, j in matched})
+    if not made:
+        hint = (" — labels that differ only by start mode pair with --pair-by strategy, different strategies "
+                "with --pair A_NAME=B_NAME" if pair_by == "label" else " — different strategies pair with --pair "
+                "A_NAME=B_NAME")
         raise OptionError(f"no trial of A pairs with one of B (A: {', '.join(only_a) or 'none'}; "
                           f"B: {', '.join(only_b) or 'none'}){hint}")
-    return CompareReport(a_name, b_name, tuple(changes), only_a, only_b, tuple(pairs), pair_by, a.workload,
-                         _versions(paired))
+    return CompareReport(a_name, b_name, tuple(changes), only_a, only_b, tuple(made), pair_by, a.workload,
+                         _versions(paired), pairing)
 
 
 def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str = "B") -> CompareReport:

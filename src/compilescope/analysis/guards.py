@@ -44,14 +44,20 @@ def passing(frame: FrameGuards):  # type: ignore[no-untyped-def]
     return next((c for c in frame.checks if c.passed), None)
 
 
-def lookup_stats(cost: GuardCost) -> Stats | None:
-    """A call's lookup with its entries tried first: per sampling round, each frame's passing
-    check times the times a request enters the frame, summed over frames."""
+def lookup_samples(cost: GuardCost) -> list[float]:
+    """A call's lookup with its entries tried first, once per sampling round: each frame's
+    passing check times the times a request enters the frame, summed over frames (empty when
+    a frame has no timed passing entry)."""
     hits = [(f.calls, passing(f)) for f in cost.frames]
     if not hits or any(h is None or not h.samples_s for _, h in hits):
-        return None
+        return []
     rounds = min(len(h.samples_s) for _, h in hits if h is not None)
-    return summarize_samples([sum(n * h.samples_s[r] for n, h in hits if h is not None) for r in range(rounds)])
+    return [sum(n * h.samples_s[r] for n, h in hits if h is not None) for r in range(rounds)]
+
+
+def lookup_stats(cost: GuardCost) -> Stats | None:
+    """The median and quartiles of :func:`lookup_samples`."""
+    return summarize_samples(lookup_samples(cost))
 
 
 def source_rows(frame: FrameGuards) -> tuple[GuardSourceRow, ...]:

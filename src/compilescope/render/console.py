@@ -381,6 +381,8 @@ def compare_renderables(report: CompareReport) -> list[RenderableType]:
         table.add_row(T(c.trial), T(c.shape), T(c.figure), T(c.a_text), T(c.b_text),
                       T("—" if c.change is None else f"{c.change:+.1%}", style), T(c.flag or "·", style), T(c.why, "dim"))
     parts: list[RenderableType] = []
+    if report.pairing:
+        parts.append(T(f"pairs: {report.pairing}", "dim"))
     if report.versions:
         parts.append(T(f"A and B ran on different versions: {'; '.join(report.versions)} (every pair)", "bold"))
     for warning in report.warnings:

@@ -577,7 +577,7 @@ def render_compare(report: CompareReport) -> str:
     page = _Page(f"compilescope compare — {report.a} vs {report.b}")
     page.add(f"<h1>compare{(' — ' + e(report.workload)) if report.workload else ''}</h1><p>A = <code>{e(report.a)}"
              f"</code><br>B = <code>{e(report.b)}</code><br><span class=\"dim\">{len(report.pairs)} trial pair(s), "
-             f"paired by {e(report.pair_by)}</span></p>")
+             f"{e(report.pairing or 'paired by ' + report.pair_by)}</span></p>")
     if report.versions:
         page.add(f"<p><b>A and B ran on different versions:</b> {e('; '.join(report.versions))} (every pair)</p>")
     if report.warnings:

@@ -52,6 +52,7 @@ class CompareReport:
     pair_by: str = "label"
     workload: str = ""
     versions: tuple[str, ...] = ()  # what A and B ran on, where every pair differs alike: "torch 2.13.0 → 2.14.1"
+    pairing: str = ""  # how the trials were paired, in words ("default with guard-filter[inbuilt-nn]: …")
 
     @property
     def speedups(self) -> tuple[Change, ...]:

@@ -4,6 +4,8 @@ change. Real torch.compile, backend eager, in this process."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -122,3 +124,62 @@ def test_each_filter_snippet_runs_as_printed_and_compiles_as_its_trial_did(key, 
     torch.compiler.reset()
     trial = trials.get(f"guard-filter[{key}]") or _trial(f"guard-filter[{key}]")
     assert w.compiles == len([r for r in trial.compiles if r.phase == "stream" and r.is_compile])
+
+
+def test_compare_pairs_a_strategy_change_and_sets_the_guard_cost_side_by_side(trials, tmp_path, main):
+    """Run A with ``default``, run B with ``guard-filter[inbuilt-nn]``: labels never pair, so
+    the one compiled strategy of each run pairs (said so), or ``--pair`` names them; per shape
+    the guards (exact, the kinds the filter dropped), the entries tried and the lookup, the
+    lookup claimed only beyond the noise (four rounds can never tell A from B at 1%)."""
+    from compilescope.analysis.compare import compare_runs
+    from compilescope.errors import OptionError
+    from compilescope.schema import dumps
+
+    def run(*names):  # type: ignore[no-untyped-def]
+        return RunResult(workload="layers:4", stream=STREAM, trials=tuple(trials[n] for n in names))
+
+    eager = trials["eager"].spec.label
+    a, b = run("eager", "default"), run("eager", "guard-filter[inbuilt-nn]")
+    report = compare_runs(a, b)
+    assert [(p.a, p.b) for p in report.pairs] == [("default (cold)", "guard-filter[inbuilt-nn] (cold)"),
+                                                  (eager, eager)]
+    assert report.pairing.startswith("default with guard-filter[inbuilt-nn]: each run has one compiled strategy")
+    assert not report.only_in_a and not report.only_in_b
+    pair = "default (cold) → guard-filter[inbuilt-nn] (cold)"
+    rows = {(c.shape, c.figure): c for c in report.changes if c.trial == pair}
+    shapes = sorted({str(s["batch"]) for s in STREAM})
+    dropped = {k: n for k, n in trials["guard-filter[inbuilt-nn]"].dropped_guards.items()}
+    assert dropped
+    for shape in shapes:
+        guards = rows[(shape, "guards")]
+        assert guards.b < guards.a and guards.flag == "improvement"  # exact counts: fewer is better
+        fewer = re.findall(r"−[\d,]+ (\w+)", guards.why)
+        # torch.nn.Linear's parameters no longer guarded; nothing guarded more
+        assert "TENSOR_MATCH" in fewer and "TENSOR_MATCH" in dropped and "+" not in guards.why
+        tried = rows.get((shape, "entries tried"))  # none for 3: its one request compiled
+        assert tried is not None if shape == "2" else tried is None
+        assert tried is None or (tried.a == tried.b and not tried.flag)  # the filter kept every compile
+        lookup = rows[(shape, "guard lookup")]
+        assert lookup.a is not None and lookup.b is not None and lookup.a_text and lookup.b_text
+        assert not lookup.flag, lookup  # 4 against 4 rounds: the smallest possible p is 2/70, never 1%
+    # an explicit pairing, where each run holds more than one compiled strategy
+    both = run("eager", "default", "guard-filter[all-nn]")
+    plain = compare_runs(both, b)
+    assert [(p.a, p.b) for p in plain.pairs] == [(eager, eager)]
+    assert plain.only_in_b == ("guard-filter[inbuilt-nn] (cold)",) and plain.pairing == "trials paired by label"
+    asked = compare_runs(both, b, pairs=[("default", "guard-filter[inbuilt-nn] (cold)")])
+    assert [p.name for p in asked.pairs] == [pair, eager] and asked.only_in_a == ("guard-filter[all-nn] (cold)",)
+    assert asked.pairing.startswith("default with guard-filter[inbuilt-nn] (cold): as --pair asked")
+    with pytest.raises(OptionError, match=r"--pair: B has no trial .static. \(its trials: eager.*, guard-filter\[inbuilt-nn\] \(cold\)\)"):
+        compare_runs(both, b, pairs=[("default", "static")])
+    # the command says how it paired, and prints the figures
+    (tmp_path / "a.json").write_text(dumps(both))
+    (tmp_path / "b.json").write_text(dumps(b))
+    code, out, err = main("compare", "a.json", "b.json", "--pair", "default=guard-filter[inbuilt-nn]")
+    assert code == 0, out + err
+    flat = " ".join(out.split())
+    assert "pairs: default with guard-filter[inbuilt-nn]: as --pair asked; the other trials by label" in flat
+    assert "entries tried" in flat and "guard lookup" in flat and "TENSOR_MATCH" in flat
+    for bad, says in (("default", "expected A_NAME=B_NAME"), ("default=static", "B has no trial 'static'")):
+        code, out, err = main("compare", "a.json", "b.json", "--pair", bad)
+        assert code == 2 and out == "" and says in err and err.strip().count("\n") == 0, err
