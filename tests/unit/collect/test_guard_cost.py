@@ -171,3 +171,28 @@ def test_a_forecast_replays_the_entries_each_request_will_try_from_the_dry_run()
     measured = dataclasses.replace(dry, guard_costs=costs)
     got = forecast_lookups(stream, dry, measured)
     assert [lookup for _, lookup in got] == pytest.approx([None, None, 12e-6, None, 10e-6, 14e-6])
+
+
+def test_a_forecast_replays_both_frames_a_call_with_a_graph_break_compiled():
+    """A call that graph-breaks compiles two frames, so two entries: the forecast's replay keeps
+    both (keeping only the last, a later request's first frame had no known entry: its entries
+    tried and lookup were lost). The forecast from a dry run of each size once must be what the
+    real trial of the whole stream shows, request by request."""
+    from compilescope.analysis.guards import forecast_lookups
+
+    from ...workloads_for_tests import __file__ as workloads
+
+    options, measure = StrategyOptions(backend="eager"), dataclasses.replace(FAST, numerics=False)
+    ref = f"{workloads}:graph_breaks"
+    sizes = tuple({"n": n} for n in (8, 16, 32))
+    dry = run_trial(TrialSpec(ref, "static", "cold", sizes, options, measure))[0]
+    assert dry.ok and all(len(c.compile_ids) == 2 for c in dry.calls)  # every first call compiled two frames
+    assert all(len(g.frames) == 2 for g in dry.guard_costs)
+    stream = tuple({"n": n} for n in (8, 16, 8, 32, 32, 16, 8))
+    real = run_trial(TrialSpec(ref, "static", "cold", stream, options, measure))[0]
+    g = build_run_report(RunResult(workload=ref, stream=stream, trials=(real,))).trials[0].guards
+    assert g is not None
+    got = forecast_lookups(stream, dry, dry)
+    assert [tried for tried, _ in got] == [p.tried for p in g.points] == [0, 2, 4, 4, 2, 6, 6]
+    hits = [lookup for (_, lookup), p in zip(got, g.points) if not p.compiled]
+    assert len(hits) == 4 and all(lookup is not None and lookup > 0 for lookup in hits)
