@@ -74,9 +74,16 @@ def split_reason(text: str) -> tuple[str | None, str]:
     and any trailing ``  # source`` comment cut off."""
     m = _PREFIX.match(text)
     entry, rest = (m.group("entry"), m.group("rest")) if m else (None, text)
-    first = rest.split("\n", 1)[0]
+    first = _HINT.sub("", rest.split("\n", 1)[0])
     first = first.split("  #", 1)[0].split(" #", 1)[0] if "#" in first else first
     return entry, first.strip()
+
+
+# PyTorch appends its advice to a guard's text: "self.n == 8 (HINT: torch.compile considers
+# integer attributes of the nn.Module to be static…)", "….cell_contents == True (HINT: guard on
+# "flag")"; after the source comment when the guard has one, else right after the value.
+_HINT = re.compile(r"\s*\(HINT: .*\)\s*$")
+NN_MODULE_INT_HINT = "integer attributes of the nn.Module"  # the HINT PyTorch gives a module's int
 
 
 def local_source(name: str) -> str:

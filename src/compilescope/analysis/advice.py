@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from ..model import CompileRecord, GuardFailure, Scalar
 from ..report import Cause
-from ..torchtext import local_source
+from ..torchtext import NN_MODULE_INT_HINT, local_source
 
 
 def describe(cause: Cause) -> str:
@@ -113,6 +113,29 @@ def frame_source(reason: str) -> str | None:
     return local_source(m["name"])  # 2.13 says tensor 'x', 2.6 tensor 'L['x']': both are L['x']
 
 
+def whole_path(line: str | None, filename: str) -> str | None:
+    """A user line PyTorch cites (``file:line in function``) with the compiled frame's whole
+    path where PyTorch shortened it: it cuts a path outside its own tree by the length of the
+    common prefix plus one (``/tmp/s.py`` comes out ``mp/s.py``)."""
+    if not line or not filename:
+        return line
+    path, sep, rest = line.partition(":")
+    if sep and path != filename and len(path) < len(filename) and filename.endswith(path) \
+            and filename[-len(path) - 1] != "/" and not path.startswith("/"):
+        return filename + sep + rest
+    return line
+
+
+_RESUME_LINE = re.compile(rf"^{RESUME_PREFIX}(?P<function>\w+?)_at_(?P<line>\d+)$")
+
+
+def resumed_at(function: str, filename: str) -> str:
+    """Where the graph break a resume frame resumes after is: ``file:line in function``, read
+    from the frame's name (``torch_dynamo_resume_in_f_at_6``); "" for any other frame."""
+    m = _RESUME_LINE.match(function)
+    return f"{filename}:{m['line']} in {m['function']}" if m else ""
+
+
 def _at(lines: Sequence[str]) -> str:
     return f" at {', '.join(lines)}" if lines else ""
 
@@ -120,7 +143,8 @@ def _at(lines: Sequence[str]) -> str:
 def _next_step(
     kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = (),
     frame_src: str | None = None, *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
-    marked: bool | None = None, thresholds: bool = False, compiles: int = 0,
+    marked: bool | None = None, thresholds: bool = False, compiles: int = 0, module_int: bool = False,
+    resumed_at: str = "",
 ) -> tuple[bool, str]:
     """Whether a shape setting removes the cause, and the next step, in words."""
     src = source or "the input"
@@ -144,7 +168,7 @@ def _next_step(
                       f"torch._dynamo.mark_dynamic({inner}, {dim}); or pad it to a few bucket sizes")
     if kind == "size":
         return True, _size_step(src, dim, values, frame_src, reach=reach, resume=resume, thresholds=thresholds)
-    if kind in ("module_attribute", "value") and inner is not None:
+    if kind in ("module_attribute", "value") and inner is not None and not module_int:
         return False, (f"not shape-reducible: {inner} is a Python value on an object the caller passes (a cache's "
                        "state flag, say); each value needs its own graph — expected when it changes once (an "
                        "empty cache filled), else keep it constant across calls or hold it in a tensor")
@@ -152,9 +176,11 @@ def _next_step(
         return False, ("one entry per grad mode, expected (a training loop's eval pass under torch.no_grad()): "
                        "nothing to remove while it compiles no more than once per mode")
     if not reach and kind == "value" and resume:
-        return False, ("not shape-reducible: a Python number the program computed before the graph break"
-                       f"{_at(lines)} is specialised in the frame that resumes after it — keep it a tensor (no "
-                       ".item()), or set torch._dynamo.config.capture_scalar_outputs = True")
+        used = f" (used at {', '.join(lines)})" if lines else ""
+        return False, (f"not shape-reducible: {_local(src)} is a Python number the program holds across the graph "
+                       f"break{' at ' + resumed_at if resumed_at else ''}{used}: the frame that resumes after the "
+                       "break takes it as an argument and guards on its value — remove the graph break, or compute "
+                       "the number after it")
     return False, _program_step(kind, source)
 
 
@@ -181,7 +207,8 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src:
     it comes from (a tensor the program computes)."""
     ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
     if not reach:
-        where = "a tensor the program computes" + (" and carries over a graph break" if resume else "")
+        where = ("a tensor the frame that resumes after a graph break receives (an input, or one the program "
+                 "computed from it)" if resume else "a tensor the program computes")
         return (f"{where}, not an input the caller passes: mark the varying dims of the inputs it comes "
                 "from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
                 "dynamic=True" + ("; or remove the graph break" if resume else ""))
@@ -291,20 +318,26 @@ class _Evidence:
     frame_sources: dict[CauseKey, str] = field(default_factory=dict)
     lines: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
     functions: dict[CauseKey, str] = field(default_factory=dict)
+    filenames: dict[CauseKey, str] = field(default_factory=dict)
     by_mark: set[CauseKey] = field(default_factory=set)
+    module_ints: set[CauseKey] = field(default_factory=set)  # PyTorch's hint says: an nn.Module's integer
 
     def add(self, c: CompileRecord) -> None:
         seen_here = set()
         for g in c.guard_failures:
             key = self._add_relation(g) if g.kind == "relation" else self._add_guard(g)
             self.functions.setdefault(key, c.function)
+            self.filenames.setdefault(key, c.filename)
+            if any(r.lstrip().startswith(g.reason) and NN_MODULE_INT_HINT in r for r in c.reasons):
+                self.module_ints.add(key)
             if g.kind == "range":
                 from ..compat import MARK_DYNAMIC_GUARD_SOURCE  # here, not at import: compat imports torch
 
                 if any(g.reason in r and MARK_DYNAMIC_GUARD_SOURCE in r for r in c.reasons):
                     self.by_mark.add(key)  # PyTorch says mark_dynamic's min/max made this guard
-            if g.user_line and g.user_line not in self.lines[key]:
-                self.lines[key].append(g.user_line)
+            line = whole_path(g.user_line, c.filename)
+            if line and line not in self.lines[key]:
+                self.lines[key].append(line)
             if key not in seen_here:
                 self.ids[key].append(str(c.compile_id))
                 seen_here.add(key)
@@ -360,11 +393,23 @@ def group_causes(compiles: tuple[CompileRecord, ...], *,
     # an input whose size varied only in the compiles a parameter's shape also caused varies
     # with the module instance: marking it alone removes nothing
     by_parameter = {i for k in ev.ids if k[1] == "size" and is_parameter(k[0]) for i in ev.ids[k]}
-    causes = [replace(c, shape_reducible=False, next_step=(
-        "varies with the module instance: the instances' parameters differ in shape (listed apart), so marking "
-        "it dynamic alone removes no compile")) if c.kind == "size" and not is_parameter(c.source)
-        and c.compile_ids and set(c.compile_ids) <= by_parameter else c for c in causes]
+    causes = [_with_instance(c) if c.compile_ids and set(c.compile_ids) <= by_parameter else c for c in causes]
     return tuple(replace(c, description=describe(c)) for c in causes)
+
+
+def _with_instance(c: Cause) -> Cause:
+    """A cause that changed only in the compiles a parameter's shape caused varies with the
+    module instance: an input's size (marking it alone removes no compile) or a module's
+    attribute (a LayerNorm's ``normalized_shape``), not a fix of its own."""
+    if c.kind == "size" and not is_parameter(c.source):
+        return replace(c, shape_reducible=False, next_step=(
+            "varies with the module instance: the instances' parameters differ in shape (listed apart), so "
+            "marking it dynamic alone removes no compile"))
+    if c.kind in ("module_attribute", "value"):
+        return replace(c, shape_reducible=False, next_step=(
+            "not shape-reducible: varies with the module instance, as the instances' parameters do (listed apart): "
+            "each instance needs its own graph (expected once per instance); compile each instance on its own"))
+    return c
 
 
 def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequence[int]] | None,
@@ -381,7 +426,9 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
     reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, ev.frame_sources.get(key),
                                  lines=tuple(ev.lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
                                  marked=True if key in ev.by_mark else marked,
-                                 thresholds=f"{source} dim {dim}" in related, compiles=len(ev.ids[key]))
+                                 thresholds=f"{source} dim {dim}" in related, compiles=len(ev.ids[key]),
+                                 module_int=key in ev.module_ints,
+                                 resumed_at=resumed_at(function, ev.filenames.get(key, "")))
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
                  ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach)

@@ -1,0 +1,217 @@
+"""Causes named for what they are, end to end: one script of small programs probed as it is
+(``default``) and with every function compiled ``dynamic=False`` (``static``), each program a
+case of its own —
+
+* two module instances whose weights differ in shape share one code object: the parameters'
+  shapes, the input that varies with them and a module attribute that varies with them (a
+  LayerNorm's ``normalized_shape``) are not shape-reducible, and PyTorch's hint text never
+  lands in the values;
+* an int attribute of a module the caller passes keeps PyTorch's own advice for it;
+* a Python number taken from ``x.size(0)`` held across a graph break is blamed on that break,
+  at its line, with no setting that does not touch it (``capture_scalar_outputs`` is for
+  ``.item()``); the same number handed to a helper with no graph break blames none;
+* one value seen is not said to vary;
+* a library cache's ``is_initialized`` on an object the caller passes is not a module attribute,
+  and the tensors inside the cache are inputs the caller can mark;
+* a training loop's eval pass is one entry per grad mode, expected.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compilescope.analysis.build import build_probe_report
+from compilescope.schema import load
+
+PROGRAMS = '''
+import sys
+
+import torch
+
+STATIC = sys.argv[1:] == ["static"]
+compile = lambda fn: torch.compile(fn, backend="eager", dynamic=False if STATIC else None)  # noqa: E731
+
+
+class Block(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.ln = torch.nn.LayerNorm(n)
+        self.lin = torch.nn.Linear(n, 4)
+
+    def forward(self, x):
+        return self.lin(self.ln(x)).relu()
+
+
+class Scaled(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def forward(self, x):
+        return x * self.n
+
+
+def scale(m, x):
+    return m(x) + 1
+
+
+class Layer:
+    def __init__(self):
+        self.is_initialized, self.keys = False, None
+
+
+class Cache:
+    def __init__(self):
+        self.layers = [Layer()]
+
+
+def size_across_break(x):
+    n = x.size(0)
+    torch._dynamo.graph_break()
+    return x * n
+
+
+def helper(x, n):
+    return x.reshape(n, -1) * n
+
+
+def size_to_helper(x):
+    n = x.size(0)
+    return helper(x, int(x.shape[0])) + n
+
+
+def decode(x, cache):
+    layer = cache.layers[0]
+    if not layer.is_initialized:
+        layer.keys, layer.is_initialized = x, True
+    else:
+        layer.keys = torch.cat([layer.keys, x], dim=-2)
+    return layer.keys.sum(-2).relu()
+
+
+def train_step(model, x):
+    return model(x)
+
+
+if __name__ == "__main__":
+    blocks = [compile(Block(n)) for n in (8, 16)]
+    for _ in range(2):
+        for n, b in zip((8, 16), blocks):
+            b(torch.randn(2, n))
+    scaled = compile(scale)
+    for n in (2, 3, 2):
+        scaled(Scaled(n), torch.randn(4))
+    across, handed = compile(size_across_break), compile(size_to_helper)
+    for n in (4, 8, 16):
+        across(torch.randn(n))
+        handed(torch.randn(n, 2))
+    step, cache = compile(decode), Cache()
+    for _ in range(3):
+        step(torch.randn(1, 1, 4), cache)
+    lin, train = torch.nn.Linear(4, 4), compile(train_step)
+    for _ in range(3):
+        train(lin, torch.randn(2, 4)).sum().backward()
+        with torch.no_grad():
+            train(lin, torch.randn(2, 4))
+'''
+
+
+@pytest.fixture(scope="module", params=["default", "static"])
+def probed(request, tmp_path_factory):
+    """The programs probed once per mode: the printed report and the report model."""
+    tmp = tmp_path_factory.mktemp(request.param)
+    (tmp / "programs.py").write_text(PROGRAMS)
+    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--json", "p.json", "programs.py",
+                           request.param], capture_output=True, text=True, timeout=600, cwd=tmp,
+                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    assert proc.returncode == 0, proc.stderr
+    report = build_probe_report(load(tmp / "p.json"))
+    return request.param, {f.name: f for f in report.functions}, proc.stderr, tmp
+
+
+def _causes(functions, name):
+    return {(c.source, c.kind, c.dim): c for c in functions[name].causes}
+
+
+def test_module_instances_of_different_widths_are_not_shape_reducible(probed):
+    _, functions, printed, _ = probed
+    causes = _causes(functions, "Block.forward")
+    weight = causes[("L['self']._modules['lin']._parameters['weight']", "size", 1)]
+    assert not weight.shape_reducible and "a parameter's shape" in weight.next_step
+    assert weight.values == (8, 16)
+    x = causes[("L['x']", "size", 1)]
+    assert not x.shape_reducible and "varies with the module instance" in x.next_step
+    (shape,) = [c for k, c in causes.items() if k[0].endswith(".normalized_shape")]
+    assert not shape.shape_reducible and "varies with the module instance" in shape.next_step
+    assert "allow_unspec_int_on_nn_module" not in shape.next_step  # a tuple, and it follows the weights
+    assert not [c for c in causes.values() if c.shape_reducible]
+    assert "HINT" not in " ".join(str(v) for c in causes.values() for v in c.values)
+    assert "shape-reducible?: yes" not in "\n".join(ln for ln in printed.splitlines() if "_modules[" in ln)
+
+
+def test_a_modules_int_passed_in_keeps_pytorchs_advice_and_no_hint_in_its_values(probed):
+    _, functions, _, _ = probed
+    (n,) = [c for k, c in _causes(functions, "scale").items() if k[0] == "L['m'].n"]
+    assert n.values[0] == 2 and all(isinstance(v, int) for v in n.values), n.values  # no "(HINT: …)"
+    assert "module attribute L['m'].n" in n.next_step and "allow_unspec_int_on_nn_module" in n.next_step
+    assert "object the caller passes" not in n.next_step
+
+
+def test_a_size_held_across_a_graph_break_names_that_break_and_no_unrelated_setting(probed):
+    mode, functions, _, tmp = probed
+    (resumed,) = [f for name, f in functions.items() if name.startswith("torch_dynamo_resume_in_size_across_break")]
+    (n,) = [c for c in resumed.causes if c.source == "L['n']"]
+    break_line = PROGRAMS.splitlines().index("    torch._dynamo.graph_break()") + 1
+    assert f"graph break at {tmp / 'programs.py'}:{break_line} in size_across_break" in n.next_step, n.next_step
+    assert f"used at {tmp / 'programs.py'}:{break_line + 1} " in n.next_step  # the whole path, not PyTorch's cut
+    assert "capture_scalar_outputs" not in n.next_step and ".item()" not in n.next_step
+    if mode == "static":
+        assert n.description.startswith("L['n'] value varied over 4, 8 →"), n.description
+    x = [c for c in resumed.causes if c.source == "L['x']"]
+    assert all("a tensor the program computes" not in c.next_step for c in x)
+
+
+def test_a_size_handed_to_a_helper_blames_no_graph_break(probed):
+    _, functions, _, _ = probed
+    causes = functions["size_to_helper"].causes
+    assert [(c.source, c.kind, c.dim) for c in causes] == [("L['x']", "size", 0)]
+    assert causes[0].shape_reducible and "graph break" not in causes[0].next_step
+    assert not [name for name in functions if name.startswith("torch_dynamo_resume_in_size_to_helper")]
+
+
+def test_a_caches_flag_and_tensors_are_the_callers(probed):
+    _, functions, _, _ = probed
+    causes = _causes(functions, "decode")
+    flag = causes[("L['cache'].layers[0].is_initialized", "module_attribute", None)]
+    assert "cache.layers[0].is_initialized is a Python value on an object the caller passes" in flag.next_step
+    assert "module attribute" not in flag.next_step and "allow_unspec_int_on_nn_module" not in flag.next_step
+    assert flag.description.startswith("L['cache'].layers[0].is_initialized value False (one value seen) →")
+    assert "varied over" not in flag.description  # one value seen is no variation
+    keys = causes[("L['cache'].layers[0].keys", "size", 1)]
+    assert keys.shape_reducible and "torch._dynamo.mark_dynamic(cache.layers[0].keys, 1)" in keys.next_step
+    assert "a tensor the program computes" not in keys.next_step
+
+
+def test_a_training_loops_eval_pass_is_one_entry_per_grad_mode(probed):
+    _, functions, _, _ = probed
+    f = functions["train_step"]
+    assert (f.compiles, [c.kind for c in f.causes]) == (2, ["grad_mode"])
+    assert "one entry per grad mode, expected" in f.causes[0].next_step
+
+
+def test_pytorchs_hint_after_a_value_is_cut_from_it():
+    """PyTorch appends its hint to a guard that has no source comment right after the value."""
+    from compilescope.torchtext import parse_guard_failure
+
+    hint = ("(HINT: torch.compile considers integer attributes of the nn.Module to be static. If you are "
+            "observing recompilation, you might want to make this integer dynamic using "
+            "torch._dynamo.config.allow_unspec_int_on_nn_module = True, or convert this integer into a tensor.)")
+    g = parse_guard_failure(f"0/0: self._modules['gn'].num_groups == 2 {hint}")
+    assert (g.kind, g.source, g.expected, g.reason) == (
+        "module_attribute", "L['self']._modules['gn'].num_groups", 2, "self._modules['gn'].num_groups == 2")
+    assert parse_guard_failure('0/0: fn.__closure__[0].cell_contents == True (HINT: guard on "flag")').expected is True
