@@ -16,6 +16,11 @@ def fmt_time(seconds: float | None) -> str:
     return f"{seconds * 1e9:.0f} ns"
 
 
+def fmt_seconds(seconds: float | None) -> str:
+    """A duration as :func:`fmt_time` writes it, but none at all as ``0 s`` (not ``0 ns``)."""
+    return "0 s" if seconds == 0 else fmt_time(seconds)
+
+
 def n_star_text(n_star: int | None, saving_per_request_s: float | None, significant: bool) -> str:
     """The projected break-even column: a request count, "never" (compiled is slower beyond the
     noise), "within noise" (no saving to project from) or "—" (nothing measured)."""

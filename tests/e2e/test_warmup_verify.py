@@ -127,12 +127,14 @@ def test_minilm_a_plan_from_the_first_half_of_a_recording_keeps_compiles_off_the
 
 
 def test_strings_from_pytorch_and_the_user_are_data_in_every_format():
+    from compilescope.analysis.presented import finish_request
     from compilescope.report import ForecastGuard
     from compilescope.report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 
     hostile = "<script>alert(1)</script> [bold red]x[/]"
     guard = ForecastGuard("0/0", f"tensor {hostile} size mismatch", "size")
-    request = VerifyRequest(3, (("n", 48),), "compile", ("0/1",), (guard,), uncovered_why=hostile, forecast="compile")
+    request = finish_request(VerifyRequest(3, (("n", 48),), "compile", ("0/1",), (guard,), uncovered_why=hostile,
+                                           forecast="compile"))
     lat = Latency(5, 0.001, 0.002, 0.002, 1, 0.5, 0)
     s = StrategyVerify(hostile, 1, 5, "ok", (request,), 0.8, lat, lat, 0.1, 1, 0.0, notes=(hostile,))
     report = VerifyReport(hostile, hostile, 5, "eager", "2.13.0", (s,))

@@ -7,7 +7,18 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..model import NumericsCheck, RunResult
-from ..report import CallPoint, CompileRow, FunctionReport, NumericsState, ProbeReport, RunReport, ShapeRow, TrialReport
+from ..report import (
+    CallPoint,
+    CompileRow,
+    FunctionReport,
+    GuardSummary,
+    NumericsState,
+    ProbeReport,
+    RunReport,
+    ShapeRow,
+    TrialReport,
+)
+from ..report.verify import VerifyRequest
 from .verdict import verdict_text
 
 
@@ -36,9 +47,25 @@ def shape_numerics(n: NumericsCheck | None) -> tuple[str, NumericsState]:
     return err or "ok", "pass"
 
 
-def finish_row(r: ShapeRow) -> ShapeRow:
+def steady_missing(t: TrialReport, r: ShapeRow, steady_failed: bool) -> str:
+    """Why a compiled trial's shape has no compiled steady figure, when that is worth marking on
+    its plot (it raised, ran eagerly, its trial ended early…); "" when it has one, or for eager."""
+    if not t.compiles_code or r.steady is not None:
+        return ""
+    if not (t.status != "ok" or r.error or r.steady_note or r.status in ("error", "eager fallback")):
+        return ""
+    return (r.error or (r.steady_note if steady_failed else "")
+            or (f"the trial {t.status} before its steady state" if t.status != "ok" else r.status))
+
+
+def finish_row(r: ShapeRow, t: TrialReport) -> ShapeRow:
     text, state = shape_numerics(r.numerics)
-    return replace(r, numerics_text=text, numerics_state=state)
+    steady_failed = bool(r.steady_note) and r.steady_note != "not measured"
+    return replace(r, numerics_text=text, numerics_state=state,
+                   recompiled=r.status == "compiled" and r.first_call_index > 0,
+                   other_fallback_calls=0 if r.status == "eager fallback" else r.fallback_calls,
+                   other_partial_fallback_calls=0 if r.status == "partial eager fallback" else r.partial_fallback_calls,
+                   steady_failed=steady_failed, steady_missing=steady_missing(t, r, steady_failed))
 
 
 def with_backward(c: CompileRow) -> CompileRow:
@@ -54,15 +81,73 @@ def timeline_compiles(t: TrialReport, rows: tuple[CompileRow, ...]) -> tuple[Cal
         if c.call_index is not None:
             by_call.setdefault(c.call_index, []).append(c)
     errors = {r.shape: r.error for r in t.rows if r.error}
-    return tuple(replace(p, compile_rows=tuple(by_call.get(p.index, ())),
-                         error=errors.get(p.shape) if p.event == "error" else None) for p in t.timeline)
+    return tuple(finish_point(p, tuple(by_call.get(p.index, ())), errors.get(p.shape) if p.event == "error" else None)
+                 for p in t.timeline)
+
+
+WENT_WRONG = ("eager fallback", "refused", "error")  # a request's events that are failures, drawn red
+MARKED = ("recompile", *WENT_WRONG)  # the events a trace marks at their moment
+
+
+def finish_point(p: CallPoint, compiles: tuple[CompileRow, ...], error: str | None) -> CallPoint:
+    """A request with its compiles, its error, its count, and the time it takes on a trace: its
+    latency, or at least its compiles' time (a request that raised has no latency)."""
+    compile_s = sum((c.compile_s or 0.0) for c in compiles)
+    span_s = max(compile_s if p.latency_s is None else p.latency_s, compile_s)
+    return replace(p, compile_rows=compiles, error=error, count=p.index + 1, compile_s=compile_s, span_s=span_s,
+                   went_wrong=p.event in WENT_WRONG, marked=p.event in MARKED)
+
+
+def problems(t: TrialReport) -> tuple[str, ...]:
+    """What did not go as planned in a trial, in words (the failure banner's items): a status
+    other than ok with its error and the requests kept, the requests that raised (with the
+    first), and those that ran eagerly or partly eagerly."""
+    bits = []
+    if t.status in ("partial", "failed") and t.call_errors and not t.error:
+        bits.append(t.status)  # the requests that raised, counted once, below
+    elif t.status != "ok":
+        done = (f" — {t.completed} of {t.requests} requests completed and kept"
+                if t.status != "unavailable" else "")
+        bits.append(f"{t.status}: {t.error or 'no error recorded'}{done}")
+    if t.call_errors:
+        raised = next((r for r in t.rows if r.error), None)
+        first = f" (first: shape {raised.shape}: {raised.error})" if raised else ""
+        bits.append(f"{t.call_errors} of {t.completed} request(s) raised{first}")
+    if t.fallbacks:
+        bits.append(f"{t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)})")
+    if t.partial_fallbacks:
+        bits.append(f"{t.partial_fallbacks} request(s) ran partly eagerly "
+                    f"(shapes {', '.join(t.partial_fallback_shapes)})")
+    return tuple(bits)
+
+
+def kinds_text(kinds: tuple[tuple[str, int], ...], most: int = 3) -> str:
+    """Guard kinds with their counts, the largest ``most`` named and the rest counted."""
+    shown = ", ".join(f"{k} {n}" for k, n in kinds[:most])
+    return shown + (f", +{sum(n for _, n in kinds[most:])} more" if len(kinds) > most else "")
+
+
+def finish_guards(g: GuardSummary | None) -> GuardSummary | None:
+    if g is None:
+        return None
+    return replace(g, rows=tuple(replace(r, kinds_text=kinds_text(r.kinds)) for r in g.rows))
+
+
+def break_even_s(t: TrialReport, timeline: tuple[CallPoint, ...]) -> float | None:
+    """The stream's cumulative time at its break-even request (counted from 1)."""
+    if t.break_even_request is None:
+        return None
+    return timeline[t.break_even_request - 1].cumulative_s
 
 
 def finish_trial(t: TrialReport) -> TrialReport:
     rows = tuple(with_backward(c) for c in t.compile_rows)
-    return replace(t, compile_rows=rows, timeline=timeline_compiles(t, rows), verdict_text=verdict_text(t.verdict),
+    timeline = timeline_compiles(t, rows)
+    return replace(t, compile_rows=rows, timeline=timeline, verdict_text=verdict_text(t.verdict),
                    reused_changes=sum(1 for c in t.changes if c.outcome == "reused"), numerics_text=numerics_text(t),
-                   rows=tuple(finish_row(r) for r in t.rows),
+                   rows=tuple(finish_row(r, t) for r in t.rows), problems=problems(t),
+                   break_even_s=break_even_s(t, timeline), guards=finish_guards(t.guards),
+                   dropped_count=sum(n for _, n in t.dropped_guards), dropped_text=kinds_text(t.dropped_guards),
                    ended_badly=t.status not in ("ok", "unavailable"),
                    died=t.status not in ("ok", "unavailable") and t.completed < t.requests,
                    failed=t.status not in ("ok", "unavailable") or bool(t.call_errors),
@@ -88,4 +173,29 @@ def first_start_us(functions: tuple[FunctionReport, ...]) -> int:
 
 
 def finish_probe_report(report: ProbeReport) -> ProbeReport:
-    return replace(report, first_start_us=first_start_us(report.functions))
+    """``report`` with its time axis's zero, and each compile's start from it."""
+    t0 = first_start_us(report.functions)
+    functions = tuple(replace(f, compile_rows=tuple(
+        replace(c, offset_us=None if c.start_us is None else c.start_us - t0) for c in f.compile_rows))
+        for f in report.functions)
+    return replace(report, first_start_us=t0, functions=functions)
+
+
+def plan_note(r: VerifyRequest) -> str:
+    """What the plan and its forecast said of a request that did not hit after start-up: a
+    forecast that predicted otherwise is named first (the plan rests on it), then where the
+    shape stands in the plan."""
+    if r.uncovered_why is not None:
+        return f"the plan lists it as uncovered: {r.uncovered_why}"
+    where = "the plan covers it" if r.covered else "not in the plan's recording"
+    if r.forecast == "unknown":
+        return f"{where}; the forecast could not tell (unknown)"
+    if r.forecast is not None and r.forecast != r.outcome:
+        return f"the forecast missed it (predicted {r.forecast}); {where}"
+    return where
+
+
+def finish_request(r: VerifyRequest) -> VerifyRequest:
+    """A verified request with what it did and what the plan said of it, in words."""
+    what = f"compiles {', '.join(r.compile_ids)}" if r.outcome == "compile" else r.outcome
+    return replace(r, what=what, plan_note=plan_note(r))

@@ -268,11 +268,6 @@ def start_table(report: RunReport) -> Grid | None:
     return table
 
 
-def _kinds_text(kinds: Sequence[tuple[str, int]], most: int = 3) -> str:
-    shown = ", ".join(f"{k} {n}" for k, n in kinds[:most])
-    return shown + (f", +{sum(n for _, n in kinds[most:])} more" if len(kinds) > most else "")
-
-
 def _lookup_cell(stats: Stats | None) -> Text:
     if stats is None:
         return T("—", "dim")
@@ -298,7 +293,7 @@ def guard_table(report: RunReport) -> Grid | None:
                 f", {top.share:.0%} of the lookup" if top.share is not None else "")
             table.add_row(T(t.label), T(r.shape), T(r.entries), _lookup_cell(r.lookup),
                           T(f"{r.share:.0%}" if r.share is not None else ""), T(fmt_time(r.miss_s) if r.miss_s else ""),
-                          T(r.guards), T(_kinds_text(r.kinds), "dim"),
+                          T(r.guards), T(r.kinds_text, "dim"),
                           T(fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else ""),
                           T(top_text or r.note, "dim" if not top_text else ""),
                           end_section=i == len(t.guards.rows) - 1)
@@ -316,8 +311,7 @@ def guard_lines(report: RunReport) -> list[Text]:
         if g is not None and g.top_text:
             lines.append(Text.assemble(("  " + t.label + " — costliest guards: ", "bold"), g.top_text))
         if t.dropped_guards:
-            lines.append(T(f"  {t.label}: its guard filter dropped {sum(n for _, n in t.dropped_guards):,} guards "
-                           f"({_kinds_text(t.dropped_guards)})", "dim"))
+            lines.append(T(f"  {t.label}: its guard filter dropped {t.dropped_count:,} guards ({t.dropped_text})", "dim"))
         for c in t.soundness:
             style = {"stale": "bold red", "sound": "green"}.get(c.verdict, "dim")
             lines.append(Text.assemble(("  " + t.label + ": ", "bold"), (c.verdict.upper() + " ", style), c.detail))

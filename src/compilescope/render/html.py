@@ -187,27 +187,8 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
 def _banner(report: RunReport) -> str:
     """Every trial that did not finish as planned, or whose requests raised, at the top of the
     page: a status other than ok (whatever it is), its error, and the requests that raised."""
-    items = []
-    for t in report.trials:
-        bits = []
-        if t.status in ("partial", "failed") and t.call_errors and not t.error:
-            bits.append(t.status)  # the requests that raised, counted once, below
-        elif t.status != "ok":
-            done = (f" — {t.completed} of {t.requests} requests completed and kept"
-                    if t.status != "unavailable" else "")
-            bits.append(f"{t.status}: {t.error or 'no error recorded'}{done}")
-        if t.call_errors:
-            raised = next((r for r in t.rows if r.error), None)
-            first = f" (first: shape {raised.shape}: {raised.error})" if raised else ""
-            bits.append(f"{t.call_errors} of {t.completed} request(s) raised{first}")
-        if t.fallbacks:
-            bits.append(f"{t.fallbacks} request(s) ran eagerly (shapes {', '.join(t.fallback_shapes)})")
-        if t.partial_fallbacks:
-            bits.append(f"{t.partial_fallbacks} request(s) ran partly eagerly "
-                        f"(shapes {', '.join(t.partial_fallback_shapes)})")
-        if bits:
-            items.append(f'<li data-trial="{e(t.label)}" data-status="{e(t.status)}"><b>{e(t.label)}</b> '
-                         f"{e('; '.join(bits))}</li>")
+    items = [f'<li data-trial="{e(t.label)}" data-status="{e(t.status)}"><b>{e(t.label)}</b> '
+             f"{e('; '.join(t.problems))}</li>" for t in report.trials if t.problems]
     items += [f'<li data-trial="{e(label)}" data-status="missing"><b>{e(label)}</b> did not finish (the run was '
               "interrupted)</li>" for label in report.missing]
     if not items:
@@ -231,7 +212,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
     failed = [p for p in t.timeline if p.raised]
     if failed:
         fig.add_trace(go.Scatter(
-            x=[p.index + (1 if axis == "cumulative" else 0) for p in failed], y=[y_of(p) for p in failed],
+            x=[p.count if axis == "cumulative" else p.index for p in failed], y=[y_of(p) for p in failed],
             yaxis="y2" if axis == "timeline" else "y", mode="markers", name=f"{e(t.label)}: request raised",
             legendgroup=t.label, marker=ERROR_MARK,
             hovertext=[f"{e(t.label)} · request {p.index} · {e(p.shape)}<br>raised: {e((p.error or '?')[:300])}"
@@ -269,8 +250,7 @@ def _timeline_figure(report: RunReport) -> Any:
                     x=[p.index for p in marked], y=[(p.latency_s or 0) * 1e3 for p in marked], mode="markers",
                     name=f"{e(t.label)}: compiles / fallbacks", showlegend=False, hoverinfo="skip", legendgroup=t.label,
                     marker={"symbol": [EVENT_SYMBOLS.get(p.event, "circle") for p in marked], "size": 13,
-                            "color": ["#d62728" if p.event in ("eager fallback", "refused", "error") else color
-                                      for p in marked],
+                            "color": ["#d62728" if p.went_wrong else color for p in marked],
                             "line": {"width": 1, "color": "#222"}}))
         _error_traces(fig, t, color, lambda p: 0.04, "timeline")
     fig.update_layout(title="latency per request (◆ first compile, ▲ recompile, ✕ eager fallback; red ✕ at the "
@@ -287,12 +267,11 @@ def _cumulative_figure(report: RunReport) -> Any:
     for i, t in enumerate(report.trials):
         color = COLORS[i % len(COLORS)]
         if t.timeline:
-            fig.add_trace(go.Scatter(x=[p.index + 1 for p in t.timeline], y=[p.cumulative_s for p in t.timeline],
+            fig.add_trace(go.Scatter(x=[p.count for p in t.timeline], y=[p.cumulative_s for p in t.timeline],
                                      mode="lines", name=e(t.label), legendgroup=t.label,
                                      line={"color": color, "dash": "dot" if not t.compiles_code else "solid"}))
         if t.break_even_request is not None:
-            at = t.timeline[t.break_even_request - 1]
-            fig.add_trace(go.Scatter(x=[t.break_even_request], y=[at.cumulative_s], mode="markers+text",
+            fig.add_trace(go.Scatter(x=[t.break_even_request], y=[t.break_even_s], mode="markers+text",
                                      marker={"size": 12, "color": color, "symbol": "star"}, showlegend=False,
                                      text=[f"break-even: {e(t.label)}"], textposition="top center", hoverinfo="text"))
         _error_traces(fig, t, color, lambda p: p.cumulative_s or None, "cumulative")
@@ -341,16 +320,13 @@ def _steady_figure(report: RunReport) -> Any:
                                + f"<br>speedup {_speedup_text(r)} ({r.speed_class or 'n/a'})"
                                for r, s in zip(rows, stats)],
                     hoverinfo="text"))
-        missing = [r for r in t.rows if r.steady is None and (t.status != "ok" or r.error or r.steady_note
-                                                             or r.status in ("error", "eager fallback"))]
+        missing = [r for r in t.rows if r.steady_missing]
         if missing:
-            why = {r.shape: (r.error or (r.steady_note if r.steady_failed else "")
-                             or (f"the trial {t.status} before its steady state" if t.status != "ok" else r.status))
-                   for r in missing}
             fig.add_trace(go.Scatter(
                 x=[e(r.shape) for r in missing], y=[0] * len(missing), mode="markers", legendgroup=t.label,
                 name=f"{e(t.label)}: no compiled figure", marker={**ERROR_MARK, "color": color},
-                hovertext=[f"{e(t.label)} · {e(r.shape)}: {e(why[r.shape][:300])}" for r in missing], hoverinfo="text"))
+                hovertext=[f"{e(t.label)} · {e(r.shape)}: {e(r.steady_missing[:300])}" for r in missing],
+                hoverinfo="text"))
     fig.update_layout(title="steady state per shape: compiled p50 beside the same process's eager p50 (hatched); "
                             "label: speedup = eager / compiled",
                       barmode="group", xaxis_title="shape", yaxis_title="ms per call", xaxis_type="category",
@@ -542,9 +518,8 @@ def render_probe(report: ProbeReport) -> str:
         points = [c for c in f.compile_rows if c.start_us is not None]
         if not points:
             continue
-        t0 = report.first_start_us
         fig.add_trace(go.Scatter(
-            x=[((c.start_us or 0) - t0) / 1e6 for c in points], y=[c.compile_s or 0.0 for c in points],
+            x=[(c.offset_us or 0) * 1e-6 for c in points], y=[c.compile_s or 0.0 for c in points],
             mode="markers+lines", name=e(f.name), marker={"size": 10, "color": COLORS[i % len(COLORS)],
                                                         "symbol": ["x" if not c.made_entry else "circle" for c in points]},
             hovertext=[f"{e(f.name)} {e(c.compile_id)} · {e(c.outcome)}<br>{fmt_time(c.compile_s)}" for c in points],
@@ -679,7 +654,7 @@ def render_verify(report: VerifyReport) -> str:
 
 def _verify_parts(report: VerifyReport) -> list[str]:
     """The verification's headings, tables and notes (its own page, or after a warm-up report's)."""
-    from .verify import plan_note, rows, verdict
+    from .verify import rows, verdict
 
     parts: list[str] = []
     parts.append(f"<h1>warm-up verified by replay — {e(report.workload)}</h1><p class=\"dim\">plan from "
@@ -693,7 +668,7 @@ def _verify_parts(report: VerifyReport) -> list[str]:
             parts.append(_table(["held-out request", "shape", "measured", "forecast", "guards that failed", "plan"], [
                     [(str(r.index), "num"), (r.shape_label, ""), (r.outcome, ""), (r.forecast or "—", ""),
                      ("\n".join(f"{g.entry}: {g.text} [{g.kind}]" for g in r.guards) or (r.error or ""), "text"),
-                     (plan_note(r), "dim")] for r in s.failures], ' class="failures"'))
+                     (r.plan_note, "dim")] for r in s.failures], ' class="failures"'))
         parts.append("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in s.notes))
     parts.append("".join(f"<p class=\"dim\">note: {e(n)}</p>" for n in report.notes))
     return parts

@@ -50,12 +50,10 @@ def render_run(report: RunReport) -> str:
         events.append(_meta(pid, t.label))
         start = 0.0
         for p in t.timeline:
-            compiles = p.compile_rows
-            compile_us = sum((c.compile_s or 0.0) * 1e6 for c in compiles)
             raised = p.raised
             # a request that raised has no latency of its own: it took at least its compiles' time,
             # so the requests after it stay where they ran
-            dur = (p.latency_s * 1e6 if p.latency_s is not None else compile_us)
+            dur = (p.latency_s if p.latency_s is not None else p.compile_s) * 1e6
             args: dict[str, Any] = {"event": p.event, "compile_ids": list(p.compile_ids), "reasons": list(p.reasons)}
             if raised:
                 args["error"] = p.error
@@ -65,14 +63,14 @@ def render_run(report: RunReport) -> str:
                            "cat": "request error" if raised else "request",
                            "name": f"request {p.index} ({p.shape})" + (" raised" if raised else ""), "args": args})
             at = start
-            for c in compiles:
+            for c in p.compile_rows:
                 events.extend(_compile_events(pid, 1, at, c))
                 at += (c.compile_s or 0.0) * 1e6
-            if p.event in ("recompile", "eager fallback", "refused", "error"):
+            if p.marked:
                 events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "t", "cat": "event",
                                "name": f"{'request raised' if raised else p.event} at request {p.index}",
                                **({"args": {"error": p.error}} if raised else {})})
-            start += max(dur, at - start)
+            start += p.span_s * 1e6
         if t.ended_badly:
             events.append({"ph": "i", "pid": pid, "tid": 1, "ts": start, "s": "p", "cat": "event",
                            "name": f"trial {t.status} in request {t.completed}", "args": {"error": t.error}})
@@ -81,11 +79,10 @@ def render_run(report: RunReport) -> str:
 
 def render_probe(report: ProbeReport) -> str:
     events: list[dict[str, Any]] = []
-    t0 = report.first_start_us
     for pid, f in enumerate(report.functions, 1):
         events.append(_meta(pid, f"{f.name} ({f.location})"))
         for c in f.compile_rows:
-            events.extend(_compile_events(pid, 1, float((c.start_us or t0) - t0), c))
+            events.extend(_compile_events(pid, 1, float(c.offset_us or 0), c))
     return _trace(events)
 
 

@@ -9,7 +9,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
-from ..units import fmt_time
+from ..units import fmt_seconds, fmt_time
 from .grid import Grid, T, to_text
 
 MAX_SHOWN = 20
@@ -35,8 +35,7 @@ def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
     w, b = s.with_warmup, s.without_warmup
 
     def lat(x: Latency | None, attr: str) -> str:
-        value = None if x is None else getattr(x, attr)
-        return "0 s" if value == 0 else fmt_time(value)
+        return fmt_seconds(None if x is None else getattr(x, attr))
 
     return [
         ("requests compiling after start-up", _count(w.compiling_requests if w else None), _count(s.forecast_compiles)),
@@ -45,7 +44,7 @@ def rows(s: StrategyVerify) -> list[tuple[str, str, str]]:
         ("p50 request, with warm-up / without", f"{lat(w, 'p50_s')} / {lat(b, 'p50_s')}", "—"),
         ("p99 request, with warm-up / without", f"{lat(w, 'p99_s')} / {lat(b, 'p99_s')}", "—"),
         ("start-up cost (start-up calls' wall, summed)", fmt_time(s.startup_s), "—"),
-        ("  of which compile s", "0 s" if s.startup_compile_s == 0 else fmt_time(s.startup_compile_s), "—"),
+        ("  of which compile s", fmt_seconds(s.startup_compile_s), "—"),
         ("compiling requests' wall, with / without", f"{lat(w, 'stall_s')} / {lat(b, 'stall_s')}", "—"),
         ("  of which compile s, with / without", f"{lat(w, 'compile_s')} / {lat(b, 'compile_s')}", "—"),
         ("stall cost avoided (compiling requests' wall)", _avoided(s.stall_avoided_s), "—"),
@@ -65,23 +64,9 @@ def verdict(s: StrategyVerify) -> Text:
                 f"start-up; {s.listed_uncovered} of them the plan lists as uncovered", style)
 
 
-def plan_note(r: VerifyRequest) -> str:
-    """What the plan and its forecast said of a failing request: a forecast that predicted
-    otherwise is named first (the plan rests on it), then where the shape stands in the plan."""
-    if r.uncovered_why is not None:
-        return f"the plan lists it as uncovered: {r.uncovered_why}"
-    where = "the plan covers it" if r.covered else "not in the plan's recording"
-    if r.forecast == "unknown":
-        return f"{where}; the forecast could not tell (unknown)"
-    if r.forecast_missed:
-        return f"the forecast missed it (predicted {r.forecast}); {where}"
-    return where
-
-
 def _request_lines(r: VerifyRequest) -> list[RenderableType]:
-    what = f"compiles {', '.join(r.compile_ids)}" if r.outcome == "compile" else r.outcome
-    line = Text(f"  request {r.index} ({r.shape_label}): {what} (measured, {fmt_time(r.latency_s)})")
-    line.append(f"; forecast {r.forecast or '—'}; {plan_note(r)}", "dim")
+    line = Text(f"  request {r.index} ({r.shape_label}): {r.what} (measured, {fmt_time(r.latency_s)})")
+    line.append(f"; forecast {r.forecast or '—'}; {r.plan_note}", "dim")
     out: list[RenderableType] = [line]
     out += [Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow") for g in r.guards]
     if r.error:

@@ -71,6 +71,7 @@ class GuardShapeRow:
     pytorch_latency_s: float | None  # PyTorch's guard_latency_us of the passing entry's compile (once, cold)
     sources: tuple[GuardSourceRow, ...]
     note: str = ""  # why figures are missing
+    kinds_text: str = ""  # its guard kinds, the largest three named ("TYPE_MATCH 300, …, +2 more"; analysis/presented.py)
 
     @property
     def top_source(self) -> GuardSourceRow | None:

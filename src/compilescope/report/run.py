@@ -83,27 +83,12 @@ class ShapeRow:
     p_value: float | None = None  # Mann–Whitney U of the compiled against the eager samples (two-sided)
     numerics_text: str = "—"  # the numerics cell: "1.5e-07", "FAIL 3.0e-02", "eager: not counted"…
     numerics_state: NumericsState = ""
-
-    @property
-    def recompiled(self) -> bool:
-        """Its first call compiled after the stream's first request: a recompile or a new frame's compile."""
-        return self.status == "compiled" and self.first_call_index > 0
-
-    @property
-    def other_fallback_calls(self) -> int:
-        """Calls that ran eagerly besides what its status says (0 when the status is eager fallback)."""
-        return 0 if self.status == "eager fallback" else self.fallback_calls
-
-    @property
-    def other_partial_fallback_calls(self) -> int:
-        """Calls that ran partly eagerly besides what its status says."""
-        return 0 if self.status == "partial eager fallback" else self.partial_fallback_calls
-
-    @property
-    def steady_failed(self) -> bool:
-        """Its steady figures are missing for a reason worth marking (an error, a fallback), not
-        merely because they were not measured."""
-        return bool(self.steady_note) and self.steady_note != "not measured"
+    # made by analysis/presented.py's finish_row:
+    recompiled: bool = False  # its first call compiled after the stream's first request (a recompile or a new frame's)
+    other_fallback_calls: int = 0  # calls that ran eagerly besides what its status says
+    other_partial_fallback_calls: int = 0  # calls that ran partly eagerly besides what its status says
+    steady_failed: bool = False  # its steady figures are missing for a reason worth marking (an error, a fallback)
+    steady_missing: str = ""  # a compiled trial's shape with no compiled steady figure worth marking: why ("" if none)
 
 
 @dataclass(frozen=True)
@@ -138,6 +123,12 @@ class CallPoint:
     reasons: tuple[str, ...]
     compile_rows: tuple[CompileRow, ...] = ()  # the compiles this request caused, in order
     error: str | None = None  # for a request that raised: the first error its shape raised
+    # made by analysis/presented.py's timeline_compiles:
+    count: int = 0  # requests run by its end (index + 1): the cumulative plot's x
+    compile_s: float = 0.0  # its compiles' time, summed
+    span_s: float = 0.0  # its place on a trace of requests back to back: its latency, at least its compiles' time
+    went_wrong: bool = False  # it ran eagerly, the recompile limit refused it, or it raised
+    marked: bool = False  # a recompile, or it went wrong: what a trace marks at its moment
 
     @property
     def raised(self) -> bool:
@@ -160,6 +151,7 @@ class CompileRow:
     exclusive_s: tuple[tuple[str, float], ...]  # (phase, seconds) that add up to compile_s
     start_us: int | None
     with_backward_s: float | None = None  # compile_s + backward_s: the frame compile's whole time
+    offset_us: int | None = None  # a probe's: start_us from its first compile's start (the time axis's zero)
 
     @property
     def in_stream(self) -> bool:
@@ -294,6 +286,10 @@ class TrialReport:
     all_raised: bool = False  # it failed because every request raised
     shown: bool = False  # it ran its stream (ok or partial): its figures are shown
     status_text: str = ""  # "failed (3/10 requests)", "unavailable": its status, with the requests it completed
+    problems: tuple[str, ...] = ()  # what did not go as planned, in words: its status and error, what raised, ran eagerly
+    break_even_s: float | None = None  # the stream's cumulative time at the break-even request
+    dropped_count: int = 0  # the guards a guard filter dropped, summed over their kinds
+    dropped_text: str = ""  # their kinds, the largest three named ("TYPE_MATCH 144, …, +9 more")
 
 
 @dataclass(frozen=True)

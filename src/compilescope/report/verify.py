@@ -33,15 +33,12 @@ class VerifyRequest:
     forecast: Outcome | None = None  # the dry run's outcome for this request
     latency_s: float | None = None
     error: str | None = None
+    what: str = ""  # what it did, in words ("compiles 0/1", "eager"); analysis/presented.py's finish_request
+    plan_note: str = ""  # what the plan and its forecast said of it
 
     @property
     def shape_label(self) -> str:
         return shape_label(dict(self.shape))
-
-    @property
-    def forecast_missed(self) -> bool:
-        """The dry run predicted another outcome for this request than was measured."""
-        return self.forecast is not None and self.forecast not in ("unknown", self.outcome)
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from typing import Any
 
 from .. import compat
 from ..analysis.counts import count_compiles
+from ..analysis.presented import finish_request
 from ..analysis.regimes import percentile
 from ..errors import OptionError
 from ..execute.executor import Executor
@@ -108,11 +109,11 @@ def _failures(sp: StrategyPlan, trial: TrialResult, observed: list[Observed],
         if o.outcome == "hit":
             continue
         key = shape_key(call.shape)
-        out.append(VerifyRequest(
+        out.append(finish_request(VerifyRequest(
             index=call.index, shape=key, outcome=o.outcome, compile_ids=o.compile_ids, guards=o.guards,
             covered=sp.covered(call.shape), uncovered_why=why.get(key),
             forecast=predicted[call.index] if predicted is not None else None,  # type: ignore[arg-type]
-            latency_s=call.latency_s, error=o.error))
+            latency_s=call.latency_s, error=o.error)))
     return tuple(out)
 
 

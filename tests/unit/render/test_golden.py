@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from compilescope.analysis.presented import finish_run_report
+from compilescope.analysis.presented import finish_probe_report, finish_run_report
 from compilescope.model import CallRecord, NumericsCheck, RunResult, StrategyOptions, TrialResult, TrialSpec
 from compilescope.render import csv, get, json, perfetto, probe, text
 from compilescope.report import (
@@ -228,9 +228,10 @@ def probe_report() -> ProbeReport:
             CompileRow("0/1", 0, "forward", "compiled", "stream", None, 0.25, 0.125, (("dynamo", 0.25),), 3_000_000))
     function = FunctionReport(f"forward {HOSTILE}", "model.py:3", "", 4, 3, 1, 0.75, 0.125, (cause, rank),
                               ("compile 0/3 failed: Unsupported: data-dependent",), (guard,), (("size", 1),), rows)
-    return ProbeReport(f"script.py {HOSTILE}", 4, 1, 0.75, 2,
-                       (BreakRow("call to print", "model.py", 9, 2, hints=("remove the print",)),), (function,), 8,
-                       "cold", (("unknown_event", 1),), None, 0, first_start_us=2_000_000)
+    # the time axis's zero (the first compile's start) and each compile's start from it, made as analysis makes them
+    return finish_probe_report(ProbeReport(f"script.py {HOSTILE}", 4, 1, 0.75, 2,
+                               (BreakRow("call to print", "model.py", 9, 2, hints=("remove the print",)),),
+                               (function,), 8, "cold", (("unknown_event", 1),), None, 0))
 
 
 def test_probe_console():
