@@ -5,7 +5,7 @@
                                          [--strategies default,static,dynamic]
                                          [--record none|half|SPEC] [--quick] [--no-dry-run]
 
-With no ``--workload``, every built-in real model (``minilm``, ``gpt2-tiny``, ``convnet``,
+With no ``--workload`` (or ``--workload all``), every built-in real model (``minilm``, ``gpt2-tiny``, ``convnet``,
 and ``causal-lm`` when this checkout has it), each on its own stream (``minilm``: 24 requests
 of its real text stream; the others: their default streams), side by side in one run. For
 each workload it runs ``compilescope.run`` (a fresh process per trial, real tensors, the real
@@ -28,6 +28,7 @@ is not counted (it is what a service already has); ``--no-dry-run`` leaves the d
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import tempfile
 import time
@@ -136,7 +137,8 @@ def _agreement(method: str, report: Any, real: Any) -> dict[str, dict[str, int]]
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--workload", action="append", help="repeatable; default: every built-in real model")
+    parser.add_argument("--workload", action="append",
+                        help="repeatable; default (or `all`): every built-in real model, side by side in one run")
     parser.add_argument("--stream", default=None,
                         help="a stream spec; `default`: the workload's; `text:N`: minilm's real text stream "
                              "(default: text:24 for minilm, the default stream for the others)")
@@ -149,21 +151,27 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the real run without steady state and numerics")
     parser.add_argument("--no-dry-run", action="store_true", help="only the recorded-guard forecast")
     args = parser.parse_args()
-    names = args.workload or [w for w in REAL_MODELS if w in BUILTINS]
+    names = [w for w in REAL_MODELS if w in BUILTINS] if args.workload in (None, ["all"]) else args.workload
+    load = [os.getloadavg()[0]]
     done = [one(w, args) for w in names]
-    print(f"\n{'workload':<11} {'traced with':<18} {'requests':>8} {'agree (known)':>14} {'unknown':>8} "
+    load.append(os.getloadavg()[0])
+    print(f"\nthe real run: `run` of the same stream and strategies, {'--quick' if args.quick else 'in full'} "
+          f"(steady state and numerics {'off' if args.quick else 'on'}); load average {load[0]:.1f} at the start, "
+          f"{load[1]:.1f} at the end ({os.cpu_count()} CPUs)")
+    print(f"{'workload':<11} {'traced with':<18} {'calls on':<9} {'requests':>8} {'agree (known)':>14} {'unknown':>8} "
           f"{'run s':>8} {'run CPU s':>9} {'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
     for d in done:
         for dry in d["dry"]:
             rows = dry["strategies"].values()
             known = sum(r["requests"] - r["unknown"] for r in rows)
             agree, unknown = sum(r["agree"] for r in rows), sum(r["unknown"] for r in rows)
-            print(f"{d['workload']:<11} {dry['dry_backend']:<18} {sum(r['requests'] for r in rows):>8} "
+            how = "real" if len(dry["computed"]) == len(rows) else "fake" if not dry["computed"] else "both"
+            print(f"{d['workload']:<11} {dry['dry_backend']:<18} {how:<9} {sum(r['requests'] for r in rows):>8} "
                   f"{f'{agree}/{known}':>14} {unknown:>8} {d['run_wall_s']:>8.1f} {d['run_cpu_s']:>9.1f} "
                   f"{dry['forecast_wall_s']:>7.1f} {dry['forecast_cpu_s']:>9.1f} {dry['wall_ratio']:>10.3f} "
                   f"{dry['cpu_ratio']:>9.3f}")
     name = "forecast_vs_run" if len(names) > 1 else f"forecast_vs_run-{names[0]}"
-    write(name, {"backend": args.backend, "quick": args.quick, "workloads": done})
+    write(name, {"backend": args.backend, "quick": args.quick, "load_average": load, "workloads": done})
 
 
 if __name__ == "__main__":
