@@ -38,10 +38,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any, Literal
 
-from ..model import CompileRecord, MarkSpec, StrategyOptions, TrialResult, made_entry
+from ..model import CompileRecord, MarkSpec, RunResult, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, relation_multiple, relation_step
-from .advise_guards import guard_gain, guard_rejection
+from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved
 from .counts import count_compiles
 from .outcomes import tolerance_side, within_tolerance
 from .regimes import TOLERANCE
@@ -458,10 +458,13 @@ def horizon(candidates: list[Judged], objective: str, life: int, requests: int, 
 
 
 def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime: int | None,
-          fixes: list[CodeFix], recompile_limit: int | None = None) -> AdviceReport:
+          fixes: list[CodeFix], recompile_limit: int | None = None, result: RunResult | None = None) -> AdviceReport:
     """Each measured proposal accepted or rejected with why; staying eager judged beside them;
     every other trial the advice ran shown for reference; the recommendation by the objective,
-    ties (within the tolerance) to the narrowest change, with the horizon it was judged over."""
+    ties (within the tolerance) to the narrowest change, with the horizon it was judged over.
+    ``result`` (the run ``report`` was built from) gives the interleaved samples a guard filter's
+    whole call is judged by (:func:`~compilescope.analysis.advise_guards.whole_call`)."""
+    samples = interleaved(result)
     life = lifetime if lifetime is not None else report.requests
     by_label = {t.label: t for t in report.trials}
     default = next((t for t in report.trials if t.strategy == "default"), None)
@@ -474,8 +477,8 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
         t = by_label.get(label)
         if t is None:
             continue
-        why = _rejection(t, default, p.target) or _at_limit(t, p, recompile_limit)
-        gain = guard_gain(t, default) if p.target == "guards" else _gain(t, default, p.target)
+        why = _rejection(t, default, p.target, samples) or _at_limit(t, p, recompile_limit)
+        gain = guard_gain(t, default, samples) if p.target == "guards" else _gain(t, default, p.target)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
                            why or "measured: " + gain))
     if eager is not None and eager.status == "ok" and not eager.call_errors:
@@ -585,7 +588,8 @@ def _gain(t: TrialReport, default: TrialReport | None, target: str = "recompiles
     return text
 
 
-def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recompiles") -> str:
+def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recompiles",
+               samples: Mapping[str, Interleaved] | None = None) -> str:
     if t.status not in ("ok",):
         return f"the trial {t.status}: {t.error}"
     if t.call_errors:
@@ -616,7 +620,7 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
                     f"compile(s) against the default's {len(default.graph_breaks)} and {default.stream.compiles}")
         return ""
     if target == "guards":
-        return guard_rejection(t, default)
+        return guard_rejection(t, default, samples)
     if target == "fallbacks":
         if default is not None and default.fallbacks + default.partial_fallbacks == 0:
             return "did not reduce what it targets: the default ran no request eagerly"

@@ -3,18 +3,33 @@ compiled call, PyTorch's guard filters are proposed — each run as a trial that
 per-call saving and changes what the filter stopped guarding to see whether the compiled
 result goes stale (:mod:`compilescope.collect.soundness`).
 
-A filter is accepted only when its guard checks per call dropped beyond the tolerance and no
-change made it stale; a stale one is rejected as **unsafe**, naming the change that made it
-stale and the assumption a user would have to keep. An accepted one carries its assumption in
-its snippet's note, so it is never recommended without it.
+A filter is accepted only when its guard checks per call dropped beyond the tolerance, no
+change made it stale, and the whole compiled call is not slower beyond the noise; a stale one
+is rejected as **unsafe**, naming the change that made it stale and the assumption a user would
+have to keep. An accepted one carries its assumption in its snippet's note, so it is never
+recommended without it.
+
+**The whole call** (:func:`whole_call`): the filter's trial and the default's are two
+processes, so their compiled p50s differ by the processes' speeds (on a busy machine, by a
+third). Each trial sampled its compiled call interleaved with eager; per shape, the
+per-sample ratios eager / compiled of the two trials are compared by the Mann–Whitney test,
+held over the shapes at 1% (Holm) — the rule ``compare`` applies to a speedup. A shape whose
+ratio fell beyond it makes the filter rejected, with the figures; where the test cannot be
+made (a busy machine, or too few samples to ever reach 1%) the advice says it could not tell,
+and the filter is not accepted.
 """
 
 from __future__ import annotations
 
-from ..model import StrategyOptions
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..model import RunResult, StrategyOptions
 from ..report import Proposal, Snippet, TrialReport
 from ..strategies import GUARD_FILTERS, guard_filter_name
 from ..units import fmt_time
+from .noise import ALPHA, busy, holm, interleaved_ratios, mann_whitney_p, reachable
 from .outcomes import within_tolerance
 from .regimes import TOLERANCE
 
@@ -71,11 +86,63 @@ def _assumption(t: TrialReport) -> str:
     return GUARD_FILTERS[key][2] if key else "what it stopped guarding never changes"
 
 
-def guard_rejection(t: TrialReport, default: TrialReport | None) -> str:
-    """Why a guard filter's trial is rejected ('' when it is not): stale after a change, or
-    guard checks not lower beyond the tolerance. Two trials are two processes, so the checks
-    are compared as each trial measured them against its own eager call (interleaved in the
-    same process), free of the processes' speeds."""
+@dataclass(frozen=True)
+class Interleaved:
+    """What a trial sampled of its whole call, for judging it against another process's."""
+
+    ratios: dict[str, list[float]] = field(default_factory=dict)  # shape → eager / compiled, pair by pair
+    load: float | None = None  # the recorded load when it was above the trial's CPUs (a busy machine)
+    cpus: int | None = None
+
+
+def interleaved(result: RunResult | None) -> dict[str, Interleaved]:
+    """Each trial's interleaved samples, by label (empty without the run's records)."""
+    if result is None:
+        return {}
+    return {t.spec.label: Interleaved(interleaved_ratios(t), busy(t.env), t.env.cpus) for t in result.trials}
+
+
+def whole_call(t: TrialReport, default: TrialReport | None, samples: Mapping[str, Interleaved]) -> tuple[str, str]:
+    """(why the filter is not accepted, what the test showed): '' and the evidence when its
+    whole compiled call is not slower than the default's beyond the noise (:data:`ALPHA`, Holm
+    over the shapes, on the interleaved ratios); else rejected with the figures, or "could not
+    tell" where the test cannot be made."""
+    if default is None:
+        return "", ""
+    a, b = _steady(default), _steady(t)
+    p50 = f"compiled call p50 {fmt_time(a)} → {fmt_time(b)} on the stream's mix" if a and b else ""
+    mine, theirs = samples.get(t.label), samples.get(default.label)
+    could_not = "could not tell whether the whole compiled call got slower: "
+    if mine is None or theirs is None:
+        return could_not + "no interleaved samples to test" + (f" ({p50})" if p50 else ""), ""
+    loaded = [f"{side} load {x.load:.1f} on {x.cpus} CPU(s)" for side, x in (("the default's", theirs), ("its", mine))
+              if x.load is not None]
+    if loaded:
+        return could_not + f"the machine was busy ({', '.join(loaded)})" + (f"; {p50}" if p50 else ""), ""
+    shapes = [s for s in theirs.ratios if mine.ratios.get(s) and theirs.ratios[s]]
+    usable = [s for s in shapes if reachable(len(theirs.ratios[s]), len(mine.ratios[s]), len(shapes))]
+    if not usable:
+        counts = ", ".join(sorted({f"{len(theirs.ratios[s])} against {len(mine.ratios[s])}" for s in shapes}))
+        return could_not + (f"{counts} samples a shape cannot reach {ALPHA:.0%} over {len(shapes)} shape(s)"
+                            if shapes else "no shape sampled by both") + (f"; {p50}" if p50 else ""), ""
+    pvalues = [mann_whitney_p(theirs.ratios[s], mine.ratios[s]) for s in usable]
+    for s, p, significant in zip(usable, pvalues, holm(pvalues)):
+        before, after = statistics.median(theirs.ratios[s]), statistics.median(mine.ratios[s])
+        if significant and after < before:
+            return (f"the whole compiled call got slower beyond the noise: shape {s} eager / compiled ×{before:.2f} → "
+                    f"×{after:.2f} in the same process (Mann–Whitney p={p:.2g}, held over {len(usable)} shape(s))"
+                    + (f"; {p50}" if p50 else "")), ""
+    return "", (f"the whole call not slower beyond the noise (eager / compiled per shape, Mann–Whitney held over "
+                f"{len(usable)} shape(s) at {ALPHA:.0%})")
+
+
+def guard_rejection(t: TrialReport, default: TrialReport | None,
+                    samples: Mapping[str, Interleaved] | None = None) -> str:
+    """Why a guard filter's trial is rejected ('' when it is not): stale after a change, guard
+    checks not lower beyond the tolerance, or its whole call slower (or not told:
+    :func:`whole_call`). Two trials are two processes, so the checks are compared as each trial
+    measured them against its own eager call (interleaved in the same process), free of the
+    processes' speeds."""
     stale = [c for c in t.soundness if c.verdict == "stale"]
     if stale:
         return f"unsafe: {stale[0].detail} — it is only right if {_assumption(t)}"
@@ -86,7 +153,7 @@ def guard_rejection(t: TrialReport, default: TrialReport | None) -> str:
     if mine >= theirs or within_tolerance(mine, theirs):
         return (f"did not reduce what it targets: guard checks {theirs:.1%} → {mine:.1%} of an eager call "
                 f"(not lower beyond {TOLERANCE:.0%})")
-    return ""
+    return whole_call(t, default, samples or {})[0]
 
 
 def _steady(t: TrialReport) -> float | None:
@@ -94,7 +161,7 @@ def _steady(t: TrialReport) -> float | None:
     return sum(r.requests * r.steady.median for r in t.rows if r.steady is not None) / total if total else None
 
 
-def guard_gain(t: TrialReport, default: TrialReport | None) -> str:
+def guard_gain(t: TrialReport, default: TrialReport | None, samples: Mapping[str, Interleaved] | None = None) -> str:
     """The per-call saving of an accepted filter, what its soundness checks showed and the
     assumption it makes."""
     mine = t.guards.repeated_s if t.guards is not None else None
@@ -106,6 +173,7 @@ def guard_gain(t: TrialReport, default: TrialReport | None) -> str:
     a, b = (_steady(default) if default is not None else None), _steady(t)
     if a is not None and b is not None:
         parts.append(f"compiled call p50 {fmt_time(a)} → {fmt_time(b)} on the stream's mix")
+    parts.append(whole_call(t, default, samples or {})[1])
     checked = [c for c in t.soundness if c.verdict == "sound"]
     parts.append(("changed and still right: " + ", ".join(f"`{c.mutation}`" for c in checked)) if checked else
                  "no change the trial could make showed it stale")

@@ -44,7 +44,7 @@ def rejudge(result: RunResult, report: RunReport) -> AdviceReport | None:
         return None
     proposals = [_proposal(p) for p in result.advice.proposals]
     fixes = [_convert(f, CodeFix) for f in result.advice.code_fixes]
-    return judge(report, proposals, result.advice.objective, result.lifetime, fixes)
+    return judge(report, proposals, result.advice.objective, result.lifetime, fixes, result=result)
 
 
 def advice_summary(advice: AdviceReport) -> dict[str, Any]:

@@ -69,7 +69,7 @@ from ..report import Change, CompareReport, Flag, GuardSummary, Pair, RunReport,
 from ..units import fmt_time
 from .build import build_run_report, strategy_compiles
 from .guards import lookup_samples
-from .noise import busy, holm, mann_whitney_p
+from .noise import busy, holm, interleaved_ratios, mann_whitney_p
 from .outcomes import within_tolerance
 from .regimes import TOLERANCE, iqr_separated
 
@@ -123,12 +123,6 @@ def _busy_text(ta: TrialResult, tb: TrialResult) -> str:
     found = [(side, busy(t.env), t.env.cpus) for side, t in (("A", ta), ("B", tb))]
     hit = [f"{side} load {load:.1f} on {cpus} CPU(s)" for side, load, cpus in found if load is not None]
     return f"the machine was busy ({', '.join(hit)}): timings are not evidence" if hit else ""
-
-
-def _pair_ratios(trial: TrialResult) -> dict[str, list[float]]:
-    """Per shape, eager over compiled for each interleaved pair of steady samples."""
-    return {shape_label(s.shape): [e / c for c, e in zip(s.compiled_s, s.eager_s) if c > 0]
-            for s in trial.steady if s.eager_s and s.compiled_s}
 
 
 def _spread(t: TrialReport) -> dict[str, float]:
@@ -583,7 +577,7 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
         for shape, factor in _spread(tb).items():
             spread[shape] = max(factor, spread.get(shape, 1.0))
         noise = _Noise(single, _busy_text(a.trials[i], b.trials[j]), spread,
-                       _pair_ratios(a.trials[i]), _pair_ratios(b.trials[j]),
+                       interleaved_ratios(a.trials[i]), interleaved_ratios(b.trials[j]),
                        _lookup_samples(a.trials[i]), _lookup_samples(b.trials[j]))
         changes.extend(_trial_changes(pair.name, ta, tb, noise, tests, len(changes)))
         changes.extend(_compile_changes(pair.name, a.trials[i], b.trials[j], ta, tb))

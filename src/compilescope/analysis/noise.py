@@ -31,7 +31,7 @@ import itertools
 import math
 from collections.abc import Sequence
 
-from ..model import TrialEnv
+from ..model import TrialEnv, TrialResult, shape_label
 
 ALPHA = 0.01  # the chance of any false per-shape claim among one trial's shapes (family-wise)
 EXACT_MAX = 2_500  # n·m up to which the exact distribution of U is computed
@@ -140,3 +140,10 @@ def busy(env: TrialEnv) -> float | None:
         return None
     worst = max(env.load)
     return worst if worst > env.cpus else None
+
+
+def interleaved_ratios(trial: TrialResult) -> dict[str, list[float]]:
+    """Per shape, eager over compiled for each interleaved pair of steady samples: free of the
+    process's speed, so two trials (two processes) compare by them."""
+    return {shape_label(s.shape): [e / c for c, e in zip(s.compiled_s, s.eager_s) if c > 0]
+            for s in trial.steady if s.eager_s and s.compiled_s}

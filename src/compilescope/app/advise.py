@@ -101,7 +101,8 @@ def advise(
     if results_path is not None:
         check_writable(Path(results_path), "results")
         write_results(result, Path(results_path))
-    return result, judge(build_run_report(result), proposals, objective, lifetime, fixes, recompile_limit=limit)
+    return result, judge(build_run_report(result), proposals, objective, lifetime, fixes, recompile_limit=limit,
+                         result=result)
 
 
 def advise_workload(
