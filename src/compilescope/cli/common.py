@@ -161,10 +161,10 @@ def check_outputs(chosen: list[Output], *, others: Any = (), inputs: Any = ()) -
         if path is not None:
             check_output(path, what)
     check_distinct(checked, inputs)
-    if any(o.renderer == "html" for o in chosen):
-        from ..render.html import require_plotly
+    from ..render import get
 
-        require_plotly()
+    for o in chosen:
+        get(o.renderer).check()
 
 
 def stream_inputs(*specs: tuple[str | None, str]) -> list[tuple[Path, str]]:

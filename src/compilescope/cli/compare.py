@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from .common import EXIT_FAILED, check_kinds, check_outputs, console, outputs, show, stdout_output
+from ..report import CompareReport
 from .options import outputs_option
 from .root import cli
 
@@ -31,7 +32,7 @@ from .root import cli
               help="also write a side-by-side HTML page (needs compilescope[html]).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the comparison as JSON (`-`: stdout).")
-@outputs_option("json", "html", "text", aliases="--json/--html")
+@outputs_option(CompareReport, aliases="--json/--html")
 def compare_command(a: str, b: str, store_path: Path | None, pair_by: str, pairs: tuple[str, ...],
                     fail_on_regression: str | None,
                     html_path: Path | None, json_path: Path | None, outs: tuple[Path, ...]) -> int:

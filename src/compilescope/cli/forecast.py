@@ -9,6 +9,7 @@ import click
 
 from ..errors import OptionError
 from ..options import parse_mark
+from ..report import ForecastReport
 from .common import check_kinds, check_outputs, console, in_interpreter, outputs, show, stdout_output, stream_inputs
 from .options import complete_workload, outputs_option
 from .progress import ConsoleProgress
@@ -46,7 +47,7 @@ from .root import cli
 @click.option("--python", "python", default=None, metavar="PATH",
               help="forecast for the torch of this Python interpreter: the command runs there (it must import "
                    "this compilescope).")
-@outputs_option("json", "text", aliases="--json")
+@outputs_option(ForecastReport, aliases="--json")
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
                      marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
                      method: str | None, function: str | None, no_compute: bool, json_path: Path | None,

@@ -6,7 +6,7 @@ command (``@options("executor", "lifetime", "html", "measure")``), in the order 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,28 +16,64 @@ from ..errors import OptionError
 from ..execute.registry import DEFAULT_EXECUTOR, EXECUTORS, Setting, executor_entry, make_executor
 from ..execute.registry import settings as executor_settings  # the registries import no torch
 from ..model import MeasureOptions
+from ..render import renderers, writing
+from ..report import ProbeFile, RunFile
 from ..strategies import strategy_names
 
 if TYPE_CHECKING:
     from ..execute.executor import Executor
     from ..execute.start import ProcessStarter
 
-FORMAT_HELP = {"json": ".json (results)", "csv": ".csv", "html": ".html",
-               "perfetto": ".perfetto.json or .trace.json (Chrome/Perfetto trace)",
-               "text": ".txt (the report as plain text)"}
+class _FormatHelp(Mapping[str, str]):
+    """Each output format's words in --out's help, read from the renderer registry
+    (``render/__init__.py``) when asked: the CLI starts without importing a renderer."""
+
+    def _now(self) -> dict[str, str]:
+        return {r.name: r.help for r in renderers()}
+
+    def __getitem__(self, name: str) -> str:
+        return self._now()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        return len(self._now())
+
+
+FORMAT_HELP = _FormatHelp()
 
 EXECUTOR_OPTIONS = {"executor", *executor_settings()}
 
 Decorator = Callable[[Any], Any]
 
 
-def outputs_option(*formats: str, aliases: str = "") -> Decorator:
-    """``--out FILE`` (repeatable), its help naming the formats this command writes."""
-    listed = ", ".join(FORMAT_HELP[f] for f in formats)
-    text = f"write an output, its format picked by the file's extension: {listed}; repeatable." + (
-        f" {aliases} {'are' if '/' in aliases else 'is'} the same with the format named." if aliases else "")
-    return click.option("--out", "outs", multiple=True, metavar="FILE",
-                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), help=text)
+class _OutOption(click.Option):
+    """``--out``, whose help names the formats that write its command's reports, read from the
+    renderer registry when the help is asked for (a format registered after the CLI was built
+    is listed too)."""
+
+    def __init__(self, *args: Any, kinds: tuple[type, ...] = (), aliases: str = "", **kwargs: Any) -> None:
+        self.kinds, self.aliases = kinds, aliases
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def help(self) -> str:
+        listed = ", ".join(r.help for r in writing(*self.kinds))
+        return f"write an output, its format picked by the file's extension: {listed}; repeatable." + (
+            f" {self.aliases} {'are' if '/' in self.aliases else 'is'} the same with the format named."
+            if self.aliases else "")
+
+    @help.setter
+    def help(self, value: str | None) -> None:
+        pass  # made from the registry, never stored
+
+
+def outputs_option(*kinds: type, aliases: str = "") -> Decorator:
+    """``--out FILE`` (repeatable), its help naming the formats that write ``kinds`` (the reports
+    this command makes), as the renderer registry has them."""
+    return click.option("--out", "outs", cls=_OutOption, kinds=kinds, aliases=aliases, multiple=True, metavar="FILE",
+                        type=click.Path(dir_okay=False, allow_dash=True, path_type=Path))
 
 
 def _html(out: Decorator) -> list[Decorator]:
@@ -111,8 +147,8 @@ GROUPS: dict[str, list[Decorator]] = {
     ],
     "executor": _executor_options(),  # the same for run, advise, sweep and warmup
     # a run's outputs besides its results JSON; a probe's file has no CSV form
-    "html": _html(outputs_option(*FORMAT_HELP, aliases="--json/--csv/--html/--perfetto")),
-    "probe-html": _html(outputs_option("json", "html", "perfetto", "text", aliases="--json/--html/--perfetto")),
+    "html": _html(outputs_option(RunFile, ProbeFile, aliases="--json/--csv/--html/--perfetto")),
+    "probe-html": _html(outputs_option(ProbeFile, aliases="--json/--html/--perfetto")),
 }
 
 

@@ -11,6 +11,8 @@ import click
 
 from ..errors import OptionError
 from ..options import parse_lifetime, parse_mark
+from ..report import VerifyReport
+from ..report.warmup import WarmupReport
 from .common import STDOUT, check_kinds, check_outputs, console, outputs, say, show, shown, stdout_output, \
     stream_inputs, write_outputs
 from .options import ExecutorChoice, complete_workload, options, outputs_option
@@ -48,7 +50,7 @@ from .root import cli
                    "exit 1 when a request raised, or compiled or ran eagerly after start-up unlisted by the plan.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the warm-up report as JSON (`-`: stdout).")
-@outputs_option("json", "html", "text", aliases="--json")
+@outputs_option(WarmupReport, VerifyReport, aliases="--json")
 @options("executor")
 def warmup_command(workload: str, stream: str, strategies: str, backend: str, marks: tuple[str, ...],
                    recompile_limit: int | None, lifetime: str | None, qps: float | None, cache: str, samples: int,

@@ -2,7 +2,12 @@
 edge writes files. A renderer is a module with a ``RENDERER`` object satisfying
 :class:`Renderer` — a :class:`ByKind`, whose one dispatch table maps each report type it
 renders to the function that renders it; :data:`MODULES` lists them by name, and an output
-path picks one by its extension (:func:`for_path`)."""
+path picks one by its extension (:func:`for_path`).
+
+An output format is one module and one line in :data:`MODULES`: the command line reads
+everything else from the renderer — which commands offer it (the report types it renders),
+its words in ``--out``'s help, the file endings that pick it, what it needs before any trial
+runs (:meth:`Renderer.check`) and how the command names the file it wrote."""
 
 from __future__ import annotations
 
@@ -21,8 +26,12 @@ class Renderer(Protocol):
     extensions: tuple[str, ...]  # the file endings that pick it (".csv"); the longest match wins
     kinds: tuple[type, ...]  # the report classes it renders
     written: str  # how the command names the file it wrote ("csv: out.csv")
+    help: str  # its words in --out's help (".csv", ".txt (the report as plain text)")
 
     def render(self, report: Any) -> str: ...
+
+    def check(self) -> None:
+        """Before any trial: what it needs is there (an optional package), else one line (OptionError)."""
 
 
 @dataclass(frozen=True)
@@ -36,6 +45,8 @@ class ByKind:
     extensions: tuple[str, ...]
     written: str
     by_kind: Mapping[type, Callable[[Any], str]]
+    help: str = ""  # its words in --out's help; its extensions when empty
+    requires: Callable[[], object] | None = None  # raises OptionError when what it needs is missing
 
     @property
     def kinds(self) -> tuple[type, ...]:
@@ -43,6 +54,14 @@ class ByKind:
 
     def render(self, report: Any) -> str:
         return self.by_kind[type(report)](report)
+
+    def check(self) -> None:
+        if self.requires is not None:
+            self.requires()
+
+    def __post_init__(self) -> None:
+        if not self.help:
+            object.__setattr__(self, "help", " or ".join(self.extensions))
 
 
 # name → module: an output format is one module here and one line in this table
@@ -62,6 +81,11 @@ def get(name: str) -> Renderer:
 
 def renderers() -> list[Renderer]:
     return [get(name) for name in MODULES]
+
+
+def writing(*kinds: type) -> list[Renderer]:
+    """The renderers that write one of ``kinds`` (the outputs a command offers), in registry order."""
+    return [r for r in renderers() if any(k in r.kinds for k in kinds)]
 
 
 def for_path(path: Path | str, option: str = "--out") -> Renderer:

@@ -105,4 +105,4 @@ def _run(file: RunFile) -> str:
 
 
 # one row per (trial, distinct shape) of a run
-RENDERER = ByKind("csv", (".csv",), "csv", {RunFile: _run})
+RENDERER = ByKind("csv", (".csv",), "csv", {RunFile: _run}, help=".csv")

@@ -686,4 +686,4 @@ def _probe(file: ProbeFile) -> str:
 # a self-contained page with plots, of a run, a probe or a comparison; a plain page of a warm-up or a verification
 RENDERER = ByKind("html", (".html", ".htm"), "html report", {
     RunFile: _run, ProbeFile: _probe, CompareReport: render_compare, WarmupReport: render_warmup,
-    VerifyReport: render_verify})
+    VerifyReport: render_verify}, help=".html", requires=require_plotly)

@@ -102,4 +102,4 @@ def _probe(file: ProbeFile) -> str:
 # the results JSON of a run or a probe (what ``compilescope report`` reads back), and each other report's JSON
 RENDERER = ByKind("json", (".json",), "results JSON", {
     RunFile: render, ProbeFile: _probe, ForecastReport: render_forecast, WarmupReport: render_warmup,
-    VerifyReport: render_verify, CompareReport: render_compare})
+    VerifyReport: render_verify, CompareReport: render_compare}, help=".json (results)")

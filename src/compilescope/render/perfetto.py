@@ -96,4 +96,5 @@ def _probe(file: ProbeFile) -> str:
 
 
 # Chrome trace events of a run's requests and compiles, or of a probe's compiles
-RENDERER = ByKind("perfetto", (".perfetto.json", ".trace.json"), "perfetto trace", {RunFile: _run, ProbeFile: _probe})
+RENDERER = ByKind("perfetto", (".perfetto.json", ".trace.json"), "perfetto trace", {RunFile: _run, ProbeFile: _probe},
+                  help=".perfetto.json or .trace.json (Chrome/Perfetto trace)")

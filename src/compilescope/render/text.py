@@ -51,4 +51,5 @@ def _text(report: Any) -> str:
     return to_text(renderables(report), WIDTH)
 
 
-RENDERER = ByKind("text", (".txt",), "text report", {kind: _text for kind in RENDERABLES})
+RENDERER = ByKind("text", (".txt",), "text report", {kind: _text for kind in RENDERABLES},
+                  help=".txt (the report as plain text)")

@@ -178,6 +178,34 @@ def test_out_refuses_a_format_the_report_has_not(main, tmp_path):
     assert not (tmp_path / "c.csv").exists()
 
 
+def test_a_new_format_is_one_file_and_a_registry_line(main, tmp_path, monkeypatch):
+    """``tests/formats_for_tests.py`` and its line in ``MODULES``, added at run time: the
+    commands that make a run's report write it by its extension, --help names it, a command
+    whose report it does not render refuses it naming what it writes, and what it needs is
+    checked before anything runs."""
+    from compilescope.cli import cli
+
+    import tests.formats_for_tests as markdown
+
+    monkeypatch.setitem(render.MODULES, "markdown", "tests.formats_for_tests")
+    _results(tmp_path)
+    code, out, err = main("report", "results.json", "--out", "r.md", "--out", "r.csv")
+    assert code == 0, err
+    assert (tmp_path / "r.md").read_text().splitlines()[:5] == [
+        "# w", "", "| trial | status | verdict |", "|---|---|---|", "| eager (cold) | ok (2/2 requests) |  |"]
+    assert "markdown report: r.md" in out and "csv: r.csv" in out
+    helped = {name: next(p for p in cli.commands[name].params if p.name == "outs").help for name in ("run", "compare")}
+    assert ".md (a markdown table)" in helped["run"] and ".md" not in helped["compare"]
+    code, out, err = main("compare", "results.json", "results.json", "--out", "c.md")
+    assert (code, err.count("\n")) == (2, 1) and "markdown output is not made for a comparison" in err, err
+    code, out, err = main("report", "results.json", "--out", "r.xlsx")
+    assert code == 2 and ".md" in err, err
+    monkeypatch.setattr(markdown, "NEEDED", ["tabulate"])
+    code, out, err = main("report", "results.json", "--out", "again.md")
+    assert (code, err) == (2, "compilescope: error: the markdown report needs tabulate\n")
+    assert not (tmp_path / "again.md").exists()
+
+
 def test_two_outputs_on_one_file_are_refused_before_anything_is_written(main, tmp_path):
     _results(tmp_path)
     code, out, err = main("report", "results.json", "--out", "a.csv", "--csv", "a.csv")
