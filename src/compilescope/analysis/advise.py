@@ -41,7 +41,7 @@ from typing import Any, Literal
 from ..model import CompileRecord, MarkSpec, RunResult, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, relation_multiple, relation_step
-from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved
+from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note
 from .counts import count_compiles
 from .outcomes import tolerance_side, within_tolerance
 from .regimes import TOLERANCE
@@ -509,7 +509,9 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
             recommendation = replace(best, verdict="recommended")
             rows = [recommendation if r is best or (r.proposal is EAGER and best.proposal is EAGER) else r
                     for r in rows]
-    return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie, when)
+    notes = tuple(n for n in (mode_note(result),) if n)
+    return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie, when,
+                        notes)
 
 
 def _tie(best: Judged, candidates: list[Judged]) -> str:

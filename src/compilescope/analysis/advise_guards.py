@@ -64,9 +64,7 @@ def guard_proposals(default: TrialReport | None, base: StrategyOptions, compile_
     guard checks at least :data:`GUARD_SHARE_PROPOSED` of its compiled call on the stream's
     mix, most of its guards on modules and parameters (a model's), and only the filters that
     would drop some of them."""
-    if base.mode is not None:
-        # torch.compile takes mode= or options=, not both: a guard filter beside --mode has no
-        # snippet that runs as printed, so it is not proposed
+    if base.mode is not None:  # no snippet could run as printed (:func:`mode_note` says so in the advice)
         return []
     g = default.guards if default is not None else None
     measured = g is not None and g.share is not None and g.repeated_s is not None
@@ -79,6 +77,17 @@ def guard_proposals(default: TrialReport | None, base: StrategyOptions, compile_
            "first)" if measured else "asked for: the guard checks every call pays")  # type: ignore[union-attr]
     return [Proposal("", f"guard-filter[{key}]", base, (why,), guard_filter_snippet(key, compile_call), target="guards")
             for key in GUARD_FILTERS if always or any(kinds.get(c) for c in DROPS[key])]
+
+
+def mode_note(result: RunResult | None) -> str:
+    """Why no guard filter was proposed beside a ``--mode`` ('' when the default ran without
+    one): torch.compile takes ``mode=`` or ``options=``, not both, and a filter is an option."""
+    default = next((t for t in result.trials if t.spec.strategy == "default"), None) if result is not None else None
+    mode = default.spec.options.mode if default is not None else None
+    if mode is None:
+        return ""
+    return (f"guard filters: none proposed beside --mode {mode} — torch.compile takes mode= or options=, not both, "
+            "and a guard filter is an option (guard_filter_fn), so no filter's snippet could run as printed")
 
 
 def _assumption(t: TrialReport) -> str:

@@ -63,4 +63,5 @@ def advice_summary(advice: AdviceReport) -> dict[str, Any]:
         "code_fixes": [{"cause": f.cause, "step": f.step} for f in advice.code_fixes],
         "tie": advice.tie,
         "horizon": advice.horizon,
+        "notes": list(advice.notes),
     }

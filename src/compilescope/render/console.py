@@ -427,6 +427,8 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
         parts.append(T("  " + advice.tie, "yellow"))
     if advice.horizon:
         parts.append(T("  " + advice.horizon, "dim"))
+    for note in advice.notes:
+        parts.append(T(note, "yellow"))
     if advice.code_fixes:
         parts.append(T("needs a code change (not measured):", "bold"))
         for fix in advice.code_fixes:

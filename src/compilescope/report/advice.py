@@ -81,3 +81,4 @@ class AdviceReport:
     recommendation: Judged | None
     tie: str = ""  # when the pick is within the noise of the runner-up: which, and by how much
     horizon: str = ""  # the requests the pick was judged over, and from how many another is picked
+    notes: tuple[str, ...] = ()  # what was not proposed and why ("guard filters: none proposed beside --mode …")

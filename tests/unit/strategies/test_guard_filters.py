@@ -249,3 +249,25 @@ def test_a_filter_is_accepted_only_when_its_whole_call_is_not_slower_beyond_the_
                if r.label == "guard-filter[inbuilt-nn] (cold)")
     assert row.verdict == "rejected" and row.why.startswith("could not tell whether the whole compiled call got "
                                                             "slower: 4 against 4 samples a shape cannot reach 1%")
+
+
+def test_beside_a_mode_no_filter_is_proposed_and_the_advice_says_why(trials):
+    """torch.compile takes mode= or options=, not both: beside --mode a guard filter's snippet
+    could not run as printed, so none is proposed — and the advice says so in one line."""
+    import dataclasses
+
+    from compilescope.analysis.advise_record import advice_summary
+
+    moded = dataclasses.replace(OPTIONS, mode="max-autotune-no-cudagraphs")
+    assert guard_proposals(None, moded, compile_call(moded), always=True) == []
+    default = trials["default"]
+    ran = dataclasses.replace(default, spec=dataclasses.replace(default.spec, options=moded))
+    result = RunResult(workload="layers:4", stream=STREAM, trials=(trials["eager"], ran))
+    advice = judge(build_run_report(result), [], "total", 100_000, [], 8, result=result)
+    (note,) = advice.notes
+    assert note.startswith("guard filters: none proposed beside --mode max-autotune-no-cudagraphs — torch.compile "
+                           "takes mode= or options=, not both")
+    lines = [line for line in to_text(advice_renderables(advice), 400).splitlines() if "guard filters:" in line]
+    assert lines == [note] and advice_summary(advice)["notes"] == [note]
+    plain = RunResult(workload="layers:4", stream=STREAM, trials=(trials["eager"], default))
+    assert judge(build_run_report(plain), [], "total", 100_000, [], 8, result=plain).notes == ()
