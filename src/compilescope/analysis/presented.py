@@ -95,7 +95,7 @@ def finish_point(p: CallPoint, compiles: tuple[CompileRow, ...], error: str | No
     compile_s = sum((c.compile_s or 0.0) for c in compiles)
     span_s = max(compile_s if p.latency_s is None else p.latency_s, compile_s)
     return replace(p, compile_rows=compiles, error=error, count=p.index + 1, compile_s=compile_s, span_s=span_s,
-                   went_wrong=p.event in WENT_WRONG, marked=p.event in MARKED)
+                   went_wrong=p.event in WENT_WRONG, marked=p.event in MARKED, raised=p.event == "error")
 
 
 def problems(t: TrialReport) -> tuple[str, ...]:
@@ -143,13 +143,15 @@ def break_even_s(t: TrialReport, timeline: tuple[CallPoint, ...]) -> float | Non
 def finish_trial(t: TrialReport) -> TrialReport:
     rows = tuple(with_backward(c) for c in t.compile_rows)
     timeline = timeline_compiles(t, rows)
-    return replace(t, compile_rows=rows, timeline=timeline, verdict_text=verdict_text(t.verdict),
-                   reused_changes=sum(1 for c in t.changes if c.outcome == "reused"), numerics_text=numerics_text(t),
+    changes = tuple(replace(c, reused=c.outcome == "reused") for c in t.changes)
+    died = t.status not in ("ok", "unavailable") and t.completed < t.requests
+    return replace(t, compile_rows=rows, timeline=timeline, verdict_text=verdict_text(t.verdict), changes=changes,
+                   reused_changes=sum(1 for c in changes if c.reused), numerics_text=numerics_text(t),
                    rows=tuple(finish_row(r, t) for r in t.rows), problems=problems(t),
                    break_even_s=break_even_s(t, timeline), guards=finish_guards(t.guards),
                    dropped_count=sum(n for _, n in t.dropped_guards), dropped_text=kinds_text(t.dropped_guards),
                    ended_badly=t.status not in ("ok", "unavailable"),
-                   died=t.status not in ("ok", "unavailable") and t.completed < t.requests,
+                   died=died, attempted=t.completed + 1 if died else t.completed,
                    failed=t.status not in ("ok", "unavailable") or bool(t.call_errors),
                    all_raised=t.status == "failed" and 0 < t.call_errors == t.completed == t.requests,
                    shown=t.status in ("ok", "partial"),

@@ -219,7 +219,7 @@ def _error_traces(fig: Any, t: TrialReport, color: str, y_of: Any, axis: str) ->
                        + ("<br>(its time is not counted)" if axis == "cumulative" else "") for p in failed],
             hoverinfo="text"))
     if t.died:
-        at = t.completed + (1 if axis == "cumulative" else 0)
+        at = t.attempted if axis == "cumulative" else t.completed
         last = t.timeline[-1].cumulative_s if t.timeline else None
         fig.add_trace(go.Scatter(
             x=[at], y=[0.5 if axis == "timeline" else last], yaxis="y2" if axis == "timeline" else "y",

@@ -103,11 +103,7 @@ class ChangeRow:
     reasons: tuple[str, ...]  # PyTorch's words, one per failing guard
     outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error", "partial eager fallback"]
     eager_frames: tuple[str, ...] = ()  # the frames that ran eagerly in a partial eager fallback
-
-    @property
-    def reused(self) -> bool:
-        """It ran a compiled graph without recompiling."""
-        return self.outcome == "reused"
+    reused: bool = False  # it ran a compiled graph without recompiling (analysis/presented.py)
 
 
 @dataclass(frozen=True)
@@ -129,10 +125,7 @@ class CallPoint:
     span_s: float = 0.0  # its place on a trace of requests back to back: its latency, at least its compiles' time
     went_wrong: bool = False  # it ran eagerly, the recompile limit refused it, or it raised
     marked: bool = False  # a recompile, or it went wrong: what a trace marks at its moment
-
-    @property
-    def raised(self) -> bool:
-        return self.event == "error"
+    raised: bool = False  # the request raised
 
 
 @dataclass(frozen=True)
@@ -290,6 +283,7 @@ class TrialReport:
     break_even_s: float | None = None  # the stream's cumulative time at the break-even request
     dropped_count: int = 0  # the guards a guard filter dropped, summed over their kinds
     dropped_text: str = ""  # their kinds, the largest three named ("TYPE_MATCH 144, …, +9 more")
+    attempted: int = 0  # requests it ran: those it completed and, when it died, the one it died in
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ def _is_word_or_number(node: ast.AST) -> bool:
 
 
 def _is_number(node: ast.AST) -> bool:
+    """A number, or a choice between numbers (``1 if x else 0``)."""
+    if isinstance(node, ast.IfExp):
+        return _is_number(node.body) and _is_number(node.orelse)
     return isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool)
 
 
@@ -135,10 +138,11 @@ def f(t, report, rows, s):
     g = p.index + 1
     h = sum(x.compile_s for x in rows)
     i = t.a * t.b
-    return a, b, c, d, e, f, g, h, i
+    j = t.completed + (1 if axis == "cumulative" else 0)
+    return a, b, c, d, e, f, g, h, i, j
 '''
     found = decisions(source)
-    assert [line.split(":", 1)[0] for line in found] == ["3", "4", "5", "6", "7", "8", "9", "10", "11"], found
+    assert [line.split(":", 1)[0] for line in found] == ["3", "4", "5", "6", "7", "8", "9", "10", "11", "12"], found
     fine = '''
 def f(t, x, parts, MAX):
     a = T(t.label + ": ", "bold" if t.call_errors else "")
