@@ -76,6 +76,8 @@ from .regimes import TOLERANCE, iqr_separated
 SINGLE_SAMPLE_TOLERANCE = 0.25
 SINGLE_SAMPLE_MIN_S = 0.05  # and at least this many seconds: a tiny compile's jitter is no regression
 
+KINDS_SHOWN = 5  # the guard kinds whose counts moved most, named in a guards change
+
 PairBy = Literal["label", "strategy"]
 PAIR_BY = ("label", "strategy")
 
@@ -153,8 +155,10 @@ def _tried(g: GuardSummary) -> dict[str, float]:
 def _kinds_moved(a: tuple[tuple[str, int], ...], b: tuple[tuple[str, int], ...]) -> str:
     """``−96 TENSOR_MATCH, −48 ID_MATCH``: the guard kinds whose counts moved, largest first."""
     ka, kb = dict(a), dict(b)
-    moved = [(k, kb.get(k, 0) - ka.get(k, 0)) for k in dict.fromkeys([*ka, *kb])]
-    return ", ".join(f"{d:+,} {k}".replace("-", "−") for k, d in sorted(moved, key=lambda kd: -abs(kd[1])) if d)
+    moved = sorted(((k, d) for k in dict.fromkeys([*ka, *kb]) if (d := kb.get(k, 0) - ka.get(k, 0))),
+                   key=lambda kd: -abs(kd[1]))
+    text = ", ".join(f"{d:+,} {k}".replace("-", "−") for k, d in moved[:KINDS_SHOWN])
+    return text + (f", {len(moved) - KINDS_SHOWN} more kind(s)" if len(moved) > KINDS_SHOWN else "")
 
 
 def _guard_changes(trial: str, ta: TrialReport, tb: TrialReport, noise: _Noise,
