@@ -25,6 +25,7 @@ from ..model import (CallRecord, CompileId, CompileRecord, FrameGuards, GuardCos
                      TrialResult, shape_key, shape_label)
 from ..report import GuardPoint, GuardShapeRow, GuardSourceRow, GuardSummary, ShapeRow, SoundnessRow, Stats
 from ..units import fmt_time
+from .presented import source_label
 from .regimes import iqr_separated, summarize_samples
 
 TOP_SOURCES = 3
@@ -220,7 +221,7 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
 def _top_text(top: Sequence[GuardSourceRow]) -> str:
     parts = []
     for r in top:
-        what = f"{r.label}: {r.guards:,} guards ({r.count_share:.0%})"
+        what = f"{source_label(r)}: {r.guards:,} guards ({r.count_share:.0%})"
         if r.share is not None:
             what += f", {r.share:.0%} of the lookup"
         parts.append(what)

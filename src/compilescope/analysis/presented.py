@@ -11,6 +11,8 @@ from ..report import (
     CallPoint,
     CompileRow,
     FunctionReport,
+    GuardShapeRow,
+    GuardSourceRow,
     GuardSummary,
     NumericsState,
     ProbeReport,
@@ -127,10 +129,40 @@ def kinds_text(kinds: tuple[tuple[str, int], ...], most: int = 3) -> str:
     return shown + (f", +{sum(n for _, n in kinds[most:])} more" if len(kinds) > most else "")
 
 
+def source_label(s: GuardSourceRow) -> str:
+    """``48 modules self.layers[*]`` / ``parameters of self.layers[*].linear``…: a source of guards in words."""
+    plural = s.owners > 1
+    if s.category == "module":
+        return f"{s.owners} modules {s.owner}" if plural else f"module {s.owner}"
+    if s.category == "parameter":
+        return f"parameters of {s.owners} modules {s.owner}" if plural else f"parameters of {s.owner}"
+    if s.category == "global":
+        return f"global {s.owner}"
+    if s.category == "input":
+        return f"input {s.owner}"
+    if s.category == "ambient":
+        return "the frame's global state (grad mode, default device…)"
+    if s.category == "shape":
+        return "symbolic shape relations"
+    return s.owner
+
+
+def labelled(sources: tuple[GuardSourceRow, ...]) -> tuple[GuardSourceRow, ...]:
+    return tuple(replace(s, label=source_label(s)) for s in sources)
+
+
+def finish_guard_row(r: GuardShapeRow) -> GuardShapeRow:
+    """A shape's guard row with its kinds in words, its sources named, and the costliest source
+    a user can act on (not the frame's global state or the shape relations)."""
+    sources = labelled(r.sources)
+    return replace(r, kinds_text=kinds_text(r.kinds), sources=sources,
+                   top_source=next((s for s in sources if s.category not in ("ambient", "shape")), None))
+
+
 def finish_guards(g: GuardSummary | None) -> GuardSummary | None:
     if g is None:
         return None
-    return replace(g, rows=tuple(replace(r, kinds_text=kinds_text(r.kinds)) for r in g.rows))
+    return replace(g, rows=tuple(finish_guard_row(r) for r in g.rows), top=labelled(g.top))
 
 
 def break_even_s(t: TrialReport, timeline: tuple[CallPoint, ...]) -> float | None:

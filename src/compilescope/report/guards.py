@@ -36,24 +36,7 @@ class GuardSourceRow:
     count_share: float  # of the entry's guards
     time_s: float | None  # what these guards add to the lookup (None: not timed, or inside the noise)
     share: float | None  # time_s / the lookup's guard check (None when time_s is)
-
-    @property
-    def label(self) -> str:
-        """``48 modules self.layers[*]`` / ``the parameters of self.layers[*].linear``…"""
-        plural = self.owners > 1
-        if self.category == "module":
-            return f"{self.owners} modules {self.owner}" if plural else f"module {self.owner}"
-        if self.category == "parameter":
-            return f"parameters of {self.owners} modules {self.owner}" if plural else f"parameters of {self.owner}"
-        if self.category == "global":
-            return f"global {self.owner}"
-        if self.category == "input":
-            return f"input {self.owner}"
-        if self.category == "ambient":
-            return "the frame's global state (grad mode, default device…)"
-        if self.category == "shape":
-            return "symbolic shape relations"
-        return self.owner
+    label: str = ""  # "48 modules self.layers[*]", "parameters of self.linear"… (analysis/presented.py)
 
 
 @dataclass(frozen=True)
@@ -72,11 +55,8 @@ class GuardShapeRow:
     sources: tuple[GuardSourceRow, ...]
     note: str = ""  # why figures are missing
     kinds_text: str = ""  # its guard kinds, the largest three named ("TYPE_MATCH 300, …, +2 more"; analysis/presented.py)
-
-    @property
-    def top_source(self) -> GuardSourceRow | None:
-        """The costliest source a user can act on (not the frame's global state or the shape relations)."""
-        return next((s for s in self.sources if s.category not in ("ambient", "shape")), None)
+    # the costliest source a user can act on (not the frame's global state or the shape relations)
+    top_source: GuardSourceRow | None = None
 
 
 @dataclass(frozen=True)
