@@ -7,6 +7,7 @@ test_cli_conventions.py; here ``report`` of a probe (what ``probe`` prints), ``c
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,86 @@ def test_a_piped_warmup_plan_shows_every_start_up_shape_and_uncovered_guard_on_o
         assert (row["covers"], row["uncovered"]) == (str(len(p["covers"])), str(len(p["uncovered"]))), row
         assert row["start-up shapes, in order"].startswith(f"{len(p['shapes'])}: "), row
     assert "…" not in out
+
+
+# --------------------------------------------------------------------------------------------
+# sweep and demo: trials of their own (forked: no figure here reads a cold start)
+# --------------------------------------------------------------------------------------------
+
+SWEEP = """
+name = "piped"
+workloads = ["sincos"]
+strategies = ["eager", "default", "static"]
+cache = ["cold"]
+
+[settings]
+backend = ["eager"]
+
+[streams]
+sincos = "16,16,32,64"
+
+[measure]
+samples = 3
+budget = 0.02
+warmup = 1
+"""
+
+
+@pytest.mark.usefixtures("forked_trials")
+def test_a_piped_sweep_shows_every_value_of_its_trials_on_one_line(main, columns, tmp_path):
+    from .test_cli_conventions import assert_summary_shown
+
+    (tmp_path / "s.toml").write_text(SWEEP)
+    code, out, err = main("sweep", "s.toml")
+    assert code == 0, err
+    store = tmp_path / "compilescope-results" / "sweep-piped.sqlite"
+    code, saved, err = main("report", "--store", str(store), "--where", "workload=sincos", "--json", "-")
+    assert code == 0, err
+    data = json.loads(saved)
+    assert set(data["summary"]) == {"eager", "default (cold)", "static (cold)"}
+    assert_summary_shown(data["summary"], out)  # each trial's record, whole, on one line
+    for label in data["summary"]:  # each trial's end, with where the batch stood
+        assert any(ln.startswith("[") and ln.endswith(f"] sincos {label} ok") for ln in out.splitlines()), out
+    assert "…" not in out.replace("--where workload=…", "")  # the store's hint names a placeholder, nothing cut
+
+
+DEMO_WORKLOAD = """
+import torch
+from compilescope import Workload
+
+
+def build():
+    def f(x):
+        return x * 2 + 1
+    return f
+
+
+w = Workload("tiny", build, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 4}, {"n": 8}))
+"""
+
+
+@pytest.mark.inductor
+@pytest.mark.usefixtures("forked_trials")
+def test_a_piped_demo_shows_every_value_and_guard_on_one_line(tmp_path, monkeypatch):
+    """The demo as it runs (inductor, every strategy, cold), on the smallest workload that
+    recompiles: two sizes of a one-line function. It runs once, at ``COLUMNS=80``; the same
+    results printed again by ``report`` with ``COLUMNS`` unset (the demo prints them with that
+    renderer) are checked alike."""
+    from ..conftest import cli_here
+    from .test_cli_conventions import assert_summary_shown
+
+    (tmp_path / "wl.py").write_text(DEMO_WORKLOAD)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(tmp_path / "inductor")
+    demo = cli_here("demo", "--workload", "wl.py:w", "--out", "res", cwd=tmp_path, env={**env, "COLUMNS": "80"})
+    assert demo.returncode == 0, demo.stderr
+    again = cli_here("report", "res/demo.json", cwd=tmp_path, env=env)
+    assert again.returncode == 0, again.stderr
+    data = json.loads((tmp_path / "res" / "demo.json").read_text())
+    assert set(data["summary"]) == {"eager", "default (cold)", "static (cold)", "dynamic (cold)"}
+    reasons = {r for t in data["trials"] for c in t["compiles"] for r in c["reasons"]}
+    assert "tensor 'x' size mismatch at index 0. expected 4, actual 8" in reasons
+    for out in (demo.stdout, again.stdout):
+        assert_summary_shown(data["summary"], out)
+        assert not _missing(reasons, out), (_missing(reasons, out), out)  # grep finds each guard
+        assert "…" not in out

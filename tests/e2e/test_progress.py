@@ -31,3 +31,59 @@ def test_a_run_in_a_pipe_says_what_runs_every_few_seconds(tmp_path):
     assert all(len(line) <= 80 for line in lines), lines  # the width of the log it is written to
     assert not any(LINE.match(line) for line in proc.stdout.splitlines())  # the report stays clean
     assert "✓ eager" in proc.stdout
+
+
+def _piped(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """The CLI with stdout and stderr pipes at ``COLUMNS=80``, each request of ``slow_eager``
+    sleeping half a second: long enough for several progress lines, whatever the machine.
+    Trials are forked (no cold start is read here)."""
+    env, _ = scoped_env(COMPILESCOPE_TEST_SLEEP="0.5", COLUMNS="80", COMPILESCOPE_FORK_SERVER="1",
+                        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ind"))
+    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+
+
+def _progress(proc: subprocess.CompletedProcess[str], label: str, of: str) -> list[str]:
+    """The progress lines on stderr; at least one names ``label`` at work with its phase and
+    the trials done (``of``: ``/N`` when the total is known, else empty), each within the
+    log's 80 columns, and none on stdout."""
+    lines = [line for line in proc.stderr.splitlines() if LINE.match(line)]
+    working = re.compile(rf"^\[\d+:\d\d\] {re.escape(label)}: (starting|request [12]/2|steady state[\w ,]*) "
+                         rf"\(\d+:\d\d\) · \d+{of} trials done$")
+    assert any(working.match(line) for line in lines), (label, lines, proc.stderr)
+    assert all(len(line) <= 80 for line in lines), lines
+    assert not any(LINE.match(line) for line in proc.stdout.splitlines())
+    return lines
+
+
+def test_advise_in_a_pipe_says_what_runs_every_few_seconds(tmp_path):
+    proc = _piped(tmp_path, "advise", f"{TEST_WORKLOADS}:slow_eager", "--stream", "4,4", "--backend", "eager",
+                  "--samples", "1", "--budget", "0", "--warmup", "0", "--json", str(tmp_path / "a.json"))
+    assert proc.returncode == 0, proc.stderr
+    _progress(proc, "default (cold)", "")  # advise adds trials as it goes: no total to show
+    assert "✓ default (cold)" in proc.stdout
+
+
+def test_a_sweep_in_a_pipe_says_what_runs_every_few_seconds(tmp_path):
+    (tmp_path / "s.toml").write_text(f"""
+name = "slow"
+workloads = ["{TEST_WORKLOADS}:slow_eager"]
+strategies = ["eager", "default"]
+cache = ["cold"]
+
+[settings]
+backend = ["eager"]
+
+[streams]
+"{TEST_WORKLOADS}:slow_eager" = "4,4"
+
+[measure]
+samples = 1
+budget = 0
+warmup = 0
+""")
+    proc = _piped(tmp_path, "sweep", "s.toml")
+    assert proc.returncode == 0, proc.stderr
+    _progress(proc, "default (cold)", "/2")  # its trials are planned: the total is known
+    assert re.search(r"^\[2/2 done · 0 running · 0 failed\] \S+slow_eager default \(cold\) ok$", proc.stdout, re.M), \
+        proc.stdout

@@ -24,7 +24,7 @@ def sweep_command(sweep_file: Path, executor: ExecutorChoice, store_path: Path |
     from ..app.sweep import sweep
     from ..execute.local import Interrupted
     from ..options import check_writable, load_sweep
-    from ..render.console import summary_table
+    from ..render.console import summary_table, verdict_group
     from ..store import Store
     from ..sweep import default_store_path
 
@@ -49,5 +49,8 @@ def sweep_command(sweep_file: Path, executor: ExecutorChoice, store_path: Path |
     for run in outcome.runs:
         say(out, f"{run.workload} (backend {run.backend})", "bold")
         out.print(summary_table(run.report))
+        verdicts = verdict_group(run.report)
+        if verdicts is not None:
+            out.print(verdicts)
     say(out, f"store: {store_path} (compilescope report --store {store_path} --where workload=…)")
     return EXIT_FAILED if outcome.all_failed else 0

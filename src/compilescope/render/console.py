@@ -350,14 +350,22 @@ def renderables(report: RunReport) -> list[RenderableType]:
     if backward:
         parts.append(Group(T("frame compiles with their backward", "bold"), *backward))
 
-    verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), t.verdict_text) for t in report.trials if t.verdict]
-    if verdicts:
-        head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")
-        parts.append(Group(T(head, "bold"), *verdicts))
+    verdicts = verdict_group(report)
+    if verdicts is not None:
+        parts.append(verdicts)
     notes = [n for t in report.trials for n in t.notes] + list(report.notes)
     if notes:
         parts.append(Group(*[note_line(n) for n in notes]))
     return parts
+
+
+def verdict_group(report: RunReport) -> Group | None:
+    """Each trial's verdict sentences under one heading (None when no trial has one)."""
+    verdicts = [Text.assemble(("  " + t.label + ": ", "bold"), t.verdict_text) for t in report.trials if t.verdict]
+    if not verdicts:
+        return None
+    head = "verdict" + (f" (lifetime {report.lifetime:,} requests)" if report.lifetime else "")
+    return Group(T(head, "bold"), *verdicts)
 
 
 def render(report: RunReport, width: int = 160) -> str:
