@@ -67,6 +67,7 @@ from ..model import CompileRecord, RunResult, TrialEnv, TrialResult, shape_label
 from ..torchtext import failure_key
 from ..report import Change, CompareReport, Flag, GuardSummary, Pair, RunReport, ShapeRow, Stats, TrialReport
 from ..units import fmt_time
+from ..strategies import guard_filter_name
 from .build import build_run_report, strategy_compiles
 from .guards import lookup_samples
 from .noise import busy, holm, interleaved_ratios, mann_whitney_p
@@ -436,8 +437,10 @@ def _compile_changes(name: str, a: TrialResult, b: TrialResult, ta: TrialReport,
                           "; ".join(ca) or "none", "; ".join(cb) or "none"))
     ga, gb = _guards_per_entry(a.compiles), _guards_per_entry(b.compiles)
     if ga is not None and gb is not None:
+        filtered = [t.spec.name for t in (a, b) if guard_filter_name(t.spec.strategy)]
         out.append(_count(name, "guards per entry", ga, gb, "PyTorch's guard count of the largest cache entry, "
-                                                            "checked on every call: exact"))
+                          + (f"made before {filtered[0]} dropped guards (the guards per shape are what a call "
+                             "checks): exact" if filtered else "checked on every call: exact")))
     return out
 
 
