@@ -2,7 +2,7 @@
 ``COLUMNS`` unset: each guard text and each value its JSON holds is found by ``grep`` on one
 line, and nothing is cut (no ``…``). ``run``, ``advise`` and ``report`` of a run are checked in
 test_cli_conventions.py; here ``report`` of a probe (what ``probe`` prints), ``compare``,
-``forecast`` and ``warmup``."""
+``forecast``, ``warmup``, ``sweep`` and ``demo``."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import os
 from pathlib import Path
 
 import pytest
+
+from .test_sweep import SWEEP as FULL_SWEEP
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "derivations"
 
@@ -116,23 +118,8 @@ def test_a_piped_warmup_plan_shows_every_start_up_shape_and_uncovered_guard_on_o
 # sweep and demo: trials of their own (forked: no figure here reads a cold start)
 # --------------------------------------------------------------------------------------------
 
-SWEEP = """
-name = "piped"
-workloads = ["sincos"]
-strategies = ["eager", "default", "static"]
-cache = ["cold"]
-
-[settings]
-backend = ["eager"]
-
-[streams]
-sincos = "16,16,32,64"
-
-[measure]
-samples = 3
-budget = 0.02
-warmup = 1
-"""
+SWEEP = (FULL_SWEEP.replace('name = "t"', 'name = "piped"')  # test_sweep.py's, without its crashing workload
+         .replace(', "{tests}/workloads_for_tests.py:fault_segfault"', "").replace('"cold", "warm"', '"cold"'))
 
 
 @pytest.mark.usefixtures("forked_trials")
