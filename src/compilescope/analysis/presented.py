@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..model import NumericsCheck, RunResult
+from ..model import NumericsCheck, RunResult, made_entry
 from ..report import (
     CallPoint,
     CompileRow,
@@ -70,9 +70,14 @@ def finish_row(r: ShapeRow, t: TrialReport) -> ShapeRow:
                    steady_failed=steady_failed, steady_missing=steady_missing(t, r, steady_failed))
 
 
+def finish_compile(c: CompileRow) -> CompileRow:
+    """A compile row with whether a stream request caused it and whether it left a cache entry."""
+    return replace(c, in_stream=c.phase == "stream", made_entry=made_entry(c.outcome))
+
+
 def with_backward(c: CompileRow) -> CompileRow:
     """A compile row with its whole time: the forward's plus a lazily compiled backward's."""
-    return replace(c, with_backward_s=(c.compile_s or 0.0) + (c.backward_s or 0.0))
+    return replace(finish_compile(c), with_backward_s=(c.compile_s or 0.0) + (c.backward_s or 0.0))
 
 
 def timeline_compiles(t: TrialReport, rows: tuple[CompileRow, ...]) -> tuple[CallPoint, ...]:
@@ -207,12 +212,13 @@ def first_start_us(functions: tuple[FunctionReport, ...]) -> int:
 
 
 def finish_probe_report(report: ProbeReport) -> ProbeReport:
-    """``report`` with its time axis's zero, and each compile's start from it."""
+    """``report`` with its time axis's zero, each compile's start from it, and whether a signal killed the program."""
     t0 = first_start_us(report.functions)
     functions = tuple(replace(f, compile_rows=tuple(
-        replace(c, offset_us=None if c.start_us is None else c.start_us - t0) for c in f.compile_rows))
+        replace(finish_compile(c), offset_us=None if c.start_us is None else c.start_us - t0) for c in f.compile_rows))
         for f in report.functions)
-    return replace(report, first_start_us=t0, functions=functions)
+    killed = report.error is not None and report.error.startswith("killed by ")
+    return replace(report, first_start_us=t0, functions=functions, killed=killed)
 
 
 def plan_note(r: VerifyRequest) -> str:

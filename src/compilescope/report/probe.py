@@ -85,8 +85,4 @@ class ProbeReport:
     exit_code: int
     first_start_us: int = 0  # the earliest compile's start: the time axis's zero in plots and traces
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record (a hook of its raised)
-
-    @property
-    def killed(self) -> bool:
-        """The program was killed by a signal (its error says by which), rather than raising."""
-        return self.error is not None and self.error.startswith("killed by ")
+    killed: bool = False  # the program was killed by a signal (its error says by which), rather than raising

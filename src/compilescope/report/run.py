@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from ..model import NumericsCheck, made_entry
+from ..model import NumericsCheck
 
 if TYPE_CHECKING:
     from .guards import GuardSummary
@@ -145,16 +145,9 @@ class CompileRow:
     start_us: int | None
     with_backward_s: float | None = None  # compile_s + backward_s: the frame compile's whole time
     offset_us: int | None = None  # a probe's: start_us from its first compile's start (the time axis's zero)
-
-    @property
-    def in_stream(self) -> bool:
-        """Caused by a stream request (not the steady-state or numerics phase)."""
-        return self.phase == "stream"
-
-    @property
-    def made_entry(self) -> bool:
-        """The attempt compiled and left a cache entry (not failed, not refused)."""
-        return made_entry(self.outcome)
+    # made by analysis/presented.py's finish_compile:
+    in_stream: bool = False  # caused by a stream request (not the steady-state or numerics phase)
+    made_entry: bool = False  # the attempt compiled and left a cache entry (not failed, not refused)
 
 
 @dataclass(frozen=True)
