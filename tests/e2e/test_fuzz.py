@@ -214,6 +214,7 @@ VALUES: dict[str, list[str]] = {
     "device": ["cpu", "cuda", "cuda:9", "tpu", "nosuch"],
     "where": ["workload=sincos", "nosuch=1", "bad"],
     "fail_on_regression": ["5%", "x", "-1%"],
+    "pairs": ["default=static", "eager=eager", "default", "=", "default (cold)=nosuch"],
     "ray_address": [f"127.0.0.1:{_closed_port()}", "auto"],
     "result": ["r.json", "missing.json", "in.txt", "."],
     "a": ["r.json", "missing.json", "in.txt", "workload=sincos"],

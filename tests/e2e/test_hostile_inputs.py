@@ -122,6 +122,11 @@ def test_qps_without_a_lifetime_is_refused(cli_here, command):
     refused(cli_here(*command, "--qps", "5", *QUICK), "--qps", "--lifetime")
 
 
+def test_advise_refuses_a_mode_beside_another_backend_before_naming_a_results_file(cli_here):
+    refused(cli_here("advise", "sincos", "--mode", "max-autotune-no-cudagraphs", "--json", "-", *QUICK), "--mode",
+            "only applies to the inductor backend, not 'eager'")
+
+
 @pytest.mark.parametrize("option", [["--strategies", "static"], ["--cache", "warm"], ["--mark", "x:0"],
                                     ["--fail-on", "crash"]])
 def test_run_advise_refuses_the_options_it_would_ignore(cli_here, option):

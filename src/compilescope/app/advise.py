@@ -22,7 +22,7 @@ from ..model import MeasureOptions, RunResult, Shape, StrategyOptions, call_argu
 from ..options import check_writable, parse_objective
 from ..prepare import prepare_run, prepare_run_with_target
 from ..report import RunFile, ScriptAdvice
-from ..strategies import repeated_block
+from ..strategies import get_strategy, repeated_block
 from ..stream import distinct_shapes
 from ..workload import Workload, bind_arguments, seeded_inputs
 from .progress import SILENT, Progress
@@ -126,9 +126,13 @@ def advise_workload(
     """``compilescope advise``: :func:`advise`, its run saved in ``results``; returns what the
     results file holds with the advice judged when the run ended. ``check_first``: check the
     workload before the executor starts (joining a Ray cluster takes long)."""
+    options = StrategyOptions(backend=backend, mode=mode)
     if check_first:
-        prepare_run(workload, stream, ("eager", "default"), options=StrategyOptions(backend=backend, mode=mode),
-                    measure=measure)
+        prepare_run(workload, stream, ("eager", "default"), options=options, measure=measure)
+    else:  # the options at least, before the results line (a --mode beside another backend is one line)
+        check = get_strategy("default").validate
+        if check is not None:
+            check(options)
     runner = executor() if executor is not None else None
     progress.note(f"results: {results} (default first, then each proposal, one fresh process per trial)", "dim")
     result, advice = _watched(progress, None, lambda on_progress, on_call: advise(
