@@ -116,6 +116,44 @@ def _judge(run: ScriptRun, base: ScriptRun) -> str:
     return ""
 
 
+def _measured(script: str, args: list[str], label: str, proposal: ScriptProposal | None, workdir: Path,
+              run_name: str, timeout_s: float) -> tuple[ScriptRun, ProbeResult | None]:
+    """The script probed once in a fresh process under ``proposal``'s settings (none: as it is)."""
+    result, wall, error = probe_once(script, args, proposal.settings if proposal else {}, workdir, run_name, timeout_s)
+    counts = _count(result) if result is not None else {"compiles": 0, "recompiles": 0, "refused": 0,
+                                                         "failed": 0, "compile_s": 0.0}
+    exit_code = result.exit_code if result is not None else -1
+    return ScriptRun(label, proposal, exit_code, error or (result.error if result else None),
+                     wall_s=wall, **counts), result
+
+
+def judged_runs(script: str, args: list[str], proposals: list[ScriptProposal], base_run: ScriptRun, workdir: Path,
+                timeout_s: float, on_progress: Any = None) -> list[ScriptRun]:
+    """Each proposal run (the script re-run unmodified under its settings) and judged against
+    ``base_run``: accepted only when it reduced what it targets and broke nothing."""
+    rows = []
+    for i, p in enumerate(proposals, start=1):
+        if on_progress is not None:
+            on_progress(p.name)
+        run, _ = _measured(script, args, p.name, p, workdir, f"run{i}", timeout_s)
+        why = _judge(run, base_run)
+        rows.append(ScriptRun(**{**run.__dict__, "verdict": "rejected" if why else "accepted",
+                                 "why": why or f"{run.compiles} compile(s) against {base_run.compiles}"}))
+    return rows
+
+
+def check_fixes(script: str, args: list[str], base: ProbeResult, *, timeout_s: float = 900.0,
+                on_progress: Any = None) -> tuple[ScriptRun, ...]:
+    """``probe --check-fixes``: every setting-only fix of a probe's causes run and judged as
+    ``advise --script`` judges its proposals, against the probe's own run (its counts)."""
+    proposals, _ = propose_settings(base)
+    if not proposals:
+        return ()
+    base_run = ScriptRun("as it is", None, base.exit_code, base.error, wall_s=0.0, **_count(base))
+    with tempfile.TemporaryDirectory(prefix="compilescope-check-") as tmp:
+        return tuple(judged_runs(script, args, proposals, base_run, Path(tmp), timeout_s, on_progress))
+
+
 def advise_script(script: str, args: list[str], *, timeout_s: float = 900.0,
                   on_progress: Any = None) -> ScriptAdvice:
     """Run the baseline and every setting-only proposal; recommend the accepted one with the
@@ -124,29 +162,13 @@ def advise_script(script: str, args: list[str], *, timeout_s: float = 900.0,
         raise CompilescopeError(f"script {script!r} does not exist")
     with tempfile.TemporaryDirectory(prefix="compilescope-advise-") as tmp:
         workdir = Path(tmp)
-
-        def measured(label: str, proposal: ScriptProposal | None) -> tuple[ScriptRun, ProbeResult | None]:
-            if on_progress is not None:
-                on_progress(label)
-            result, wall, error = probe_once(script, args, proposal.settings if proposal else {}, workdir,
-                                             f"run{len(rows)}", timeout_s)
-            counts = _count(result) if result is not None else {"compiles": 0, "recompiles": 0, "refused": 0,
-                                                                 "failed": 0, "compile_s": 0.0}
-            exit_code = result.exit_code if result is not None else -1
-            return ScriptRun(label, proposal, exit_code, error or (result.error if result else None),
-                             wall_s=wall, **counts), result
-
-        rows: list[ScriptRun] = []
-        base_run, base = measured("as it is", None)
-        rows.append(base_run)
+        if on_progress is not None:
+            on_progress("as it is")
+        base_run, base = _measured(script, args, "as it is", None, workdir, "run0", timeout_s)
         if base is None:
             raise CompilescopeError(f"the script could not be probed: {base_run.error}")
         proposals, fixes = propose_settings(base)
-        for p in proposals:
-            run, _ = measured(p.name, p)
-            why = _judge(run, base_run)
-            rows.append(ScriptRun(**{**run.__dict__, "verdict": "rejected" if why else "accepted",
-                                     "why": why or f"{run.compiles} compile(s) against {base_run.compiles}"}))
+        rows = [base_run, *judged_runs(script, args, proposals, base_run, workdir, timeout_s, on_progress)]
     accepted = [r for r in rows if r.verdict == "accepted"]
     best = min(accepted, key=lambda r: r.compile_s, default=None)
     recommendation = None

@@ -215,3 +215,49 @@ def test_pytorchs_hint_after_a_value_is_cut_from_it():
     assert (g.kind, g.source, g.expected, g.reason) == (
         "module_attribute", "L['self']._modules['gn'].num_groups", 2, "self._modules['gn'].num_groups == 2")
     assert parse_guard_failure('0/0: fn.__closure__[0].cell_contents == True (HINT: guard on "flag")').expected is True
+
+
+SPECIALISED = '''
+import sys
+
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x):
+    acc = x
+    if sys.argv[1:] == ["loop"]:
+        for i in range(int(x.shape[0])):  # the size becomes a Python number: each size its own graph
+            acc = acc + i
+    return acc * 2
+
+
+if __name__ == "__main__":
+    for n in (4, 8, 16, 32):
+        f(torch.randn(n))
+'''
+
+
+@pytest.mark.parametrize("how", ["loop", "plain"])
+def test_probe_checks_a_fix_before_printing_it(tmp_path, how):
+    """``probe --check-fixes`` runs the script again under each setting fix, as ``advise
+    --script`` does: marking a size the program turns into a loop bound changes nothing, and is
+    not printed as the fix; marking a size it only computes with is, with what the run found."""
+    (tmp_path / "s.py").write_text(SPECIALISED)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--check-fixes", "--json", "p.json",
+                           "s.py", how], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 4, 8, 16, 32")]
+    checked = [ln for ln in proc.stderr.splitlines() if ln.startswith('torch.compiler.config.dynamic_sources = "L')]
+    assert len(checked) == 1, proc.stderr
+    if how == "loop":
+        assert "shape-reducible?: no" in x and "mark_dynamic" not in x, x
+        assert "marking it dynamic was run" in x and "did not reduce what it targets: 4 compile(s) against 4" in x
+        assert "verdict: rejected" in checked[0]
+    else:
+        assert "shape-reducible?: yes" in x and "torch._dynamo.mark_dynamic(x, 0)" in x, x
+        assert "checked, the script run again under dynamic_sources=\"L['x']:0\":" in x
+        assert "verdict: accepted" in checked[0]
+    unchecked = build_probe_report(load(tmp_path / "p.json"))  # the records alone: the fix as proposed
+    assert unchecked.functions[0].causes[0].shape_reducible

@@ -38,6 +38,7 @@ from ..model import (
 from ..report import (
     BreakRow,
     CallPoint,
+    Cause,
     ChangeRow,
     CompileRow,
     ErrorGroup,
@@ -46,6 +47,7 @@ from ..report import (
     Note,
     ProbeReport,
     RunReport,
+    ScriptRun,
     ShapeRow,
     SpeedGroup,
     StartRow,
@@ -766,14 +768,32 @@ def caller_inputs(result: ProbeResult, function: str) -> dict[str, object]:
     return {"observed": {k: sorted(v) for k, v in observed.items()}, "inputs": {n for n, _ in observed}}
 
 
-def build_probe_report(result: ProbeResult) -> ProbeReport:
+def checked_cause(cause: Cause, checks: Sequence[ScriptRun]) -> Cause:
+    """A cause whose fix was run (``probe --check-fixes``): the dims marked dynamic by a
+    ``dynamic_sources`` run that changed nothing are no fix to print — the step says what the
+    run found instead; one that reduced the compiles says so."""
+    item = f"{cause.frame_source or cause.source}:{cause.dim}"
+    run = next((r for r in checks if r.proposal is not None
+                and item in str(r.proposal.settings.get("dynamic_sources", "")).split(",")), None)
+    if cause.kind != "size" or not cause.reachable or run is None:
+        return cause
+    if run.verdict == "rejected":
+        return dataclasses.replace(cause, shape_reducible=False, next_step=(
+            f"marking it dynamic was run (the script again under dynamic_sources=\"{item}\") and {run.why}: the "
+            "program specialises this size — find where it turns the size into a Python number (a loop over it, "
+            "a branch on it), or hold one graph per size (raise torch._dynamo.config.recompile_limit)"))
+    return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, the script run again under "
+                                                f"dynamic_sources=\"{item}\": {run.why}")
+
+
+def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) -> ProbeReport:
     groups: dict[tuple[str, str, str], list[CompileRecord]] = {}
     for c in result.compiles:
         groups.setdefault((c.display_name, c.display_location, f"{c.function} {c.filename}:{c.line}"), []).append(c)
     functions = []
     for (name, location, frame), records in groups.items():
         counts = count_compiles(records)
-        causes = group_causes(tuple(records), **caller_inputs(result, name))
+        causes = tuple(checked_cause(c, checks) for c in group_causes(tuple(records), **caller_inputs(result, name)))
         failures = tuple(
             f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
             for c in records if c.failed
@@ -804,6 +824,7 @@ def build_probe_report(result: ProbeResult) -> ProbeReport:
         error=result.error,
         exit_code=result.exit_code,
         lost_capabilities=result.lost_capabilities,
+        checks=tuple(checks),
     ))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 from ..analysis.build import probe_stream
@@ -54,6 +55,16 @@ def probe_script(script: str, args: Sequence[str], *, settings: Sequence[str] = 
         if json_path is None or not read:
             journal.unlink(missing_ok=True)
     return Probed(probe_file(result), returncode, journal if json_path is not None else None)
+
+
+def checked_fixes(script: str, args: Sequence[str], file: ProbeFile, on_progress: Any = None) -> ProbeFile:
+    """``probe --check-fixes``: the probe's report with each setting fix of its causes run (the
+    script again, unmodified, under it) and judged as ``advise --script`` judges its proposals."""
+    from ..analysis.build import build_probe_report
+    from ..script_advise import check_fixes
+
+    checks = check_fixes(script, list(args), file.result, on_progress=on_progress)
+    return ProbeFile(file.result, build_probe_report(file.result, checks))
 
 
 def journal_for(json_path: Path | None) -> Path:

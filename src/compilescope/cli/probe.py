@@ -14,8 +14,8 @@ from .common import STDOUT, check_kinds, check_outputs, console, outputs, result
 from .options import complete_script, options
 from .root import cli
 
-PROBE_OPTIONS = ("--json", "--stream-out", "--record-shapes", "--trace", "--strict", "--config", "--html",
-                 "--perfetto", "--out")  # probe's own, which after the script are the script's
+PROBE_OPTIONS = ("--json", "--stream-out", "--record-shapes", "--trace", "--strict", "--check-fixes", "--config",
+                 "--html", "--perfetto", "--out")  # probe's own, which after the script are the script's
 IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, `&`): kept so for a probed program
 
 
@@ -28,6 +28,9 @@ IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, 
                    "as a stream; one file per compiled function when there are several.")
 @click.option("--trace", "trace_dir", type=click.Path(path_type=Path), help="read a TORCH_TRACE directory instead.")
 @click.option("--strict", is_flag=True, help="with --trace: fail when any event was unknown or malformed.")
+@click.option("--check-fixes", is_flag=True,
+              help="run the script again under each setting fix of its causes (as advise --script does) and "
+                   "print a fix only as its run judged it: one that changed nothing is replaced by what it found.")
 @click.option("--config", "settings", multiple=True, metavar="NAME=VALUE",
               help="run the script with a setting applied (repeatable): dynamic_sources, recompile_limit, "
                    "automatic_dynamic_shapes, assume_static_by_default, inductor.NAME; VALUE is JSON or text.")
@@ -35,20 +38,23 @@ IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, 
 @click.argument("script", required=False, shell_complete=complete_script)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes: Path | None,
-                  trace_dir: Path | None, strict: bool, settings: tuple[str, ...], html_path: Path | None,
+                  trace_dir: Path | None, strict: bool, check_fixes: bool, settings: tuple[str, ...],
+                  html_path: Path | None,
                   perfetto_path: Path | None, outs: tuple[Path, ...], script: str | None,
                   args: tuple[str, ...]) -> int:
     """Run SCRIPT ARGS… as `python SCRIPT ARGS…` would and explain every compile, recompile and
     graph break; or read an existing TORCH_TRACE directory with --trace. Probe options go
     before SCRIPT (`--` ends them); every argument after SCRIPT is the script's. The report
     goes to stderr; the exit status (or the signal that ended it) is the script's."""
-    from ..app.probe import probe_script, probe_trace, shape_stream
+    from ..app.probe import checked_fixes, probe_script, probe_trace, shape_stream
     from ..options import check_writable
     from ..render import json as json_render
     from ..report import ProbeFile
 
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    if check_fixes and (trace_dir is not None or settings):
+        raise OptionError("--check-fixes runs a SCRIPT again under each fix alone: not with --trace or --config")
     chosen, json_path = results_out(outputs(outs, html=html_path, perfetto=perfetto_path), json_path)
     check_kinds(chosen, ProbeFile, "a probe")
     if record_shapes is not None:
@@ -83,6 +89,9 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
             probed.journal.unlink(missing_ok=True)
     if stream_out is not None:
         write_text(stream_out, shape_stream(file))
+    if check_fixes and script is not None:
+        file = checked_fixes(script, list(args), file,
+                             lambda label: say(out, f"checking a fix: the script again under {label}", "dim"))
     show(file, out, chosen)
     if json_path is not None:
         say(out, f"probe JSON: {shown(json_path)}")
@@ -102,3 +111,4 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
     from ..probe.launch import end_as
 
     return end_as(probed.returncode)
+

@@ -29,7 +29,7 @@ from .grid import Grid, T, indent, to_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
 _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
-
+SCRIPT_VERDICT_STYLES = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
 
 def _steady_cell(row: ShapeRow) -> Text:
     if row.steady is None:
@@ -463,9 +463,8 @@ def script_advice_renderables(advice: ScriptAdvice) -> list[RenderableType]:
         ("run", "left"), ("verdict", "left"), ("exit", "right"), ("compiles (re)", "right"), ("refused", "right"),
         ("compile time", "right"), ("script wall", "right"), ("why", "left")),
         keep=("verdict", "exit", "compiles (re)", "refused", "compile time", "script wall"))
-    styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim"}
     for r in advice.rows:
-        table.add_row(T(r.label), T(r.verdict, styles[r.verdict]), T(r.exit_code), T(f"{r.compiles} ({r.recompiles})"),
+        table.add_row(T(r.label), T(r.verdict, SCRIPT_VERDICT_STYLES[r.verdict]), T(r.exit_code), T(f"{r.compiles} ({r.recompiles})"),
                       T(r.refused), T(fmt_time(r.compile_s)), T(fmt_time(r.wall_s)), T(r.why or r.error or ""))
     parts: list[RenderableType] = [table]
     rec = advice.recommendation

@@ -6,6 +6,7 @@ from rich.console import Group, RenderableType
 
 from ..report import ProbeReport
 from ..units import fmt_time
+from .console import SCRIPT_VERDICT_STYLES
 from .grid import Grid, T, to_text
 
 
@@ -44,6 +45,16 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         parts.append(table)
         if f.causes_overlap:
             parts.append(T("  the causes' compile counts overlap: one recompile can have several causes", "dim"))
+    if report.checks:
+        parts.append(T("\nfixes checked: the script run again under each setting, judged as advise --script judges",
+                       "bold"))
+        table = Grid(None, (("setting", "left"), ("verdict", "left"), ("compiles (re)", "right"), ("why", "left")),
+                     keep=("verdict", "compiles (re)"))
+        for run in report.checks:
+            code = run.proposal.code if run.proposal is not None else ""
+            table.add_row(T(code or run.label), T(run.verdict, SCRIPT_VERDICT_STYLES[run.verdict]),
+                          T(f"{run.compiles} ({run.recompiles})"), T(run.why))
+        parts.append(table)
     if report.graph_breaks:
         parts.append(T(f"\ngraph breaks: {report.graph_break_count} occurrence(s), {len(report.graph_breaks)} distinct",
                        "bold"))

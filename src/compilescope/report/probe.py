@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..model import Scalar
 from .run import BreakRow, CompileRow
+from .script import ScriptRun
 
 
 @dataclass(frozen=True)
@@ -86,3 +87,4 @@ class ProbeReport:
     first_start_us: int = 0  # the earliest compile's start: the time axis's zero in plots and traces
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record (a hook of its raised)
     killed: bool = False  # the program was killed by a signal (its error says by which), rather than raising
+    checks: tuple[ScriptRun, ...] = ()  # probe --check-fixes: each setting fix run and judged (advise --script's way)
