@@ -14,6 +14,9 @@ case of its own —
 * a library cache's ``is_initialized`` on an object the caller passes is not a module attribute,
   and the tensors inside the cache are inputs the caller can mark;
 * a training loop's eval pass is one entry per grad mode, expected.
+
+Then ``advise`` on the graph-break case, and ``probe --check-fixes``: a fix that changes
+nothing is not printed as the fix.
 """
 
 from __future__ import annotations
@@ -261,3 +264,33 @@ def test_probe_checks_a_fix_before_printing_it(tmp_path, how):
         assert "verdict: accepted" in checked[0]
     unchecked = build_probe_report(load(tmp_path / "p.json"))  # the records alone: the fix as proposed
     assert unchecked.functions[0].causes[0].shape_reducible
+
+
+ACROSS = '''
+import torch
+from compilescope import Workload
+
+
+def build():
+    def f(x):
+        n = x.size(0)
+        torch._dynamo.graph_break()
+        return x * n
+    return f
+
+
+w = Workload("across", build, lambda s: (torch.randn(s["n"]),), ("n",), tuple({"n": n} for n in (4, 8, 16, 8)))
+'''
+
+
+def test_advise_blames_a_size_held_across_a_graph_break_on_that_break(tmp_path_factory, advised_runs):
+    """As probe words it (above), so does ``advise``: its code fix for the number names the
+    break's line, and proposes no setting that leaves it as it is."""
+    tmp = tmp_path_factory.mktemp("across")
+    (tmp / "wl.py").write_text(ACROSS)
+    _, advice = advised_runs(f"{tmp / 'wl.py'}:w", tuple({"n": n} for n in (4, 8, 16, 8)))
+    (fix,) = [f for f in advice.code_fixes if f.cause.startswith("L['n'] ")]
+    break_line = ACROSS.splitlines().index("        torch._dynamo.graph_break()") + 1
+    assert f"graph break at {tmp / 'wl.py'}:{break_line} in f" in fix.step, fix.step
+    assert "capture_scalar_outputs" not in fix.step and ".item()" not in fix.step
+    assert not [j for j in advice.rows if j.proposal is not None and "capture_scalar_outputs" in j.proposal.name]
