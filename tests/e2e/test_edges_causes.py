@@ -180,11 +180,13 @@ def test_a_size_held_across_a_graph_break_names_that_break_and_no_unrelated_sett
 
 
 def test_a_size_handed_to_a_helper_blames_no_graph_break(probed):
-    _, functions, _, _ = probed
+    _, functions, printed, _ = probed
     causes = functions["size_to_helper"].causes
     assert [(c.source, c.kind, c.dim) for c in causes] == [("L['x']", "size", 0)]
     assert causes[0].shape_reducible and "graph break" not in causes[0].next_step
     assert not [name for name in functions if name.startswith("torch_dynamo_resume_in_size_to_helper")]
+    # no fix was run: the report says so, and how to run them
+    assert "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in printed
 
 
 def test_a_caches_flag_and_tensors_are_the_callers(probed):
@@ -253,7 +255,7 @@ def test_probe_checks_a_fix_before_printing_it(tmp_path, how):
     assert proc.returncode == 0, proc.stderr
     (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 4, 8, 16, 32")]
     checked = [ln for ln in proc.stderr.splitlines() if ln.startswith('torch.compiler.config.dynamic_sources = "L')]
-    assert len(checked) == 1, proc.stderr
+    assert len(checked) == 1 and "fixes above are read from the guards, not run" not in proc.stderr, proc.stderr
     if how == "loop":
         assert "shape-reducible?: no" in x and "mark_dynamic" not in x, x
         assert "marking it dynamic was run" in x and "did not reduce what it targets: 4 compile(s) against 4" in x

@@ -825,6 +825,8 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         exit_code=result.exit_code,
         lost_capabilities=result.lost_capabilities,
         checks=tuple(checks),
+        fixes_unchecked=not checks and any(c.kind == "size" and c.reachable and c.shape_reducible
+                                           for f in functions for c in f.causes),
     ))
 
 

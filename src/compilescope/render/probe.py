@@ -45,6 +45,10 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         parts.append(table)
         if f.causes_overlap:
             parts.append(T("  the causes' compile counts overlap: one recompile can have several causes", "dim"))
+    if report.fixes_unchecked:
+        parts.append(T("\nthe mark-dynamic fixes above are read from the guards, not run: probe --check-fixes (or "
+                       "advise --script) runs the script again under each and prints a fix only as its run judged it",
+                       "dim"))
     if report.checks:
         parts.append(T("\nfixes checked: the script run again under each setting, judged as advise --script judges",
                        "bold"))

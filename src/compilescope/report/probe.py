@@ -88,3 +88,4 @@ class ProbeReport:
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record (a hook of its raised)
     killed: bool = False  # the program was killed by a signal (its error says by which), rather than raising
     checks: tuple[ScriptRun, ...] = ()  # probe --check-fixes: each setting fix run and judged (advise --script's way)
+    fixes_unchecked: bool = False  # a mark-dynamic fix is printed that no run checked (no --check-fixes)
