@@ -145,7 +145,8 @@ SHARED_GROUPS = {"test_advise.py": "advise", "test_advice_snippets.py": "advise"
 # The files that take longest (by `make test`'s --durations), handed out first so that the
 # workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest
 # follow in collection order. A stale list changes only the order, never what runs.
-LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_docs.py", "test_probe.py", "test_reliability.py",
+LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_edges_pipes.py", "test_docs.py",
+                 "test_edges_causes.py", "test_probe.py", "test_reliability.py",
                  "test_real_models.py", "test_sweep.py", "test_probe_behaviour.py", "test_html.py",
                  "test_probe_transparency.py", "test_cli_conventions.py", "test_cli.py", "test_record_shapes.py",
                  "test_inductor.py", "test_trialenv.py", "test_script_advise.py", "test_request_errors.py",
