@@ -173,6 +173,8 @@ def test_a_size_held_across_a_graph_break_names_that_break_and_no_unrelated_sett
     assert f"graph break at {tmp / 'programs.py'}:{break_line} in size_across_break" in n.next_step, n.next_step
     assert f"used at {tmp / 'programs.py'}:{break_line + 1} " in n.next_step  # the whole path, not PyTorch's cut
     assert "capture_scalar_outputs" not in n.next_step and ".item()" not in n.next_step
+    lines = {g.user_line for g in resumed.guards if g.user_line}
+    assert lines and all(line.startswith(f"{tmp / 'programs.py'}:") for line in lines), lines  # guard rows too
     if mode == "static":
         assert n.description.startswith("L['n'] value varied over 4, 8 →"), n.description
     x = [c for c in resumed.causes if c.source == "L['x']"]

@@ -57,7 +57,7 @@ from ..report import (
 )
 from ..stream import distinct_shapes
 from ..units import fmt_time
-from .advice import group_causes
+from .advice import group_causes, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
@@ -737,7 +737,8 @@ def guard_rows(records: Sequence[CompileRecord]) -> tuple[GuardRow, ...]:
     rows: dict[tuple[object, ...], dict[str, object]] = {}
     for r in records:
         for g in r.guard_failures:
-            row = rows.setdefault(failure_key(g), {"g": g, "count": 0, "entries": [], "compiles": [], "pytorch": False})
+            row = rows.setdefault(failure_key(g), {"g": g, "count": 0, "entries": [], "compiles": [], "pytorch": False,
+                                                   "file": r.filename})
             row["count"] = int(row["count"]) + 1  # type: ignore[call-overload]
             if g.failed_entry and g.failed_entry not in row["entries"]:  # type: ignore[operator]
                 row["entries"].append(g.failed_entry)  # type: ignore[union-attr]
@@ -749,7 +750,8 @@ def guard_rows(records: Sequence[CompileRecord]) -> tuple[GuardRow, ...]:
         g = row["g"]
         assert isinstance(g, GuardFailure)
         out.append(GuardRow(g.reason, g.kind, g.source, g.involves, "pytorch" if row["pytorch"] else "compilescope",
-                            int(row["count"]), tuple(row["entries"]), tuple(row["compiles"]), g.user_line))  # type: ignore[arg-type]
+                            int(row["count"]), tuple(row["entries"]), tuple(row["compiles"]),  # type: ignore[arg-type]
+                            whole_path(g.user_line, str(row["file"]))))
     return tuple(out)
 
 
