@@ -1,7 +1,12 @@
 """The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a fresh
 interpreter, printing what its ``# → …`` comments say it prints), ``<!-- doctest: pytest -->``
 (a test file, run with pytest) and ``<!-- doctest: sh -->`` (compilescope commands); and the CLI
-reference is current."""
+reference is current.
+
+The examples' trials are forked from a fork server (conftest.forked_trials): what the examples
+print and assert is what their trials compile and return, never a cold start's time, and a
+forked trial compiles as a fresh interpreter does. Each Python example is still a fresh
+interpreter of its own."""
 
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from ..conftest import cli_here
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
+pytestmark = pytest.mark.usefixtures("forked_trials")
 BLOCK = re.compile(r"<!-- doctest(?:: (?P<kind>\w+))? -->\n```(?:python|sh)\n(?P<code>.*?)\n```", re.S)
 
 
