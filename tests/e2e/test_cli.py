@@ -1,4 +1,9 @@
-"""The CLI end to end: real subprocess trials, real torch.compile (aot_eager)."""
+"""The CLI end to end: real subprocess trials, real torch.compile (aot_eager).
+
+These tests read what the trials compile, return and record, not a cold start's time: their
+trials are forked from a fork server (conftest.forked_trials), which records the same compiles
+as a fresh interpreter; each trial is still a process of its own. The crash and hang test keeps
+the default start (fresh interpreters), the one a user's run has."""
 
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from ..conftest import cli_here
 HERE = Path(__file__).resolve().parents[1]  # tests/
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
+pytestmark = pytest.mark.usefixtures("forked_trials")
 
 
 @pytest.fixture
@@ -143,7 +149,8 @@ def test_workload_that_raises_while_building(cli, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
-def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path):
+def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path, monkeypatch):
+    monkeypatch.delenv("COMPILESCOPE_FORK_SERVER")  # the default start: fresh interpreters
     ref = f"{TEST_WORKLOADS}:misbehaves"
     out = tmp_path / "r.json"
     proc = cli("run", ref, "--stream", "4,99", "--strategies", "eager,default", "--backend", "eager",
