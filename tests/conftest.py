@@ -142,16 +142,19 @@ def main(tmp_path, monkeypatch, capsys):
 # fixtures are computed once); the files named here share one worker, so that a session
 # fixture they both read (``advised_runs``) is computed once too.
 SHARED_GROUPS = {"test_advise.py": "advise", "test_advice_snippets.py": "advise"}
-# The files that take longest (by `make test`'s --durations), handed out first so that the
-# workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest
-# follow in collection order. A stale list changes only the order, never what runs.
+# The files that take longest (by CPU: per-file profiles of `pytest -n 0`, their trial and CLI
+# processes included; by `make test`'s --durations for test_edges_*), handed out first so that
+# the workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest,
+# short files that fill the end, follow in collection order. A stale list changes only the
+# order, never what runs.
 LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_edges_pipes.py", "test_docs.py",
-                 "test_edges_causes.py", "test_probe.py", "test_reliability.py",
-                 "test_real_models.py", "test_sweep.py", "test_probe_behaviour.py", "test_html.py",
-                 "test_probe_transparency.py", "test_cli_conventions.py", "test_cli.py", "test_record_shapes.py",
-                 "test_inductor.py", "test_trialenv.py", "test_script_advise.py", "test_request_errors.py",
-                 "test_hostile_inputs.py", "test_executor_seam.py", "test_compare.py", "test_forecast.py",
-                 "test_watch.py", "test_zoo.py", "test_hostile_outputs.py")
+                 "test_edges_causes.py", "test_probe.py", "test_warmup_verify.py", "test_trialenv.py",
+                 "test_real_models.py", "test_probe_transparency.py", "test_reliability.py", "test_sweep.py",
+                 "test_inductor.py", "test_warmup_plan.py", "test_forecast.py", "test_request_errors.py",
+                 "test_hostile_inputs.py", "test_cli.py", "test_probe_behaviour.py", "test_html.py",
+                 "test_cli_conventions.py", "test_executor_seam.py", "test_script_advise.py",
+                 "test_hostile_outputs.py", "test_compare.py", "test_forecast_recorded.py", "test_zoo.py",
+                 "test_record_shapes.py", "test_fuzz.py", "test_watch.py")
 
 
 @pytest.fixture(autouse=True)
