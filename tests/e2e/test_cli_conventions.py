@@ -1,6 +1,8 @@
 """CLI conventions: --version, --help and completion without torch, `-` for stdout, tables that
 never lose a value at any width, the advise result kept in the results JSON, graph breaks with
-PyTorch's hints. The runs are real CLI subprocesses (eager / aot_eager backends), piped."""
+PyTorch's hints. The runs are real CLI subprocesses (eager / aot_eager backends), piped; their
+trials are forked from a fork server (conftest.forked_trials): these tests read what the runs
+print and record, never a cold start's time, and a forked trial compiles as a fresh one does."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from compilescope.units import fmt_time, n_star_text
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
+pytestmark = pytest.mark.usefixtures("forked_trials")
 
 PRINTING = '''
 import torch
@@ -415,7 +418,8 @@ def test_output_width_terminal_then_columns_then_100(tmp_path):
         os.close(follower)
 
 
-words = st.text(alphabet=st.characters(categories=("L", "N", "P", "S"), exclude_characters="·…"), min_size=1,
+# no "┃" in a cell: the test below tells a table from records by that character
+words = st.text(alphabet=st.characters(categories=("L", "N", "P", "S"), exclude_characters="·…┃"), min_size=1,
                 max_size=12)
 cells = st.lists(words, min_size=0, max_size=14).map(" ".join)
 
