@@ -1,7 +1,7 @@
 """The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a fresh
 interpreter, printing what its ``# → …`` comments say it prints), ``<!-- doctest: pytest -->``
-(a test file, run with pytest) and ``<!-- doctest: sh -->`` (compilescope commands); and the CLI
-reference is current.
+(a test file, run with pytest) and ``<!-- doctest: sh -->`` (compilescope commands, each printing
+what its ``# → …`` comment says); and the CLI reference is current.
 
 The examples' trials are forked from a fork server (conftest.forked_trials): what the examples
 print and assert is what their trials compile and return, never a cold start's time, and a
@@ -67,6 +67,8 @@ def test_doc_example_runs(name, kind, code, tmp_path, request):
             args = shlex.split(line.split("  #", 1)[0])[1:]
             proc = cli_here(*args, cwd=tmp_path, env=env)  # the command, in this process
             assert proc.returncode == 0, f"{name}: {line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
+            expected = printed(line)  # and prints what its ``# → …`` comment says
+            assert prints_as_documented(expected, proc.stdout), f"{name}: {line} prints:\n{proc.stdout[-3000:]}"
 
 
 def test_cli_reference_is_current():
