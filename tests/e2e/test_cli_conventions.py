@@ -295,6 +295,34 @@ def test_advise_results_json_keeps_every_proposal_and_loads_back(piped_advise):
     assert loads(json.dumps(older)).advice is None  # type: ignore[union-attr]
 
 
+def test_advice_judged_again_from_the_file_keeps_the_recompile_limit_its_trials_recorded(piped_advise):
+    """report and the results JSON judge an advise run again from its records: a proposal that
+    ends at the recompile limit the trials ran under is rejected there as advise rejected it."""
+    import dataclasses
+
+    from compilescope.analysis.advise import judge
+    from compilescope.analysis.advise_record import rejudge
+    from compilescope.analysis.build import build_run_report
+    from compilescope.schema import load
+
+    tmp, _ = piped_advise
+    result = load(tmp / "adv.json")
+    assert result.advice is not None
+    # the same records, as a torch whose default limit is 1 would have recorded them
+    result = dataclasses.replace(result, trials=tuple(
+        dataclasses.replace(t, env=dataclasses.replace(t.env, recompile_limit_default=1)) for t in result.trials))
+    report = build_run_report(result)
+    again = rejudge(result, report)
+    assert again is not None
+    at_limit = [r.label for r in again.rows if r.why.startswith("at the recompile limit")]
+    assert at_limit, [(r.label, r.verdict, r.why) for r in again.rows]
+    proposals = [p for p in again.rows if p.proposal is not None and p.label in at_limit]
+    live = judge(report, [p.proposal for p in proposals], result.advice.objective, result.lifetime, [],
+                 recompile_limit=1, result=result)
+    assert {r.label: r.why for r in live.rows if r.label in at_limit} == \
+        {r.label: r.why for r in again.rows if r.label in at_limit}
+
+
 def test_graph_breaks_show_the_first_line_and_hints_and_html_all(piped_run):
     from html import escape
 

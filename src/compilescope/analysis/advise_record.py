@@ -15,6 +15,7 @@ from typing import Any
 from ..model import AdviseFix, AdviseProposal, AdviseRecord, AdviseSnippet, RunResult
 from ..report import RunReport
 from .advise import AdviceReport, CodeFix, Proposal, Snippet, judge
+from .outcomes import limit_in_force
 
 
 def _convert(obj: Any, cls: type) -> Any:
@@ -44,7 +45,17 @@ def rejudge(result: RunResult, report: RunReport) -> AdviceReport | None:
         return None
     proposals = [_proposal(p) for p in result.advice.proposals]
     fixes = [_convert(f, CodeFix) for f in result.advice.code_fixes]
-    return judge(report, proposals, result.advice.objective, result.lifetime, fixes, result=result)
+    return judge(report, proposals, result.advice.objective, result.lifetime, fixes,
+                 recompile_limit=recorded_limit(result), result=result)
+
+
+def recorded_limit(result: RunResult) -> int | None:
+    """The recompile limit the advice was judged under, as its default trial recorded it (the
+    limit it was given, else PyTorch's default in its process); None when none was recorded."""
+    default = next((t for t in result.trials if t.spec.strategy == "default"), None)
+    if default is None:
+        return None
+    return limit_in_force(default.spec.options.recompile_limit, default.env.recompile_limit_default, here=False)
 
 
 def advice_summary(advice: AdviceReport) -> dict[str, Any]:
