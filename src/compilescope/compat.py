@@ -132,9 +132,9 @@ def unavailable(name: str) -> str:
 
 def reason_name(name: str) -> str:
     """How PyTorch's guard-failure reasons name the frame's input ``name`` (``tensor 'x' size
-    mismatch …``, ``2 <= x.size()[0]``): ``x`` on 2.10.0, 2.13.0 and 2.14.1, ``L['x']`` on 2.6.0
-    (the releases between were not checked). The parsed source is ``L['x']`` on all of them."""
-    return name if at_least("2.10") else f"L['{name}']"
+    mismatch …``, ``2 <= x.size()[0]``): ``x`` on 2.7.0, 2.8.0, 2.10.0, 2.13.0 and 2.14.1, ``L['x']``
+    on 2.6.0. The parsed source is ``L['x']`` on all of them."""
+    return name if at_least("2.7") else f"L['{name}']"
 
 
 def shapes_spec_argument() -> str | None:
