@@ -32,7 +32,8 @@ Rules, stated once:
   and less are better; a lookup change is flagged as the speedup is — the IQRs apart, beyond
   the tolerance, and the two runs' per-round lookups told apart by the Mann–Whitney test held
   with the speedup tests (Holm). The stream's mean lookup in its order (derived from the same
-  samples) is shown, flagged only beyond the two runs' noise;
+  samples) is shown, flagged only beyond the two runs' noise and when the entries tried or a
+  shape's held lookup moved the same way (:func:`_stream_held`);
 * **first call, compile seconds** — single samples with no IQR: flagged only beyond
   ``SINGLE_SAMPLE_TOLERANCE`` (wider than the tolerance of sampled figures: one sample's
   jitter is not the spread of many) and ``SINGLE_SAMPLE_MIN_S``, and beyond the noise that
@@ -283,6 +284,23 @@ def _held(changes: list[Change], tests: dict[int, float | None]) -> list[Change]
             c = dataclasses.replace(c, flag="", why=why)
         elif i in tests:
             c = dataclasses.replace(c, why=f"IQRs apart, Mann–Whitney p={tests[i]:.2g} over {len(keys)} change(s)")
+        out.append(c)
+    return out
+
+
+def _stream_held(changes: list[Change]) -> list[Change]:
+    """A pair's stream-order lookup (derived from the per-shape samples and the entries tried)
+    keeps its flag only with evidence of its own kind: the entries tried moved that way (exact),
+    or a shape's lookup moved that way by the held Mann–Whitney test; else it is shown, not
+    flagged."""
+    out = []
+    for c in changes:
+        if c.figure == "guard lookup, stream order" and c.flag:
+            backed = [x for x in changes if x.trial == c.trial and x.flag == c.flag
+                      and x.figure in ("entries tried", "guard lookup")]
+            if not backed:
+                c = dataclasses.replace(c, flag="", why=c.why + "; not told apart: neither the entries tried nor a "
+                                                                "shape's lookup (Mann–Whitney) moved that way")
         out.append(c)
     return out
 
@@ -589,7 +607,7 @@ def compare_runs(a: RunResult, b: RunResult, a_name: str = "A", b_name: str = "B
         changes.extend(_trial_changes(pair.name, ta, tb, noise, tests, len(changes)))
         changes.extend(_compile_changes(pair.name, a.trials[i], b.trials[j], ta, tb))
         paired.append((a.trials[i], b.trials[j]))
-    changes = _held(changes, tests)
+    changes = _stream_held(_held(changes, tests))
     only_a = tuple(t.spec.label for i, t in enumerate(a.trials) if i not in {i for i, _ in matched})
     only_b = tuple(t.spec.label for j, t in enumerate(b.trials) if j not in {j for _, j in matched})
     if not made:
@@ -613,7 +631,7 @@ def compare_reports(a: RunReport, b: RunReport, a_name: str = "A", b_name: str =
         if tb is not None:
             pairs.append(Pair(ta.label, tb.label, ()))
             changes.extend(_trial_changes(ta.label, ta, tb, None, tests, len(changes)))
-    changes = _held(changes, tests)  # no raw samples here: no speedup change is evidence
+    changes = _stream_held(_held(changes, tests))  # no raw samples here: no speedup change is evidence
     labels_a = {t.label for t in a.trials}
     return CompareReport(a_name, b_name, tuple(changes), tuple(sorted(labels_a - set(by_b))),
                          tuple(sorted(set(by_b) - labels_a)), tuple(pairs), "label", a.workload)

@@ -273,3 +273,41 @@ def test_beside_a_mode_no_filter_is_proposed_and_the_advice_says_why(trials):
     assert lines == [note] and advice_summary(advice)["notes"] == [note]
     plain = RunResult(workload="layers:4", stream=STREAM, trials=(trials["eager"], default))
     assert judge(build_run_report(plain), [], "total", 100_000, [], 8, result=plain).notes == ()
+
+
+def _guard_checks(trial, factor, n):  # type: ignore[no-untyped-def]
+    """``trial`` with each guard check ``factor`` times its recorded median, ``n`` rounds drawn
+    within 1% of it (tight: any difference is beyond the half-IQR noise), on a quiet machine."""
+    import dataclasses
+    import random
+    import statistics
+
+    rng = random.Random(5)
+
+    def checks(c):  # type: ignore[no-untyped-def]
+        s = c.samples_s
+        return dataclasses.replace(c, samples_s=tuple(statistics.median(s) * factor * rng.uniform(0.99, 1.01)
+                                                      for _ in range(n)) if s else s)
+
+    costs = tuple(dataclasses.replace(g, frames=tuple(dataclasses.replace(f, checks=tuple(map(checks, f.checks)))
+                                                      for f in g.frames)) for g in trial.guard_costs)
+    return dataclasses.replace(trial, guard_costs=costs, env=dataclasses.replace(trial.env, load=(0.5,), cpus=2))
+
+
+@pytest.mark.parametrize("rounds, flagged", [(4, False), (20, True)])
+def test_the_stream_order_lookup_is_claimed_only_with_the_per_shape_test(trials, rounds, flagged):
+    """Every guard check three times slower, the same entries tried: with 4 rounds a shape no
+    shape's lookup can be told apart at 1%, so the stream's mean lookup (derived from the same
+    samples) is shown, not claimed; with 20 rounds the shapes' test tells, and it is claimed."""
+    from compilescope.analysis.compare import compare_runs
+
+    eager, default = trials["eager"], trials["default"]
+    a = RunResult(workload="layers:4", stream=STREAM, trials=(eager, _guard_checks(default, 1.0, rounds)))
+    b = RunResult(workload="layers:4", stream=STREAM, trials=(eager, _guard_checks(default, 3.0, rounds)))
+    changes = {(c.shape, c.figure): c for c in compare_runs(a, b).changes if c.trial == default.spec.label}
+    stream = changes[("", "guard lookup, stream order")]
+    assert stream.b > 2 * stream.a and not changes[("2", "entries tried")].flag
+    assert bool(changes[("2", "guard lookup")].flag) is flagged
+    assert stream.flag == ("regression" if flagged else ""), stream
+    if not flagged:
+        assert "not told apart" in stream.why
