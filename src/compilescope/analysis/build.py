@@ -773,12 +773,17 @@ def caller_inputs(result: ProbeResult, function: str) -> dict[str, object]:
 def checked_cause(cause: Cause, checks: Sequence[ScriptRun]) -> Cause:
     """A cause whose fix was run (``probe --check-fixes``): the dims marked dynamic by a
     ``dynamic_sources`` run that changed nothing are no fix to print — the step says what the
-    run found instead; one that reduced the compiles says so."""
+    run found instead; one that reduced the compiles says so; one whose run broke something (an
+    error, another exit status, failed compiles) says that, and nothing of the specialisation
+    it could not see."""
     item = f"{cause.frame_source or cause.source}:{cause.dim}"
     run = next((r for r in checks if r.proposal is not None
                 and item in str(r.proposal.settings.get("dynamic_sources", "")).split(",")), None)
     if cause.kind != "size" or not cause.reachable or run is None:
         return cause
+    if run.verdict == "rejected" and not run.why.startswith("did not reduce what it targets"):
+        return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, the script run again under "
+                                                    f"dynamic_sources=\"{item}\" was rejected: {run.why}")
     if run.verdict == "rejected":
         return dataclasses.replace(cause, shape_reducible=False, next_step=(
             f"marking it dynamic was run (the script again under dynamic_sources=\"{item}\") and {run.why}: the "

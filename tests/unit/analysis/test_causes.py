@@ -86,3 +86,25 @@ def test_a_real_training_loop_with_an_eval_pass():
                 lin(torch.randn(2, 4))
     (c,) = w.causes
     assert c.kind == "grad_mode" and "one entry per grad mode, expected" in c.next_step
+
+
+def test_a_checked_fix_whose_run_broke_the_script_says_so_not_that_the_size_is_specialised():
+    """probe --check-fixes: a dynamic_sources run that compiled as much as before shows the
+    program specialises the size; a run rejected for another reason (the script exited
+    otherwise) shows nothing of that, and the fix is still a shape fix, with what broke."""
+    from compilescope.analysis.build import checked_cause
+    from compilescope.report import Cause
+    from compilescope.report.script import ScriptProposal, ScriptRun
+
+    cause = Cause("L['x']", "size", 0, (4, 8, 16), ("0/0", "0/1", "0/2"), True, "mark it dynamic",
+                  frame_source="L['x']")
+    proposal = ScriptProposal("L['x'] dim 0 dynamic", {"dynamic_sources": "L['x']:0"}, "L['x'] dim 0")
+
+    def run(why: str, exit_code: int = 0) -> ScriptRun:
+        return ScriptRun(proposal.name, proposal, exit_code, None, 3, 2, 0, 0, 0.1, 1.0, "rejected", why)
+
+    same = checked_cause(cause, [run("did not reduce what it targets: 3 compile(s) against 3")])
+    assert not same.shape_reducible and "the program specialises this size" in same.next_step
+    broke = checked_cause(cause, [run("the script exited with status 1 (as it was: 0)", exit_code=1)])
+    assert broke.shape_reducible and "specialises" not in broke.next_step
+    assert broke.next_step.startswith("mark it dynamic — checked") and "exited with status 1" in broke.next_step
