@@ -6,12 +6,19 @@ import pytest
 
 from compilescope.schema import load
 
+from ..conftest import forked_trials_here
+
 
 @pytest.mark.inductor
-def test_inductor_default_strategy_in_three_start_modes(cli, tmp_path):
+def test_inductor_default_strategy_in_three_start_modes(cli_in_process, tmp_path):
+    """The start modes are the cache's (cold, warm, mega-cache): the CLI runs in this process and
+    its trials are forked from a fork server (conftest.forked_trials), which has imported torch
+    and compiled nothing, so the cold trial's cache misses and the warm one's hits are as a
+    fresh interpreter's (tests/e2e/test_trialenv.py compares the two on inductor)."""
     out = tmp_path / "ind.json"
-    proc = cli("run", "sincos", "--stream", "64,64,128", "--strategies", "default", "--cache", "all",
-               "--samples", "5", "--budget", "0.05", "--json", str(out))
+    with forked_trials_here():
+        proc = cli_in_process("run", "sincos", "--stream", "64,64,128", "--strategies", "default", "--cache", "all",
+                              "--samples", "5", "--budget", "0.05", "--json", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "start modes" in proc.stdout and "mega-cache" in proc.stdout
     eager, cold, warm, mega = load(out).trials
