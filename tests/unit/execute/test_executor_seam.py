@@ -18,6 +18,8 @@ from compilescope.execute.task import TrialOutcome, TrialTask
 from compilescope.model import CallRecord, MeasureOptions, RunResult, StrategyOptions, TrialResult, TrialSpec
 from compilescope.schema import load
 
+from ...conftest import cli_here, forked_trials_here
+
 RUN = ["run", "sincos", "--stream", "16,16,32,64", "--strategies", "eager,default,static", "--cache", "cold,warm",
        "--backend", "eager", "--samples", "3", "--budget", "0.02", "--warmup", "1"]
 
@@ -39,7 +41,8 @@ def compiles(path: Path) -> dict[str, tuple]:
 @pytest.mark.processes
 def test_run_with_the_ray_executor_gives_the_compile_counts_of_the_local_one(tmp_path):
     pytest.importorskip("ray")
-    local = cli_in(tmp_path, *RUN, "--json", "local.json")
+    with forked_trials_here():  # the local side in this process, its trials forked: compiles are compared, no times
+        local = cli_here(*RUN, "--json", "local.json", cwd=tmp_path, env=dict(os.environ, RAY_ADDRESS=""))
     assert local.returncode == 0, local.stderr[-2000:]
     ray = cli_in(tmp_path, *RUN, "--executor", "ray", "--cpus-per-trial", "1", "--json", "ray.json")
     assert ray.returncode == 0, ray.stderr[-2000:]
@@ -61,11 +64,9 @@ def test_executor_options_are_shared_and_ray_ones_refused_with_the_local_executo
 
 
 @pytest.mark.processes
-def test_run_with_the_ray_executor_without_ray_names_the_extra(tmp_path):
-    code = ("import sys; sys.modules['ray'] = None\nfrom compilescope.cli import main\n"
-            "sys.argv = ['compilescope', 'run', 'sincos', '--backend', 'eager', '--executor', 'ray', "
-            "'--json', 'r.json']\nsys.exit(main())\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=300)
+def test_run_with_the_ray_executor_without_ray_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` fails, as where the extra is not installed
+    proc = cli_here("run", "sincos", "--backend", "eager", "--executor", "ray", "--json", "r.json", cwd=tmp_path)
     assert proc.returncode == 2 and "pip install 'compilescope[ray]'" in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1
 
