@@ -238,7 +238,7 @@ def cli_run(tmp_path_factory):
     return proc, out, html
 
 
-def test_cli_request_errors_exit_1_under_fail_on_crash_with_the_whole_error(cli_run, cli):
+def test_cli_request_errors_exit_1_under_fail_on_crash_with_the_whole_error(cli_run, cli_in_process):
     proc, out, html = cli_run
     assert proc.returncode == 1, proc.stderr
     result = load(out)
@@ -256,14 +256,15 @@ def test_cli_request_errors_exit_1_under_fail_on_crash_with_the_whole_error(cli_
     report_text = " ".join(proc.stdout.split("per strategy", 1)[1].split())
     assert report_text.count("no kernel for size") == 1 and "×2 (requests 1, 2; shapes 32, 64)" in report_text
     assert "×4 (requests 0, 1, 2, 3; shapes 16, 32, 64)" in text
-    again = cli("report", str(out))  # a partial trial alone is not "every compiled trial failed"
+    again = cli_in_process("report", str(out))  # a partial trial alone is not "every compiled trial failed"
     assert again.returncode == 0, again.stderr
     assert "×2 (requests 1, 2; shapes 32, 64)" in " ".join(again.stdout.split())
 
 
-def test_cli_exit_1_without_fail_on_when_every_compiled_trial_failed(cli, tmp_path):
+def test_cli_exit_1_without_fail_on_when_every_compiled_trial_failed(cli_in_process, tmp_path):
+    """The exit status main() gives (cli_run above ends a real CLI process with it)."""
     out = tmp_path / "all.json"
-    proc = cli("run", f"{WORKLOADS}:sin_cos", "--stream", "16,32", "--strategies", "dynamic",
-               "--backend", "faulty_lowering", "--json", str(out), *QUICK)
+    proc = cli_in_process("run", f"{WORKLOADS}:sin_cos", "--stream", "16,32", "--strategies", "dynamic",
+                          "--backend", "faulty_lowering", "--json", str(out), *QUICK)
     assert proc.returncode == 1, proc.stderr
     assert [t.status for t in load(out).trials] == ["ok", "failed"]
