@@ -20,6 +20,13 @@ from compilescope import __version__, compat
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.fixture
+def cli(cli_in_process):
+    """The CLI in this process: these tests read its messages and results, not its process;
+    the trials run in the interpreter given (--python), processes of their own."""
+    return cli_in_process
+
+
 def _other_interpreter() -> tuple[str, str] | None:
     """(python, its torch) of a side environment whose torch is not this one's."""
     from compilescope.errors import OptionError
