@@ -5,8 +5,6 @@ its one typed error (exit 2 at the CLI), or — the trace reader — counts what
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -17,6 +15,7 @@ from compilescope.probe.trace import TraceState, read_lines, read_trace
 from compilescope.schema import dumps, loads
 from compilescope.stream import parse_stream
 
+from ..conftest import cli_here
 from ..unit.test_schema import sample_result
 
 # database=None: no example database in the working directory (.hypothesis/), so a run neither
@@ -158,8 +157,7 @@ def test_cli_binary_inputs_are_one_line_exit_2(tmp_path):
     blob = tmp_path / "blob.bin"
     blob.write_bytes(bytes(range(256)) * 4)
     for args in (["run", "sincos", "--stream", f"@{blob}"], ["report", str(blob)]):
-        proc = subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
-                              timeout=120, cwd=tmp_path)
+        proc = cli_here(*args, cwd=tmp_path)  # in this process: an exception that escaped would fail the test
         assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert "Traceback" not in proc.stderr
 
