@@ -775,22 +775,28 @@ def checked_cause(cause: Cause, checks: Sequence[ScriptRun]) -> Cause:
     ``dynamic_sources`` run that changed nothing are no fix to print — the step says what the
     run found instead; one that reduced the compiles says so; one whose run broke something (an
     error, another exit status, failed compiles) says that, and nothing of the specialisation
-    it could not see."""
+    it could not see; so does one run that marked several sizes at once and changed nothing
+    (which of them the program specialises, that run cannot tell). The setting named is the
+    one the run had."""
     item = f"{cause.frame_source or cause.source}:{cause.dim}"
     run = next((r for r in checks if r.proposal is not None
                 and item in str(r.proposal.settings.get("dynamic_sources", "")).split(",")), None)
-    if cause.kind != "size" or not cause.reachable or run is None:
+    if cause.kind != "size" or not cause.reachable or run is None or run.proposal is None:
         return cause
+    setting = str(run.proposal.settings["dynamic_sources"])
+    under = f"the script run again under dynamic_sources=\"{setting}\""
     if run.verdict == "rejected" and not run.why.startswith("did not reduce what it targets"):
-        return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, the script run again under "
-                                                    f"dynamic_sources=\"{item}\" was rejected: {run.why}")
+        return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, {under} was rejected: {run.why}")
+    if run.verdict == "rejected" and setting != item:
+        return dataclasses.replace(cause, next_step=(
+            f"{cause.next_step} — checked with the other sizes marked at once ({under}) and {run.why}: the program "
+            "specialises one of them or more, which one that run cannot tell"))
     if run.verdict == "rejected":
         return dataclasses.replace(cause, shape_reducible=False, next_step=(
-            f"marking it dynamic was run (the script again under dynamic_sources=\"{item}\") and {run.why}: the "
+            f"marking it dynamic was run ({under}) and {run.why}: the "
             "program specialises this size — find where it turns the size into a Python number (a loop over it, "
             "a branch on it), or hold one graph per size (raise torch._dynamo.config.recompile_limit)"))
-    return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, the script run again under "
-                                                f"dynamic_sources=\"{item}\": {run.why}")
+    return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, {under}: {run.why}")
 
 
 def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) -> ProbeReport:

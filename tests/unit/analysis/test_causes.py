@@ -6,6 +6,8 @@ them (the parameter and grad-mode cases are also run for real)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 
 import compilescope
@@ -108,3 +110,9 @@ def test_a_checked_fix_whose_run_broke_the_script_says_so_not_that_the_size_is_s
     broke = checked_cause(cause, [run("the script exited with status 1 (as it was: 0)", exit_code=1)])
     assert broke.shape_reducible and "specialises" not in broke.next_step
     assert broke.next_step.startswith("mark it dynamic — checked") and "exited with status 1" in broke.next_step
+    # one run that marked two sizes at once and compiled as much: which one is specialised, it cannot tell
+    both = ScriptProposal("dynamic_sources", {"dynamic_sources": "L['x']:0,L['y']:0"}, "L['x'] dim 0; L['y'] dim 0")
+    together = checked_cause(cause, [dataclasses.replace(run("did not reduce what it targets: 3 compile(s) against 3"),
+                                                         proposal=both)])
+    assert together.shape_reducible and "specialises this size" not in together.next_step
+    assert "dynamic_sources=\"L['x']:0,L['y']:0\"" in together.next_step and "cannot tell" in together.next_step
