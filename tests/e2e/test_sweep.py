@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ..conftest import cli_here
+from ..conftest import FORKED_TRIALS, cli_here
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
 ROOT = HERE.parent
@@ -83,7 +83,9 @@ def local_sweep(tmp_path_factory):
     sweep = write_sweep(directory)
     store = directory / "s.sqlite"
     cmd = [sys.executable, "-m", "compilescope.cli", "sweep", str(sweep), "--store", str(store)]
-    env = dict(os.environ, RAY_ADDRESS="")
+    # its trials forked from a fork server: the store's records, the crash and the resume are read, no
+    # cold start (the killed sweep is still a CLI process of its own, its trials processes of theirs)
+    env = dict(os.environ, RAY_ADDRESS="", **FORKED_TRIALS)
     proc = subprocess.Popen(cmd, cwd=directory, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     deadline = time.time() + 300
     while time.time() < deadline and (not store.exists() or len(rows(store)) < 3):
