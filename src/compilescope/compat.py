@@ -1136,6 +1136,32 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
     return out
 
 
+@contextmanager
+def dynamic_sources(value: str) -> Iterator[None]:
+    """``torch.compiler.config.dynamic_sources`` set to ``value`` while in force — checked on
+    2.7.0, 2.8.0, 2.10.0, 2.13.0 and 2.14.1. 2.7 parses the setting once per process and keeps
+    it (``torch._dynamo.variables.builder._DYNAMIC_SOURCES``), so a value set after anything
+    compiled was never read: that cache is emptied on entry and on exit (later releases key
+    theirs by the setting's hash)."""
+    import sys
+
+    def forget() -> None:
+        try:
+            builder = sys.modules.get("torch._dynamo.variables.builder")
+            if builder is not None and hasattr(builder, "_DYNAMIC_SOURCES"):
+                builder._DYNAMIC_SOURCES = None
+        except Exception:  # noqa: BLE001 — a stale read is what the release does anyway
+            pass
+
+    with torch.compiler.config.patch(dynamic_sources=value):
+        forget()
+        try:
+            yield
+        finally:
+            forget()
+    forget()
+
+
 def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
     """Apply setting-only remedies for a whole program and return their undo — checked on
     2.6.0, 2.10.0, 2.13.0, 2.14.1: ``dynamic_sources`` lives in ``torch.compiler.config``
@@ -1155,7 +1181,7 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
             if key == "dynamic_sources":
                 if not has_feature("dynamic_sources"):
                     raise Unavailable(unavailable("dynamic_sources"))
-                stack.enter_context(torch.compiler.config.patch(dynamic_sources=value))
+                stack.enter_context(dynamic_sources(value))
             elif key == "recompile_limit":
                 stack.enter_context(torch._dynamo.config.patch(**{recompile_limit_name(): value}))
             elif key in ("automatic_dynamic_shapes", "assume_static_by_default",

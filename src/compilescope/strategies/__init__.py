@@ -246,11 +246,11 @@ def _validate_dynamic_sources(options: StrategyOptions) -> None:
 
 
 def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
-    import torch
+    from .. import compat
 
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
-    close = _closing(torch.compiler.config.patch(dynamic_sources=options.dynamic_sources))
+    close = _closing(compat.dynamic_sources(options.dynamic_sources))
     return Prepared(ctx.compile(target, options), close=close)
 
 
