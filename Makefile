@@ -24,7 +24,7 @@ test: $(STAMP) browser
 # few GB from PyPI, run on the CPU). `make test-torch TORCH=2.10.0` builds .venv-torch-2.10.0
 # once and runs the compat-marked tests there; `make test-matrix` does every checked version,
 # one after the other, and prints the table (README, "Supported torch versions").
-TORCH_MATRIX := 2.6.0 2.10.0 2.13.0 2.14.1
+TORCH_MATRIX := 2.6.0 2.7.0 2.8.0 2.10.0 2.12.0 2.13.0 2.14.1
 
 test-torch:
 	@[ -n "$(TORCH)" ] || { echo "usage: make test-torch TORCH=VERSION (checked: $(TORCH_MATRIX))" >&2; exit 2; }

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "matrix" / "results"
 # The versions the package declares and `make test-matrix` checks (compat.CHECKED_VERSIONS).
-VERSIONS = ("2.6.0", "2.10.0", "2.13.0", "2.14.1")
+VERSIONS = ("2.6.0", "2.7.0", "2.8.0", "2.10.0", "2.12.0", "2.13.0", "2.14.1")
 _SINCE = re.compile(r"\(torch (?P<since>[\d.]+) or newer has it\)")
 
 

@@ -56,7 +56,7 @@ def torch_version() -> str:
 # a side environment with that torch). Where an API moved between them, the accessor says
 # which spelling each release has and takes the one the running torch has.
 
-CHECKED_VERSIONS: tuple[str, ...] = ("2.6.0", "2.10.0", "2.13.0", "2.14.1")
+CHECKED_VERSIONS: tuple[str, ...] = ("2.6.0", "2.7.0", "2.8.0", "2.10.0", "2.12.0", "2.13.0", "2.14.1")
 PINNED_VERSION = "2.13.0"  # constraints.txt: what `make test` and CI run
 
 
@@ -105,7 +105,8 @@ FEATURE_SINCE: dict[str, str] = {
     # on fake tensors): 2.6.0's tensor guard compares the input's dispatch keys with the thread's
     # included keys added, and the active mode adds Python and PythonTLSSnapshot, which the guard,
     # built while Dynamo traced outside it, lacks — every cached graph fails, with an empty reason.
-    # 2.10.0, 2.13.0 and 2.14.1 reuse them (the releases between were not checked).
+    # 2.10.0, 2.12.0, 2.13.0 and 2.14.1 reuse them (2.7.0 and 2.8.0 compute for real: whether they
+    # reuse them was not checked).
     "dry_run_on_fake_tensors": "2.10",
 }
 
