@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from ..analysis.build import probe_stream
 from ..analysis.outputs import probe_file

@@ -111,4 +111,3 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
     from ..probe.launch import end_as
 
     return end_as(probed.returncode)
-
