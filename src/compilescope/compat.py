@@ -1137,6 +1137,13 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
     return out
 
 
+def import_compiler() -> None:
+    """Import Dynamo (``torch._dynamo``) ahead of any compile, as a fork server does before it
+    forks trials — checked on 2.6.0 to 2.14.1: its import compiles nothing, reads no cache
+    directory and starts no thread."""
+    import torch._dynamo  # noqa: F401
+
+
 @contextmanager
 def dynamic_sources(value: str) -> Iterator[None]:
     """``torch.compiler.config.dynamic_sources`` set to ``value`` while in force — checked on

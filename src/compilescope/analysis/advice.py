@@ -116,12 +116,12 @@ def frame_source(reason: str) -> str | None:
 def whole_path(line: str | None, filename: str) -> str | None:
     """A user line PyTorch cites (``file:line in function``) with the compiled frame's whole
     path where PyTorch shortened it: it cuts a path outside its own tree by the length of the
-    common prefix plus one (``/tmp/s.py`` comes out ``mp/s.py``)."""
+    common path plus one (``/tmp/s.py`` comes out ``mp/s.py`` beside a torch under ``/work``,
+    ``/tmp/a/t.py`` comes out ``a/t.py`` beside one under ``/tmp/venv``)."""
     if not line or not filename:
         return line
     path, sep, rest = line.partition(":")
-    if sep and path != filename and len(path) < len(filename) and filename.endswith(path) \
-            and filename[-len(path) - 1] != "/" and not path.startswith("/"):
+    if sep and path != filename and len(path) < len(filename) and filename.endswith(path) and not path.startswith("/"):
         return filename + sep + rest
     return line
 
@@ -177,7 +177,9 @@ def _next_step(
                        "nothing to remove while it compiles no more than once per mode")
     if not reach and kind == "value" and resume:
         used = f" (used at {', '.join(lines)})" if lines else ""
-        return False, (f"not shape-reducible: {_local(src)} is a Python number the program holds across the graph "
+        held = ("the value the break's line computes (held on the interpreter's stack across it, an .item()'s "
+                "result, say)" if _local(src).startswith("___stack") else _local(src))
+        return False, (f"not shape-reducible: {held} is a Python number the program holds across the graph "
                        f"break{' at ' + resumed_at if resumed_at else ''}{used}: the frame that resumes after the "
                        "break takes it as an argument and guards on its value — remove the graph break, or compute "
                        "the number after it")

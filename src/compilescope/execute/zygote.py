@@ -106,9 +106,10 @@ def main(argv: list[str]) -> int:
     ParentWatch(parent, "").install()
     preload()
     # Dynamo too (~1.4 s of CPU a trial otherwise: every trial compiles, and torch.compile
-    # imports it before the first call is timed). Its import compiles nothing, reads no cache
-    # directory and starts no thread; each child still starts with empty caches.
-    import torch._dynamo  # noqa: F401
+    # imports it before the first call is timed); each child still starts with empty caches.
+    from .. import compat
+
+    compat.import_compiler()
     lock, forked = threading.Lock(), threading.Event()
     _send(sock, lock, {"ready": time.time() - launched})
     threading.Thread(target=_reap, args=(sock, lock, forked), name="compilescope-reaper", daemon=True).start()
