@@ -1144,30 +1144,35 @@ def import_compiler() -> None:
     import torch._dynamo  # noqa: F401
 
 
-@contextmanager
-def dynamic_sources(value: str) -> Iterator[None]:
+class dynamic_sources:  # noqa: N801 — used as a function: ``with compat.dynamic_sources(v):``
     """``torch.compiler.config.dynamic_sources`` set to ``value`` while in force — checked on
     2.7.0, 2.8.0, 2.10.0, 2.13.0 and 2.14.1. 2.7 parses the setting once per process and keeps
     it (``torch._dynamo.variables.builder._DYNAMIC_SOURCES``), so a value set after anything
     compiled was never read: that cache is emptied on entry and on exit (later releases key
-    theirs by the setting's hash)."""
-    import sys
+    theirs by the setting's hash). A class, not a generator: a setting applied for a whole
+    program is entered and never exited, and a generator's frame would be closed — the setting
+    undone — when it is collected."""
 
-    def forget() -> None:
-        try:
-            builder = sys.modules.get("torch._dynamo.variables.builder")
-            if builder is not None and hasattr(builder, "_DYNAMIC_SOURCES"):
-                builder._DYNAMIC_SOURCES = None
-        except Exception:  # noqa: BLE001 — a stale read is what the release does anyway
-            pass
+    def __init__(self, value: str) -> None:
+        self._patch = torch.compiler.config.patch(dynamic_sources=value)
 
-    with torch.compiler.config.patch(dynamic_sources=value):
-        forget()
+    @staticmethod
+    def _forget() -> None:
+        import sys
+
+        builder = sys.modules.get("torch._dynamo.variables.builder")
+        if builder is not None and hasattr(builder, "_DYNAMIC_SOURCES"):
+            builder._DYNAMIC_SOURCES = None
+
+    def __enter__(self) -> None:
+        self._patch.__enter__()
+        self._forget()
+
+    def __exit__(self, *exc: object) -> None:
         try:
-            yield
+            self._patch.__exit__(*exc)
         finally:
-            forget()
-    forget()
+            self._forget()
 
 
 def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
