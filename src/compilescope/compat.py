@@ -1149,7 +1149,9 @@ class dynamic_sources:  # noqa: N801 — used as a function: ``with compat.dynam
     2.7.0, 2.8.0, 2.10.0, 2.13.0 and 2.14.1. 2.7 parses the setting once per process and keeps
     it (``torch._dynamo.variables.builder._DYNAMIC_SOURCES``), so a value set after anything
     compiled was never read: that cache is emptied on entry and on exit (later releases key
-    theirs by the setting's hash). A class, not a generator: a setting applied for a whole
+    theirs by the setting's hash). 2.7 also takes whole sources only (``L['x']``; a
+    ``L['x']:0`` names no source there, so advice proposing it is measured as changing nothing
+    and rejected). A class, not a generator: a setting applied for a whole
     program is entered and never exited, and a generator's frame would be closed — the setting
     undone — when it is collected."""
 

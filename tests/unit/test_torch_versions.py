@@ -182,20 +182,21 @@ def test_probe_of_a_recompiling_script_exits_as_plain_python_with_its_compiles_c
 def test_a_dynamic_sources_setting_for_the_whole_program_stays_after_its_undo_is_dropped():
     """``probe --config dynamic_sources=…`` applies the setting for the whole program and drops
     the undo: the setting must still be read after a collection, and after something compiled
-    before it was set (2.7 keeps the first value it parsed)."""
+    before it was set (2.7 keeps the first value it parsed; it takes whole sources, not
+    ``L['x']:0``)."""
     import gc
 
     warm = torch.compile(lambda y: y + 1, backend="eager")
     warm(torch.randn(3))
     torch.compiler.reset()
-    compat.patch_settings({"dynamic_sources": "L['x']:0"})  # never undone, as probe does
+    compat.patch_settings({"dynamic_sources": "L['x']"})  # never undone, as probe does
     gc.collect()
     try:
         counted = []
         f = torch.compile(lambda x: x.sin(), backend=lambda gm, _: counted.append(gm) or gm)
         for n in (4, 8, 16, 32):
             f(torch.randn(n))
-        assert torch.compiler.config.dynamic_sources == "L['x']:0"
+        assert torch.compiler.config.dynamic_sources == "L['x']"
         assert len(counted) == 1
     finally:
         torch.compiler.config.dynamic_sources = ""
