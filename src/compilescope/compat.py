@@ -10,6 +10,7 @@ the one to change; the rest of the package only calls the helpers below. Public 
 
 from __future__ import annotations
 
+import json
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -690,6 +691,7 @@ class MetricsView:
     start_time_us: int | None
     bad_fields: tuple[str, ...] = ()
     guard_latency_us: float | None = None  # the new entry's guards evaluated once, on a flushed cache
+    automatic_dynamic: bool | None = None  # a dim whose size changed was compiled dynamic (None: not recorded)
 
 
 def view_metrics(m: Any) -> MetricsView:
@@ -737,7 +739,28 @@ def view_metrics(m: Any) -> MetricsView:
         start_time_us=None if start is None else int(start),
         bad_fields=tuple(bad),
         guard_latency_us=None if latency is None else float(latency),
+        automatic_dynamic=automatic_dynamic(m.get("dynamo_config") if isinstance(m, Mapping)
+                                            else getattr(m, "dynamo_config", None)),
     )
+
+
+def automatic_dynamic(dynamo_config: Any) -> bool | None:
+    """Whether Dynamo compiled a dim dynamic once its size had changed, read from a metrics
+    entry's ``dynamo_config`` (a JSON text of Dynamo's settings at that compile, ``torch.compile
+    (dynamic=…)``'s patch included; checked on 2.13.0): on when
+    ``automatic_dynamic_shapes`` is, or when ``assume_static_by_default`` is off (every dim
+    dynamic from the start). None when the entry has no such text."""
+    if isinstance(dynamo_config, str):
+        try:
+            dynamo_config = json.loads(dynamo_config)
+        except ValueError:
+            return None
+    if not isinstance(dynamo_config, Mapping):
+        return None
+    auto, static = dynamo_config.get("automatic_dynamic_shapes"), dynamo_config.get("assume_static_by_default")
+    if not isinstance(auto, bool) or not isinstance(static, bool):
+        return None
+    return auto or not static
 
 
 def compile_accepts(argument: str) -> bool:

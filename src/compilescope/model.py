@@ -17,7 +17,7 @@ from .errors import OptionError, WorkloadError
 # The schema version of every file compilescope writes (results and probe JSON, journals,
 # store rows): one number for the records below. Its history and the steps that migrate older
 # files on load are in :mod:`compilescope.schema`.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
@@ -249,6 +249,7 @@ class CompileRecord:
     entry_guards_cut: int = 0  # guards past the recording's bounds, not kept
     guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
     guard_latency_s: float | None = None  # PyTorch's one evaluation of them at compile time, on a flushed cache
+    automatic_dynamic: bool | None = None  # a dim whose size had changed was compiled dynamic (Dynamo's settings then)
 
     @property
     def key(self) -> tuple[int, int, int]:

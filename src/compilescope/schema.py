@@ -34,6 +34,9 @@ Schema history (``schema_version``):
       ``guard_latency_s`` (PyTorch's own count, and its one evaluation at compile time); the
       measure option ``guards``. A schema-2 file has none of them: it loads with them empty
       (no guard cost measured), which is what it recorded.
+  4 — a compile record's ``automatic_dynamic``: whether Dynamo's settings at that compile made a
+      dim dynamic once its size had changed (PyTorch's automatic dynamic shapes), the evidence
+      probe reads a mark-dynamic fix from. A schema-3 file has none: it loads as not known.
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
@@ -472,6 +475,13 @@ def _guard_costs(data: Document) -> Document:
     loads with none (an empty ``guard_costs``, no soundness checks)."""
     if data.get("kind", "run") == "run":
         data["trials"] = [{**t, "guard_costs": t.get("guard_costs") or []} for t in data.get("trials") or []]
+    return data
+
+
+@migration(3)
+def _automatic_dynamic(data: Document) -> Document:
+    """3 → 4: a compile record's ``automatic_dynamic`` is new and optional; a schema-3 file did
+    not record it, and loads with it not known (None)."""
     return data
 
 

@@ -182,13 +182,16 @@ def test_a_size_held_across_a_graph_break_names_that_break_and_no_unrelated_sett
 
 
 def test_a_size_handed_to_a_helper_blames_no_graph_break(probed):
-    _, functions, printed, _ = probed
+    mode, functions, printed, _ = probed
     causes = functions["size_to_helper"].causes
     assert [(c.source, c.kind, c.dim) for c in causes] == [("L['x']", "size", 0)]
     assert causes[0].shape_reducible and "graph break" not in causes[0].next_step
     assert not [name for name in functions if name.startswith("torch_dynamo_resume_in_size_to_helper")]
-    # no fix was run: the report says so, and how to run them
-    assert "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in printed
+    # no fix was run: by default the run's own automatic-dynamic compile judged it; under
+    # dynamic=False none did, and the report says the fixes were not run, and how to run them
+    seen = "seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic" in causes[0].next_step
+    unchecked = "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in printed
+    assert (seen, unchecked) == ((True, False) if mode == "default" else (False, True)), causes[0].next_step
 
 
 def test_a_caches_flag_and_tensors_are_the_callers(probed):
@@ -266,8 +269,45 @@ def test_probe_checks_a_fix_before_printing_it(tmp_path, how):
         assert "shape-reducible?: yes" in x and "torch._dynamo.mark_dynamic(x, 0)" in x, x
         assert "checked, the script run again under dynamic_sources=\"L['x']:0\":" in x
         assert "verdict: accepted" in checked[0]
-    unchecked = build_probe_report(load(tmp_path / "p.json"))  # the records alone: the fix as proposed
-    assert unchecked.functions[0].causes[0].shape_reducible
+    # the records alone judge it too: PyTorch's automatic dynamic shapes compiled the size dynamic
+    # at 0/1 — the loop made it static again there (marking it changes nothing), the plain
+    # program kept it dynamic (marking it saves that one recompile)
+    (cause,) = build_probe_report(load(tmp_path / "p.json")).functions[0].causes
+    if how == "loop":
+        assert not cause.shape_reducible and "mark_dynamic" not in cause.next_step
+        assert cause.next_step.startswith("the program specialises this size: PyTorch's automatic dynamic shapes "
+                                          "compiled it dynamic at compile 0/1"), cause.next_step
+    else:
+        assert cause.shape_reducible and "torch._dynamo.mark_dynamic(x, 0)" in cause.next_step
+        assert "seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile 0/1" in \
+            cause.next_step and "it saves the 1 recompile(s) that took" in cause.next_step
+
+
+@pytest.mark.parametrize("how", ["loop", "plain", "static"])
+def test_probe_judges_a_mark_dynamic_fix_by_its_own_compiles(tmp_path, cli_in_process, how):
+    """Without ``--check-fixes``, probe reads a mark-dynamic fix from the run it watched:
+    PyTorch's automatic dynamic shapes already compiled the varying size dynamic once it
+    changed, so the entry that compile left shows whether the program keeps it dynamic. A size
+    the program turns into a loop bound is no fix to print; one it keeps dynamic is, said as
+    seen. Under ``dynamic=False`` no compile tried it: the fix is printed as read from the guards,
+    not run, with the way to run it."""
+    script = SPECIALISED.replace("@torch.compile(backend=\"eager\")",
+                                 "@torch.compile(backend=\"eager\", dynamic=False if sys.argv[1:] == ['static'] "
+                                 "else None)")
+    (tmp_path / "s.py").write_text(script)
+    proc = cli_in_process("probe", "s.py", how)
+    assert proc.returncode == 0, proc.stderr
+    (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 4, 8, 16, 32")]
+    unchecked = "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in proc.stderr
+    if how == "loop":
+        assert "shape-reducible?: no" in x and "mark_dynamic" not in x and "the program specialises this size" in x, x
+        assert "4 compile(s), 3 recompile(s)" in proc.stderr and not unchecked
+    elif how == "plain":
+        assert "shape-reducible?: yes" in x and "torch._dynamo.mark_dynamic(x, 0)" in x and "seen in this run" in x, x
+        assert "2 compile(s), 1 recompile(s)" in proc.stderr and not unchecked
+    else:
+        assert "shape-reducible?: yes" in x and "torch._dynamo.mark_dynamic(x, 0)" in x, x
+        assert "seen in this run" not in x and "4 compile(s), 3 recompile(s)" in proc.stderr and unchecked
 
 
 ACROSS = '''

@@ -196,3 +196,29 @@ def test_the_plugin_imports_torch_only_for_a_test_that_uses_it(pytester):
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize("dynamic", [None, False])
+def test_each_compile_records_whether_a_changed_size_was_compiled_dynamic(dynamic):
+    """A compile record says whether Dynamo's settings at that compile made a dim dynamic once
+    its size had changed (automatic dynamic shapes, read from the compile's own metrics): on by
+    default, off under ``torch.compile(dynamic=False)`` — the evidence probe reads a
+    mark-dynamic fix from (tests/e2e/test_edges_causes.py)."""
+    f = torch.compile(sincos, backend="eager", dynamic=dynamic)
+    with compilescope.watch() as w:
+        for n in (8, 16, 32):
+            f(torch.randn(n))
+    assert [r.automatic_dynamic for r in w.records] == ([True, True] if dynamic is None else [False] * 3)
+    dims = [next(g.sizes for g in r.entry_guards if g.kind == "tensor") for r in w.records]
+    assert dims == ([(8,), (None,)] if dynamic is None else [(8,), (16,), (32,)])
+
+
+def test_a_compiles_settings_are_read_whole_or_not_at_all():
+    from compilescope.compat import automatic_dynamic
+
+    assert automatic_dynamic('{"automatic_dynamic_shapes": true, "assume_static_by_default": true}') is True
+    assert automatic_dynamic({"automatic_dynamic_shapes": False, "assume_static_by_default": False}) is True
+    assert automatic_dynamic({"automatic_dynamic_shapes": False, "assume_static_by_default": True}) is False
+    for broken in (None, "", "{", "[]", '{"automatic_dynamic_shapes": 1, "assume_static_by_default": true}',
+                   {"automatic_dynamic_shapes": True}):
+        assert automatic_dynamic(broken) is None

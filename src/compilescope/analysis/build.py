@@ -799,14 +799,70 @@ def checked_cause(cause: Cause, checks: Sequence[ScriptRun]) -> Cause:
     return dataclasses.replace(cause, next_step=f"{cause.next_step} — checked, {under}: {run.why}")
 
 
+def automatic_dynamic_evidence(cause: Cause, records: Sequence[CompileRecord]) -> tuple[str, CompileRecord] | None:
+    """What the run itself shows of marking a size cause's dim dynamic: Dynamo's automatic
+    dynamic shapes compiles a dim dynamic once its size has changed, so the first compile a
+    change of this size triggered with that setting on (``automatic_dynamic``) already ran
+    the fix. ``("specialised", c)``: ``c``'s entry still fixes the dim at a size other than 0
+    or 1 (the program turned it into a Python number: marking it changes nothing);
+    ``("dynamic", c)``: ``c``'s entry holds it dynamic and no later call recompiled on it.
+    None when no such compile is on record (automatic dynamic off, ``dynamic=False``, an
+    older file)."""
+    if cause.kind != "size" or cause.dim is None or cause.source is None:
+        return None
+    ids = set(cause.compile_ids)
+    for i, c in enumerate(records):
+        if str(c.compile_id) not in ids or not c.made_entry or c.automatic_dynamic is not True:
+            continue
+        tensor = next((g for g in c.entry_guards if g.kind == "tensor" and g.source == cause.source
+                       and len(g.sizes) > cause.dim), None)
+        if tensor is None:
+            return None
+        size = tensor.sizes[cause.dim]
+        if size is not None:
+            return ("specialised", c) if size not in (0, 1) else None
+        later = [str(r.compile_id) for r in records[i + 1:]]
+        return ("dynamic", c) if not ids.intersection(later) else None
+    return None
+
+
+def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cause, bool]:
+    """A size cause's fix as the run's own compiles judge it (:func:`automatic_dynamic_evidence`),
+    and whether they did: a size the program specialises is no mark-dynamic fix to print."""
+    if not (cause.kind == "size" and cause.reachable and cause.shape_reducible):
+        return cause, True
+    evidence = automatic_dynamic_evidence(cause, records)
+    if evidence is None:
+        return cause, False
+    verdict, c = evidence
+    if verdict == "specialised":
+        size = next(g for g in c.entry_guards if g.kind == "tensor" and g.source == cause.source).sizes[cause.dim or 0]
+        return dataclasses.replace(cause, shape_reducible=False, next_step=(
+            f"the program specialises this size: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
+            f"{c.compile_id} (its size had changed) and the program made it static again (that entry fixes it at "
+            f"{size}), so marking it dynamic changes nothing — find where it turns the size into a Python number (a "
+            "loop over it, a branch on it, int(x.shape[0])), or hold one graph per size (raise "
+            "torch._dynamo.config.recompile_limit)")), True
+    took = list(cause.compile_ids).index(str(c.compile_id)) + 1
+    return dataclasses.replace(cause, next_step=(
+        f"{cause.next_step} — seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
+        f"{c.compile_id} and no later size recompiled it; marked before the first call, it saves the {took} "
+        "recompile(s) that took")), True
+
+
 def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) -> ProbeReport:
     groups: dict[tuple[str, str, str], list[CompileRecord]] = {}
+    unjudged = 0  # mark-dynamic fixes printed that neither a run nor the run's own compiles judged
     for c in result.compiles:
         groups.setdefault((c.display_name, c.display_location, f"{c.function} {c.filename}:{c.line}"), []).append(c)
     functions = []
     for (name, location, frame), records in groups.items():
         counts = count_compiles(records)
         causes = tuple(checked_cause(c, checks) for c in group_causes(tuple(records), **caller_inputs(result, name)))
+        if not checks:  # no fix was run: the run's own compiles judge the mark-dynamic ones they can
+            judged = [evidenced_cause(c, records) for c in causes]
+            causes = tuple(c for c, _ in judged)
+            unjudged += sum(not seen for _, seen in judged)
         failures = tuple(
             f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
             for c in records if c.failed
@@ -838,8 +894,7 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         exit_code=result.exit_code,
         lost_capabilities=result.lost_capabilities,
         checks=tuple(checks),
-        fixes_unchecked=not checks and any(c.kind == "size" and c.reachable and c.shape_reducible
-                                           for f in functions for c in f.causes),
+        fixes_unchecked=unjudged > 0,
     ))
 
 

@@ -233,6 +233,7 @@ class RecordBuilder:
             guard_count=view.guard_count if made_entry(outcome) else None,
             guard_latency_s=view.guard_latency_us / 1e6 if made_entry(outcome) and view.guard_latency_us is not None
             else None,
+            automatic_dynamic=view.automatic_dynamic if outcome == "compiled" else None,
         )
         self.records.append(record)
         return record
