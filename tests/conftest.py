@@ -211,7 +211,52 @@ def pytester_compiled(request):
     return request.getfixturevalue("pytester")
 
 
-FORKED_TRIALS = {"COMPILESCOPE_FORK_SERVER": "1"}  # execute.start.FORK_SERVER_VAR, read when an executor is made
+FORK_SERVER_VAR = "COMPILESCOPE_FORK_SERVER"  # execute.start.FORK_SERVER_VAR, read when an executor is made
+FORKED_TRIALS = {FORK_SERVER_VAR: "1"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _shared_fork_server(request, tmp_path_factory):
+    """Forked trials for the whole session, from one fork server per test process that imported
+    torch and Dynamo once (``COMPILESCOPE_FORK_SERVER=unix:PATH``, :mod:`compilescope.execute.
+    zygote`): the drivers this process runs and the CLI processes it starts (their environment is
+    this one's) fork each trial from it, where their launch's environment is the one it imported
+    under (else they start a fork server of their own). A forked trial records the same compiles,
+    guards, outputs and failures as a fresh interpreter (tests/e2e/test_trialenv.py,
+    test_inductor.py); only its cold first call and compile time differ (a few percent), and no
+    test here measures a cold start's time. The tests of how trial processes start, end and are
+    cleaned up choose their start themselves: :func:`fresh_trials_here`, ``scoped_env`` (tests
+    that look for their processes by their environment), an explicit ``--executor``/starter."""
+    if request.config.getoption("--no-processes") or os.environ.get(FORK_SERVER_VAR):
+        yield
+        return
+    from compilescope.execute.environment import worker_environment
+    from compilescope.execute.process import kill_group, start_shared_fork_server
+    from compilescope.execute.start import fork_server_supported
+
+    if not fork_server_supported():
+        yield
+        return
+    path = str(tmp_path_factory.mktemp("fork-server") / "s")
+    server = start_shared_fork_server(path, worker_environment(1))
+    os.environ[FORK_SERVER_VAR] = f"unix:{path}"
+    try:
+        yield
+    finally:
+        os.environ.pop(FORK_SERVER_VAR, None)
+        kill_group(server)
+
+
+@contextlib.contextmanager
+def fresh_trials_here() -> Iterator[None]:
+    """Each trial in a fresh interpreter (the default outside this suite), for a test of how
+    trial processes start or of a cold start."""
+    saved = os.environ.pop(FORK_SERVER_VAR, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[FORK_SERVER_VAR] = saved
 
 
 @contextlib.contextmanager
@@ -221,9 +266,11 @@ def forked_trials_here() -> Iterator[None]:
     this one's): each trial then costs no interpreter start and ``import torch`` of its own. A
     forked trial records the same compiles, guards, outputs and failures as a fresh interpreter
     (tests/e2e/test_trialenv.py, test_inductor.py); only its cold first call and compile time
-    differ (a few percent), so it is for tests that do not measure a cold start."""
+    differ (a few percent), so it is for tests that do not measure a cold start. The session's
+    shared fork server (:func:`_shared_fork_server`) is kept where it runs."""
     saved = {k: os.environ.get(k) for k in FORKED_TRIALS}
-    os.environ.update(FORKED_TRIALS)
+    if not os.environ.get(FORK_SERVER_VAR, "").startswith("unix:"):
+        os.environ.update(FORKED_TRIALS)
     try:
         yield
     finally:

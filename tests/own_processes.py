@@ -18,8 +18,14 @@ SCOPE_VAR = "COMPILESCOPE_TEST_SCOPE"
 
 
 def scoped_env(base: dict[str, str] | None = None, **extra: str) -> tuple[dict[str, str], str]:
+    """``base`` (this process's environment) with ``extra`` and a token of the test's own. Its
+    trials start as outside this suite (not from the session's shared fork server, whose children
+    carry the server's environment, not the token), unless ``extra`` says otherwise."""
     token = uuid.uuid4().hex
-    return {**(os.environ if base is None else base), **extra, SCOPE_VAR: token}, token
+    env = dict(os.environ if base is None else base)
+    if env.get("COMPILESCOPE_FORK_SERVER", "").startswith("unix:"):
+        del env["COMPILESCOPE_FORK_SERVER"]
+    return {**env, **extra, SCOPE_VAR: token}, token
 
 
 def processes_of(token: str) -> list[tuple[int, str]]:

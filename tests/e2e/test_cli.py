@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from compilescope.model import SCHEMA_VERSION
 from compilescope.schema import load
 
 from ..conftest import cli_here
@@ -59,7 +60,7 @@ def test_acceptance_compile_counts(acceptance_run):
 def test_acceptance_reason_text_and_structure(acceptance_run):
     _, out, _ = acceptance_run
     data = json.loads(out.read_text())
-    assert data["schema_version"] == 3 and data["kind"] == "run"
+    assert data["schema_version"] == SCHEMA_VERSION and data["kind"] == "run"
     default = next(t for t in data["trials"] if t["spec"]["strategy"] == "default")
     (recompile,) = [e for e in default["compiles"] if e["compile_id"] == "0/1"]
     assert recompile["reasons"] == ["tensor 'x' size mismatch at index 0. expected 16, actual 32"]

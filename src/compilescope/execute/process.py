@@ -83,13 +83,30 @@ def kill_group(proc: subprocess.Popen[bytes] | Forked) -> None:
     proc.wait()
 
 
+# Variables a shared fork server's child may take from its launch although the server imported
+# without them: read when used, never while importing (temporary directories, compilescope's own).
+READ_WHEN_USED = frozenset({"TMPDIR", "TEMP", "TMP"})
+READ_WHEN_USED_PREFIXES = ("COMPILESCOPE_",)
+
+
+def shares_imports(server_env: dict[str, str], launch_env: dict[str, str]) -> bool:
+    """Whether a process that imported under ``server_env`` is what one started under
+    ``launch_env`` would be once imported: the two differ in no variable read before a fork."""
+    keys = set(server_env) | set(launch_env)
+    return all(server_env.get(k) == launch_env.get(k) for k in keys
+               if k not in READ_WHEN_USED and not k.startswith(READ_WHEN_USED_PREFIXES))
+
+
 class ForkServer:
     """A fork server of one launch, this driver's (:mod:`compilescope.execute.zygote`): started
     ahead, it imports while the driver starts up; :meth:`fork` then gives a trial process in
-    milliseconds."""
+    milliseconds. :meth:`connect` instead joins a shared server another process started."""
 
-    def __init__(self, launch: Launch) -> None:
+    proc: subprocess.Popen[bytes] | None
+
+    def __init__(self, launch: Launch, sock: socket.socket | None = None) -> None:
         self.launch = launch
+        self.shared = sock is not None
         self.ready = threading.Event()  # imported (or died)
         self.lock = threading.Lock()  # one fork request at a time: the replies come in order
         self.changed = threading.Condition()
@@ -98,6 +115,12 @@ class ForkServer:
         self.replies: list[int | None] = []
         self.gone = self.broken = False
         self.errfile = tempfile.TemporaryFile()
+        if sock is not None:  # a shared server, imported already
+            self.sock, self.proc = sock, None
+            self.ready.set()
+            self.reader = threading.Thread(target=self._read, daemon=True)
+            self.reader.start()
+            return
         self.sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         try:
             self.proc = subprocess.Popen(
@@ -114,6 +137,26 @@ class ForkServer:
             theirs.close()
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
+
+    @classmethod
+    def connect(cls, path: str, launch: Launch) -> ForkServer | None:
+        """The shared fork server listening at ``path`` for ``launch``, or None: none answers
+        there, or it runs another interpreter or imported under an environment the launch's
+        differs from before a fork (:func:`shares_imports`)."""
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            sock.settimeout(READY_TIMEOUT_S)
+            sock.connect(path)
+            hello = json.loads(sock.recv(1 << 20))
+            sock.settimeout(None)
+            same = (isinstance(hello, dict) and hello.get("python") == launch.executable
+                    and isinstance(hello.get("env"), dict) and shares_imports(hello["env"], launch.env))
+        except (OSError, ValueError):
+            same = False
+        if not same:
+            sock.close()
+            return None
+        return cls(launch, sock)
 
     def _read(self) -> None:
         try:
@@ -161,14 +204,17 @@ class ForkServer:
 
     def usable(self) -> bool:
         self.ready.wait(READY_TIMEOUT_S)
-        return not self.gone and not self.broken and self.proc.poll() is None
+        return not self.gone and not self.broken and (self.proc is None or self.proc.poll() is None)
 
     def fork(self, fds: tuple[int, int, int]) -> int | None:
         """A trial process with these stdin, output and event descriptors; None when the server
         is gone or did not answer (it is then not asked again: a late answer would be taken for
         the next request's)."""
         with self.lock:
-            request = json.dumps({"launched": time.time(), "driver": os.getpid()}).encode()
+            message: dict[str, object] = {"launched": time.time(), "driver": os.getpid()}
+            if self.shared:  # the child takes the launch's environment and this working directory
+                message.update(env=self.launch.env, cwd=os.getcwd())
+            request = json.dumps(message).encode()
             try:
                 socket.send_fds(self.sock, [request], list(fds))
             except OSError:
@@ -194,18 +240,34 @@ class ForkServer:
             return self.changed.wait_for(lambda: pid in self.exits, timeout)
 
     def close(self) -> None:
-        """End the connection: the server's next read is its end, and it exits (status 0)."""
+        """End the connection: the server's next read is its end, and it exits (status 0); a
+        shared server serves on."""
         try:
             self.sock.shutdown(socket.SHUT_RDWR)  # close() alone would not wake the reader's recv
         except OSError:
             pass
         try:
-            self.proc.wait(KILL_GRACE_S)
+            if self.proc is not None:
+                self.proc.wait(KILL_GRACE_S)
         except subprocess.TimeoutExpired:
             kill_group(self.proc)
         self.reader.join(1.0)
         self.sock.close()
         self.errfile.close()
+
+
+def start_shared_fork_server(path: str, env: dict[str, str], python: str | None = None) -> subprocess.Popen[bytes]:
+    """A shared fork server listening at ``path`` (:mod:`compilescope.execute.zygote`), imported
+    under ``env`` and watching this process; returned once it listens (drivers then reach it with
+    ``COMPILESCOPE_FORK_SERVER=unix:PATH``). Ending it (``kill_group``) is the caller's."""
+    proc = subprocess.Popen([trial_executable(python), "-m", "compilescope.execute.zygote", "--listen", path,
+                             str(os.getpid())], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env, start_new_session=True)
+    assert proc.stdout is not None
+    if proc.stdout.readline().strip() != b"listening":
+        kill_group(proc)
+        raise OSError(f"the shared fork server at {path} did not start (exit status {proc.wait()})")
+    return proc
 
 
 class Forked:

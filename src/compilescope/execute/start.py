@@ -141,9 +141,10 @@ class ForkStart(PreStart):
 
     name: ProcessStart = "forked"
 
-    def __init__(self, ahead: int = MAX_PRESTART) -> None:
+    def __init__(self, ahead: int = MAX_PRESTART, shared: str | None = None) -> None:
         super().__init__(ahead)
         self.servers: list[ForkServer] = []
+        self.shared = shared  # the socket of a shared fork server to use where it can serve
 
     def expect(self, launches: Sequence[Launch]) -> None:
         if fork_server_supported():
@@ -151,7 +152,8 @@ class ForkStart(PreStart):
                 if launch.python is not None:  # a fork server runs this interpreter only
                     continue
                 if len(self.servers) < self.ahead and all(s.launch != launch for s in self.servers):
-                    self.servers.append(ForkServer(launch))
+                    server = ForkServer.connect(self.shared, launch) if self.shared else None
+                    self.servers.append(server or ForkServer(launch))
         super().expect(launches)
 
     def _start_ahead(self) -> None:
@@ -183,5 +185,10 @@ STARTS: dict[ProcessStart, type[SpawnStart]] = {"spawned": SpawnStart, "pre-star
 
 
 def default_start(environ: Mapping[str, str] = os.environ) -> ProcessStarter:
-    """:class:`ForkStart` when ``COMPILESCOPE_FORK_SERVER=1``, else :class:`PreStart`."""
-    return ForkStart() if environ.get(FORK_SERVER_VAR, "0") == "1" else PreStart()
+    """:class:`ForkStart` when ``COMPILESCOPE_FORK_SERVER=1`` (a fork server of its own per
+    launch) or ``=unix:PATH`` (the shared server listening at PATH where it can serve a launch,
+    :mod:`compilescope.execute.zygote`), else :class:`PreStart`."""
+    value = environ.get(FORK_SERVER_VAR, "0")
+    if value.startswith("unix:") and len(value) > 5:
+        return ForkStart(shared=value[5:])
+    return ForkStart() if value == "1" else PreStart()

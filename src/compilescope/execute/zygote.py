@@ -23,6 +23,16 @@ The driver talks to the server over a ``SOCK_SEQPACKET`` socket, one JSON object
   its group at once) and before any ``{"exit": pid, "rc": returncode}`` of it, sent as each
   child ends (``-N``: killed by signal N).
 
+A *shared* server (``python -m compilescope.execute.zygote --listen PATH OWNER``) serves
+every driver that connects to its socket at ``PATH`` (``COMPILESCOPE_FORK_SERVER=unix:PATH``;
+a test session starts one per worker process), one connection a driver, the same protocol on
+each. Its ``ready`` message carries the interpreter and environment it imported with: a driver
+uses it only for a launch of the same interpreter whose environment differs from it in no
+variable read before the fork (:func:`~compilescope.execute.process.shares_imports`), and
+sends the launch's environment and working directory with each request, which the child takes
+before its task. It watches ``OWNER`` (ending with it); each of its children watches the
+driver that asked for it too, so a killed driver leaves none behind.
+
 The server watches the driver as a worker does (:class:`~compilescope.execute.worker.ParentWatch`)
 and each child watches the server, so a killed driver leaves neither behind.
 """
@@ -40,6 +50,7 @@ import warnings
 from typing import Any
 
 MAX_MESSAGE = 65536
+_OPEN: set[socket.socket] = set()  # a shared server's listener and connections: none is a child's
 
 
 def _send(sock: socket.socket, lock: threading.Lock, message: dict[str, object]) -> None:
@@ -50,19 +61,47 @@ def _send(sock: socket.socket, lock: threading.Lock, message: dict[str, object])
             pass  # the driver is gone: its watch ends this process
 
 
-def _reap(sock: socket.socket, lock: threading.Lock, forked: threading.Event) -> None:
+class _Routes:
+    """Which connection asked for each child: its exit goes back there."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()  # held from a fork until its child's route is known
+        self.by_pid: dict[int, tuple[socket.socket, threading.Lock]] = {}
+        self.forked = threading.Event()
+
+
+def _reap(routes: _Routes) -> None:
     while True:
         try:
             pid, status = os.waitpid(-1, 0)
         except ChildProcessError:  # none running: sleep until the next fork
-            forked.wait()
-            forked.clear()
+            routes.forked.wait()
+            routes.forked.clear()
             continue
-        _send(sock, lock, {"exit": pid, "rc": os.waitstatus_to_exitcode(status)})
+        with routes.lock:
+            route = routes.by_pid.pop(pid, None)
+        if route is not None:
+            _send(route[0], route[1], {"exit": pid, "rc": os.waitstatus_to_exitcode(status)})
 
 
-def _child(sock: socket.socket, fds: list[int], request: dict[str, object], server: int,
-           filters: list[Any]) -> None:
+def _start_time(pid: int) -> bytes | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[19]
+    except (OSError, IndexError):
+        return None
+
+
+def _watch_driver(pid: int, started: bytes | None, watch: Any) -> None:
+    """A shared server's child: end with the driver that asked for it (its parent, the server,
+    outlives drivers)."""
+    while _start_time(pid) == started and started is not None:
+        time.sleep(0.2)
+    watch.parent_gone()
+
+
+def _child(sock: socket.socket, fds: list[int], request: dict[str, Any], server: int,
+           filters: list[Any], driver_started: bytes | None = None) -> None:
     """The forked trial process: its own session and standard streams, then a worker's task."""
     code = 1
     try:
@@ -76,10 +115,21 @@ def _child(sock: socket.socket, fds: list[int], request: dict[str, object], serv
         os.close(stdin)
         os.close(output)
         sock.close()
+        for other in list(_OPEN):
+            other.close()
         from .worker import ParentWatch, serve
 
         watch = ParentWatch(server, "", owner=int(request["driver"]))  # type: ignore[call-overload]
         watch.install()
+        if isinstance(request.get("env"), dict):  # a shared server's child: the launch's own environment
+            os.environ.clear()
+            os.environ.update({str(k): str(v) for k, v in request["env"].items()})
+            os.chdir(str(request.get("cwd") or os.getcwd()))
+            import tempfile
+
+            tempfile.tempdir = None  # read again from the launch's TMPDIR
+            threading.Thread(target=_watch_driver, args=(int(request["driver"]), driver_started, watch),  # type: ignore[call-overload]
+                             name="compilescope-driver-watch", daemon=True).start()
         out = os.fdopen(events, "w", buffering=1)
         code = serve(out, watch, float(request["launched"]), time.time(), "forked")  # type: ignore[arg-type]
     except SystemExit as e:  # as the interpreter ends on one
@@ -98,33 +148,32 @@ def _child(sock: socket.socket, fds: list[int], request: dict[str, object], serv
         os._exit(code)
 
 
-def main(argv: list[str]) -> int:
-    sock = socket.socket(fileno=int(argv[0]))
-    parent, launched = int(argv[1]), float(argv[2])
-    from .worker import ParentWatch, preload
+def _imported() -> None:
+    from .worker import preload
 
-    ParentWatch(parent, "").install()
     preload()
     # Dynamo too (~1.4 s of CPU a trial otherwise: every trial compiles, and torch.compile
     # imports it before the first call is timed); each child still starts with empty caches.
     from .. import compat
 
     compat.import_compiler()
-    lock, forked = threading.Lock(), threading.Event()
-    _send(sock, lock, {"ready": time.time() - launched})
-    threading.Thread(target=_reap, args=(sock, lock, forked), name="compilescope-reaper", daemon=True).start()
+
+
+def _serve(sock: socket.socket, routes: _Routes, shared: bool) -> int:
+    """Fork a child for each request on ``sock`` until its driver ends the connection."""
+    lock = threading.Lock()
     while True:
         try:
             message, fds, _flags, _addr = socket.recv_fds(sock, MAX_MESSAGE, 3)
         except OSError:
             return 0
         if not message:
-            return 0  # the driver is done with this server
+            return 0  # the driver is done with this server (or, shared, with its connection)
         try:
             request = json.loads(message)
         except ValueError:
             request = None
-        if len(fds) != 3 or not isinstance(request, dict):
+        if len(fds) != 3 or not isinstance(request, dict) or (shared and not isinstance(request.get("env"), dict)):
             for fd in fds:
                 os.close(fd)
             _send(sock, lock, {"forked": None})
@@ -132,14 +181,17 @@ def main(argv: list[str]) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         server, filters = os.getpid(), list(warnings.filters)
+        driver_started = _start_time(int(request.get("driver") or 0)) if shared else None
         # under the lock until the driver has the pid: the reaper's exit of it comes after
         with lock, warnings.catch_warnings():
             # Python 3.12+ warns on fork() with threads (this server's watch and reaper); the
             # child starts single-threaded, and its filters are put back as they were
             warnings.filterwarnings("ignore", message=r".*fork\(\)", category=DeprecationWarning)
-            pid = os.fork()
-            if pid == 0:
-                _child(sock, fds, request, server, filters)
+            with routes.lock:
+                pid = os.fork()
+                if pid == 0:
+                    _child(sock, fds, request, server, filters, driver_started)
+                routes.by_pid[pid] = (sock, lock)
             for fd in fds:
                 os.close(fd)
             deadline = time.monotonic() + 5.0
@@ -154,7 +206,57 @@ def main(argv: list[str]) -> int:
                 sock.send(json.dumps({"forked": pid}).encode())
             except OSError:
                 pass
-        forked.set()
+        routes.forked.set()
+
+
+def listen(path: str, owner: int) -> int:
+    """A shared server: import once, then serve each driver that connects to ``path``."""
+    from .worker import ParentWatch
+
+    started_with = dict(os.environ)  # what drivers compare their launches with (importing may add to it)
+    ParentWatch(owner, "").install()
+    _imported()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    listener.bind(path)
+    listener.listen(16)
+    _OPEN.add(listener)
+    routes = _Routes()
+    threading.Thread(target=_reap, args=(routes,), name="compilescope-reaper", daemon=True).start()
+    hello = json.dumps({"ready": 0.0, "python": sys.executable, "env": started_with}).encode()
+    print("listening", flush=True)  # to the starter: the socket is there
+    while True:
+        conn, _ = listener.accept()
+        try:
+            conn.send(hello)
+        except OSError:
+            conn.close()
+            continue
+        _OPEN.add(conn)
+        threading.Thread(target=_connection, args=(conn, routes), name="compilescope-fork-connection",
+                         daemon=True).start()
+
+
+def _connection(conn: socket.socket, routes: _Routes) -> None:
+    try:
+        _serve(conn, routes, shared=True)
+    finally:
+        _OPEN.discard(conn)
+        conn.close()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["--listen"]:
+        return listen(argv[1], int(argv[2]))
+    sock = socket.socket(fileno=int(argv[0]))
+    parent, launched = int(argv[1]), float(argv[2])
+    from .worker import ParentWatch
+
+    ParentWatch(parent, "").install()
+    _imported()
+    routes = _Routes()
+    _send(sock, threading.Lock(), {"ready": time.time() - launched})
+    threading.Thread(target=_reap, args=(routes,), name="compilescope-reaper", daemon=True).start()
+    return _serve(sock, routes, shared=False)
 
 
 if __name__ == "__main__":
