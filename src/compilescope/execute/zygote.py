@@ -92,10 +92,10 @@ def _start_time(pid: int) -> bytes | None:
         return None
 
 
-def _watch_driver(pid: int, started: bytes | None, watch: Any) -> None:
+def _watch_driver(pid: int, started: bytes, watch: Any) -> None:
     """A shared server's child: end with the driver that asked for it (its parent, the server,
     outlives drivers)."""
-    while _start_time(pid) == started and started is not None:
+    while _start_time(pid) == started:
         time.sleep(0.2)
     watch.parent_gone()
 
@@ -119,16 +119,18 @@ def _child(sock: socket.socket, fds: list[int], request: dict[str, Any], server:
             other.close()
         from .worker import ParentWatch, serve
 
-        watch = ParentWatch(server, "", owner=int(request["driver"]))  # type: ignore[call-overload]
-        watch.install()
-        if isinstance(request.get("env"), dict):  # a shared server's child: the launch's own environment
+        shared = isinstance(request.get("env"), dict)
+        if shared:  # a shared server's child: the launch's own environment and working directory
             os.environ.clear()
             os.environ.update({str(k): str(v) for k, v in request["env"].items()})
             os.chdir(str(request.get("cwd") or os.getcwd()))
             import tempfile
 
-            tempfile.tempdir = None  # read again from the launch's TMPDIR
-            threading.Thread(target=_watch_driver, args=(int(request["driver"]), driver_started, watch),  # type: ignore[call-overload]
+            tempfile.tempdir = None  # read again from the launch's TMPDIR (the watch's run directory is there)
+        watch = ParentWatch(server, "", owner=int(request["driver"]))
+        watch.install()
+        if shared and driver_started is not None:
+            threading.Thread(target=_watch_driver, args=(int(request["driver"]), driver_started, watch),
                              name="compilescope-driver-watch", daemon=True).start()
         out = os.fdopen(events, "w", buffering=1)
         code = serve(out, watch, float(request["launched"]), time.time(), "forked")  # type: ignore[arg-type]
