@@ -844,10 +844,13 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
             "loop over it, a branch on it, int(x.shape[0])), or hold one graph per size (raise "
             "torch._dynamo.config.recompile_limit)")), True
     took = list(cause.compile_ids).index(str(c.compile_id)) + 1
+    others = sorted({f"{g.source} dim {g.dim}" for g in c.guard_failures
+                     if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)})
+    marked = f"marked before the first call together with {', '.join(others)} (changed at that compile too)" \
+        if others else "marked before the first call"
     return dataclasses.replace(cause, next_step=(
         f"{cause.next_step} — seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
-        f"{c.compile_id} and no later size recompiled it; marked before the first call, it saves the {took} "
-        "recompile(s) that took")), True
+        f"{c.compile_id} and no later size recompiled it; {marked}, it saves the {took} recompile(s) that took")), True
 
 
 def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) -> ProbeReport:
