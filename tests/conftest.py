@@ -225,8 +225,9 @@ def _shared_fork_server(request, tmp_path_factory):
     guards, outputs and failures as a fresh interpreter (tests/e2e/test_trialenv.py,
     test_inductor.py); only its cold first call and compile time differ (a few percent), and no
     test here measures a cold start's time. The tests of how trial processes start, end and are
-    cleaned up choose their start themselves: :func:`fresh_trials_here`, ``scoped_env`` (tests
-    that look for their processes by their environment), an explicit ``--executor``/starter."""
+    cleaned up choose their start themselves: ``monkeypatch.delenv(FORK_SERVER_VAR)`` (fresh
+    interpreters), ``scoped_env`` (tests that look for their processes by their environment), an
+    explicit starter."""
     if request.config.getoption("--no-processes") or os.environ.get(FORK_SERVER_VAR):
         yield
         return
@@ -245,18 +246,6 @@ def _shared_fork_server(request, tmp_path_factory):
     finally:
         os.environ.pop(FORK_SERVER_VAR, None)
         kill_group(server)
-
-
-@contextlib.contextmanager
-def fresh_trials_here() -> Iterator[None]:
-    """Each trial in a fresh interpreter (the default outside this suite), for a test of how
-    trial processes start or of a cold start."""
-    saved = os.environ.pop(FORK_SERVER_VAR, None)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ[FORK_SERVER_VAR] = saved
 
 
 @contextlib.contextmanager
