@@ -156,8 +156,10 @@ def check_fixes(script: str, args: list[str], base: ProbeResult, *, timeout_s: f
 
 def advise_script(script: str, args: list[str], *, timeout_s: float = 900.0,
                   on_progress: Any = None) -> ScriptAdvice:
-    """Run the baseline and every setting-only proposal; recommend the accepted one with the
-    lowest compile seconds, when it beats the baseline's."""
+    """Run the baseline and every setting-only proposal; recommend the accepted one (it reduced
+    what it targets and broke nothing) with the fewest compiles and refusals, compile seconds
+    breaking a tie: the counts are exact, one run's compile seconds are not evidence beyond the
+    noise (they are printed, not claimed)."""
     if not Path(script).is_file():
         raise CompilescopeError(f"script {script!r} does not exist")
     with tempfile.TemporaryDirectory(prefix="compilescope-advise-") as tmp:
@@ -170,9 +172,9 @@ def advise_script(script: str, args: list[str], *, timeout_s: float = 900.0,
         proposals, fixes = propose_settings(base)
         rows = [base_run, *judged_runs(script, args, proposals, base_run, workdir, timeout_s, on_progress)]
     accepted = [r for r in rows if r.verdict == "accepted"]
-    best = min(accepted, key=lambda r: r.compile_s, default=None)
+    best = min(accepted, key=lambda r: (r.compiles + r.refused, r.compile_s), default=None)
     recommendation = None
-    if best is not None and best.compile_s < base_run.compile_s:
+    if best is not None:
         recommendation = ScriptRun(**{**best.__dict__, "verdict": "recommended"})
         rows = [recommendation if r is best else r for r in rows]
     return ScriptAdvice(" ".join([script, *args]), tuple(rows), tuple(fixes), recommendation)
