@@ -4,6 +4,7 @@ import contextlib
 import io
 import os
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,6 +38,12 @@ def _without_ambient(environ: dict[str, str]) -> list[str]:
 for _name in _without_ambient(dict(os.environ)):
     del os.environ[_name]
 
+# What loading a real-model workload sets in its process (compilescope.zoo._need: nothing downloads,
+# no tokenizer threads), set from the start: the environment the session's fork servers imported
+# under (and that their launches are compared with) stays this process's after a test loads one.
+for _name, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
+    os.environ.setdefault(_name, _value)
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
@@ -58,26 +65,178 @@ def _cli_env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
-def _cli_process(tmp_path: Path):  # type: ignore[no-untyped-def]
+def _cli_process(tmp_path: Path, forked: bool = True):  # type: ignore[no-untyped-def]
     def run(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "compilescope.cli", *args],
-            capture_output=True, text=True, timeout=timeout, cwd=tmp_path, env=_cli_env(tmp_path),
-        )
+        return run_cli(*args, cwd=tmp_path, env=_cli_env(tmp_path), timeout=timeout, forked=forked)
 
     return run
 
 
+def run_cli(*args: object, cwd: Path, env: dict[str, str] | None = None, timeout: float = 600,
+            new_session: bool = False, forked: bool = True) -> subprocess.CompletedProcess[str]:
+    """``compilescope ARGS…`` in a process of its own, as ``subprocess.run(…, capture_output=True,
+    text=True)`` runs it (stdout and stderr pipes, the exit status, ``TimeoutExpired``): forked by
+    this test process's CLI server (:mod:`tests.cli_server`, torch imported once) where ``env``
+    allows it, else a fresh interpreter (``forked=False``: always)."""
+    env = dict(os.environ) if env is None else env
+    argv = [str(a) for a in args]
+    server = CliServer.serving(env) if forked else None
+    if server is not None:
+        return server.run({"argv": argv}, cwd=Path(cwd), env=env, timeout=timeout, new_session=new_session)
+    return subprocess.run([sys.executable, "-m", "compilescope.cli", *argv], capture_output=True, text=True,
+                          timeout=timeout, cwd=cwd, env=env, start_new_session=new_session)
+
+
+def run_python_code(code: str, *, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``python -c CODE`` as :func:`run_cli` runs the CLI: forked by the CLI server where ``env``
+    allows it, else a fresh interpreter."""
+    server = CliServer.serving(env)
+    if server is not None:
+        return server.run({"code": code}, cwd=Path(cwd), env=env, timeout=timeout)
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 @pytest.fixture
 def cli(tmp_path):
-    """Run the real ``compilescope`` CLI in a subprocess, as a user would."""
+    """Run the real ``compilescope`` CLI in a process of its own, as a user would: forked by the
+    session's CLI server (:mod:`tests.cli_server`, torch imported once) where the environment
+    allows, else a fresh interpreter."""
     return _cli_process(tmp_path)
 
 
 @pytest.fixture
 def cli_subprocess(tmp_path):
-    """``cli`` by a name of its own, for a module whose ``cli`` runs in this process."""
-    return _cli_process(tmp_path)
+    """``compilescope`` in a fresh interpreter, always: for the tests of the process itself (its
+    start, its imports, signals) and for a module whose ``cli`` runs in this process."""
+    return _cli_process(tmp_path, forked=False)
+
+
+# What a forked CLI process may take from its launch although the server imported without it: read
+# when used, never while importing (temporary directories, compilescope's own switches, the
+# terminal's width and colour, inductor's cache directory, the Ray cluster to join, the test pytest
+# runs). A launch
+# that carries a test's process token (own_processes.scoped_env) is one whose processes the test
+# looks for by their environment: a fresh interpreter, whose /proc environment shows it.
+CLI_READ_WHEN_USED = frozenset({"TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
+                                "TORCHINDUCTOR_CACHE_DIR", "RAY_ADDRESS", "PYTEST_CURRENT_TEST"})
+
+
+class CliServer:
+    """The client of this test process's CLI fork server (:mod:`tests.cli_server`)."""
+
+    current: CliServer | None = None
+
+    def __init__(self, path: str, env: dict[str, str]) -> None:
+        self.path, self.env = path, env
+
+    @classmethod
+    def serving(cls, env: dict[str, str]) -> CliServer | None:
+        """The server, where a launch under ``env`` is what it imported as; else None."""
+        from .own_processes import SCOPE_VAR
+
+        server = cls.current
+        if server is None or SCOPE_VAR in env:
+            return None
+        keys = set(server.env) | set(env)
+        same = all(server.env.get(k) == env.get(k) for k in keys
+                   if k not in CLI_READ_WHEN_USED and not k.startswith("COMPILESCOPE_"))
+        return server if same else None
+
+    def run(self, what: dict[str, object], cwd: Path, env: dict[str, str], timeout: float,
+            new_session: bool = False) -> subprocess.CompletedProcess[str]:
+        """``what``: ``{"argv": [...]}`` (``python -m compilescope.cli ARGV…``), ``{"code": CODE}``
+        (``python -c CODE``) or ``{"script": PATH, "args": [...]}`` (``python PATH ARGS…``)."""
+        import json
+        import locale
+        import threading
+        import time
+
+        cmd = ([sys.executable, str(what["script"]), *what.get("args", [])] if "script" in what  # type: ignore[misc]
+               else [sys.executable, "-c", str(what["code"])] if "code" in what
+               else [sys.executable, "-m", "compilescope.cli", *what["argv"]])  # type: ignore[misc]
+        deadline = time.monotonic() + timeout
+        chunks: dict[int, list[bytes]] = {}
+
+        def drain(fd: int) -> None:
+            with open(fd, "rb", buffering=0) as f:
+                while data := f.read(65536):
+                    chunks[fd].append(data)
+
+        readers = []
+        with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as sock, open(os.devnull, "rb") as stdin:
+            sock.connect(self.path)
+            pipes = [os.pipe(), os.pipe()]
+            request = json.dumps({**what, "env": env, "cwd": str(cwd), "session": new_session}).encode()
+            try:
+                socket.send_fds(sock, [request], [stdin.fileno(), pipes[0][1], pipes[1][1]])
+            finally:
+                for _, w in pipes:
+                    os.close(w)
+            for r, _ in pipes:
+                chunks[r] = []
+                readers.append(threading.Thread(target=drain, args=(r,), daemon=True))
+                readers[-1].start()
+            pid = json.loads(sock.recv(65536))["pid"]
+            sock.settimeout(max(0.0, deadline - time.monotonic()))
+            try:
+                reply = sock.recv(65536)
+            except TimeoutError:
+                reply = None
+            for t in readers:
+                t.join(max(0.0, deadline - time.monotonic()))
+            if reply is None or any(t.is_alive() for t in readers):
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                raise subprocess.TimeoutExpired(cmd, timeout)
+            if not reply:
+                raise RuntimeError(f"the CLI server ended before {' '.join(cmd)} did")
+        code = json.loads(reply)["rc"]
+        encoding = locale.getpreferredencoding(False)
+        out, err = (b"".join(chunks[r]).decode(encoding).replace("\r\n", "\n").replace("\r", "\n")
+                    for r, _ in pipes)
+        return subprocess.CompletedProcess(cmd, code, out, err)
+
+
+@contextlib.contextmanager
+def started_cli_server(path: Path, env: dict[str, str]) -> Iterator[CliServer | None]:
+    """A CLI fork server (:mod:`tests.cli_server`) listening at ``path``, imported under ``env``;
+    None where none can start (no ``socket.send_fds``). Ended, with what it forked, on the way out."""
+    if not hasattr(socket, "send_fds"):
+        yield None
+        return
+    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "cli_server.py"), str(path)], env=env,
+                            stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        ready = proc.stdout.readline() if proc.stdout is not None else b""
+        yield CliServer(str(path), env) if ready.strip() == b"listening" else None
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _cli_server(request, tmp_path_factory, _shared_fork_server):
+    """One CLI fork server per test process (:mod:`tests.cli_server`), for :func:`run_cli` and the
+    ``cli`` fixture: each ``compilescope`` process a test starts then costs no interpreter start
+    and no ``import torch`` of its own. Started under this process's environment (the session's
+    shared trial fork server named in it), after the ambient variables are gone."""
+    if request.config.getoption("--no-processes"):
+        yield
+        return
+    with started_cli_server(tmp_path_factory.mktemp("cli-server") / "s", dict(os.environ)) as server:
+        CliServer.current = server
+        try:
+            yield
+        finally:
+            CliServer.current = None
 
 
 @pytest.fixture
@@ -142,19 +301,19 @@ def main(tmp_path, monkeypatch, capsys):
 # fixtures are computed once); the files named here share one worker, so that a session
 # fixture they both read (``advised_runs``) is computed once too.
 SHARED_GROUPS = {"test_advise.py": "advise", "test_advice_snippets.py": "advise"}
-# The files that take longest (by CPU: per-file profiles of `pytest -n 0`, their trial and CLI
-# processes included; by `make test`'s --durations for test_edges_*), handed out first so that
+# The files that take longest (by wall time per file in a `make test` run, its two workers' sums),
+# handed out first so that
 # the workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest,
 # short files that fill the end, follow in collection order. A stale list changes only the
 # order, never what runs.
-LONGEST_FIRST = ("test_advice_snippets.py", "test_advise.py", "test_edges_pipes.py", "test_docs.py",
-                 "test_edges_causes.py", "test_probe.py", "test_warmup_verify.py", "test_trialenv.py",
-                 "test_real_models.py", "test_probe_transparency.py", "test_reliability.py", "test_sweep.py",
-                 "test_inductor.py", "test_warmup_plan.py", "test_forecast.py", "test_request_errors.py",
-                 "test_hostile_inputs.py", "test_cli.py", "test_probe_behaviour.py", "test_html.py",
-                 "test_cli_conventions.py", "test_executor_seam.py", "test_script_advise.py",
-                 "test_hostile_outputs.py", "test_compare.py", "test_forecast_recorded.py", "test_zoo.py",
-                 "test_record_shapes.py", "test_fuzz.py", "test_watch.py")
+LONGEST_FIRST = ("test_probe_transparency.py", "test_trialenv.py", "test_reliability.py", "test_advice_snippets.py",
+                 "test_advise.py", "test_warmup_verify.py", "test_edges_pipes.py", "test_forecast.py", "test_cli.py",
+                 "test_sweep.py", "test_hostile_inputs.py", "test_progress.py", "test_real_models.py",
+                 "test_inductor.py", "test_probe_behaviour.py", "test_executor_seam.py", "test_html.py",
+                 "test_warmup_plan.py", "test_docs.py", "test_cli_conventions.py", "test_edges_causes.py",
+                 "test_probe.py", "test_edges_user_files.py", "test_script_advise.py", "test_interpreters.py",
+                 "test_edges_bounds.py", "test_forecast_recorded.py", "test_compare.py", "test_hostile_outputs.py",
+                 "test_record_shapes.py", "test_torch_versions.py", "test_objects.py", "test_start.py")
 
 
 @pytest.fixture(autouse=True)

@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import json
 import operator
+import os
+import shutil
+import sys
+import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -1162,9 +1166,22 @@ def walk_guards(guard_manager: Any, f_locals: dict[str, Any]) -> list[LeafCheck]
 
 def import_compiler() -> None:
     """Import Dynamo (``torch._dynamo``) ahead of any compile, as a fork server does before it
-    forks trials — checked on 2.6.0 to 2.14.1: its import compiles nothing, reads no cache
-    directory and starts no thread."""
-    import torch._dynamo  # noqa: F401
+    forks trials — checked on 2.6.0 to 2.14.1: its import compiles nothing and starts no
+    thread. 2.13.0's asks inductor for its cache directory while importing
+    (``torch._dynamo.package``), which creates the default one (``$TMPDIR/torchinductor_<user>``)
+    and sets ``TORCHINDUCTOR_CACHE_DIR`` in the process: where the variable is not set, the
+    import is pointed at a temporary directory of its own, removed after it, and the variable
+    unset again (a trial sets its task's before it compiles)."""
+    if "torch._dynamo" in sys.modules or os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
+        import torch._dynamo  # noqa: F401
+        return
+    scratch = tempfile.mkdtemp(prefix="compilescope-import-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch
+    try:
+        import torch._dynamo  # noqa: F401
+    finally:
+        os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 class dynamic_sources:  # noqa: N801 — used as a function: ``with compat.dynamic_sources(v):``

@@ -168,12 +168,12 @@ def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path, monke
     assert [t.status for t in load(out).trials] == ["ok", "ok"]
 
     hang = tmp_path / "hang.json"
-    proc = cli("run", ref, "--stream", "4,55", "--strategies", "default", "--backend", "eager", "--timeout", "20",
+    proc = cli("run", ref, "--stream", "4,55", "--strategies", "default", "--backend", "eager", "--timeout", "12",
                "--json", str(hang), *QUICK)
     assert proc.returncode == 1, proc.stderr
     trials = load(hang).trials
     assert [t.status for t in trials] == ["timeout", "timeout"]
-    assert "timed out after 20 s at request 1 (55)" in (trials[1].error or "")
+    assert "timed out after 12 s at request 1 (55)" in (trials[1].error or "")
     assert "timeout" in proc.stdout
 
 

@@ -25,6 +25,8 @@ from compilescope.model import SCHEMA_VERSION
 from compilescope.render.grid import Grid, T, to_text
 from compilescope.units import fmt_time, n_star_text
 
+from ..conftest import run_cli
+
 ROOT = Path(__file__).resolve().parents[2]
 QUICK = ("--samples", "5", "--budget", "0.05", "--warmup", "1")
 pytestmark = pytest.mark.usefixtures("forked_trials")
@@ -53,8 +55,7 @@ def _cli(cwd: Path, *args: str, columns: int | None = 80, timeout: float = 600) 
     if columns is not None:
         env["COLUMNS"] = str(columns)
     env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(cwd / "inductor-cache"))
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
-                          timeout=timeout, cwd=cwd, env=env)
+    return run_cli(*args, timeout=timeout, cwd=cwd, env=env)
 
 
 def _flat(text: str) -> str:

@@ -1,25 +1,24 @@
-"""The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a fresh
-interpreter, printing what its ``# → …`` comments say it prints), ``<!-- doctest: pytest -->``
+"""The docs' examples run: every block marked ``<!-- doctest -->`` (Python, in a process of
+its own as ``python -c``, printing what its ``# → …`` comments say it prints), ``<!-- doctest: pytest -->``
 (a test file, run with pytest) and ``<!-- doctest: sh -->`` (compilescope commands, each printing
 what its ``# → …`` comment says); and the CLI reference is current.
 
 The examples' trials are forked from a fork server (conftest.forked_trials): what the examples
 print and assert is what their trials compile and return, never a cold start's time, and a
-forked trial compiles as a fresh interpreter does. Each Python example is still a fresh
-interpreter of its own."""
+forked trial compiles as a fresh interpreter does. Each Python example is a process of its own
+too, forked by the session's CLI server (tests/cli_server.py: torch imported, nothing compiled)."""
 
 from __future__ import annotations
 
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from ..conftest import cli_here
+from ..conftest import cli_here, run_python_code
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -44,8 +43,7 @@ def test_the_docs_have_runnable_examples():
 def test_doc_example_runs(name, kind, code, tmp_path, request):
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "cache"))
     if kind == "python":
-        proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
-                              timeout=600)
+        proc = run_python_code(code, cwd=tmp_path, env=env)
         assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr[-3000:]}"
         expected = printed(code)  # and prints what it says it prints
         assert prints_as_documented(expected, proc.stdout), f"{name} prints:\n{proc.stdout}\ndocumented: {expected}"

@@ -22,7 +22,6 @@ nothing is not printed as the fix.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,6 +29,8 @@ import pytest
 
 from compilescope.analysis.build import build_probe_report
 from compilescope.schema import load
+
+from ..conftest import run_cli
 
 PROGRAMS = '''
 import sys
@@ -129,9 +130,8 @@ def probed(request, tmp_path_factory):
     """The programs probed once per mode: the printed report and the report model."""
     tmp = tmp_path_factory.mktemp(request.param)
     (tmp / "programs.py").write_text(PROGRAMS)
-    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--json", "p.json", "programs.py",
-                           request.param], capture_output=True, text=True, timeout=600, cwd=tmp,
-                          env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
+    proc = run_cli("probe", "--json", "p.json", "programs.py", request.param, timeout=600, cwd=tmp,
+                   env={k: v for k, v in os.environ.items() if k != "COLUMNS"})
     assert proc.returncode == 0, proc.stderr
     report = build_probe_report(load(tmp / "p.json"))
     return request.param, {f.name: f for f in report.functions}, proc.stderr, tmp
@@ -255,8 +255,7 @@ def test_probe_checks_a_fix_before_printing_it(tmp_path, how):
     not printed as the fix; marking a size it only computes with is, with what the run found."""
     (tmp_path / "s.py").write_text(SPECIALISED)
     env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
-    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--check-fixes", "--json", "p.json",
-                           "s.py", how], capture_output=True, text=True, timeout=600, cwd=tmp_path, env=env)
+    proc = run_cli("probe", "--check-fixes", "--json", "p.json", "s.py", how, timeout=600, cwd=tmp_path, env=env)
     assert proc.returncode == 0, proc.stderr
     (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 4, 8, 16, 32")]
     checked = [ln for ln in proc.stderr.splitlines() if ln.startswith('torch.compiler.config.dynamic_sources = "L')]

@@ -35,6 +35,7 @@ from compilescope.schema import dumps, load
 
 from ..own_processes import processes_of, scoped_env, wait_until, workers_of
 from ..unit.test_schema import sample_result
+from ..conftest import run_cli
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
@@ -59,8 +60,7 @@ def refused(got: tuple[int, str, str], *words: str) -> str:
 
 def _cli(*args: str, env: dict[str, str] | None = None, cwd: Path, timeout: float = 300,
          ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=timeout, start_new_session=True)
+    return run_cli(*args, env=env, cwd=cwd, timeout=timeout, new_session=True)
 
 
 # ----------------------------------------------------------------- inputs accepted that should not be

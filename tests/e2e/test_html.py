@@ -7,13 +7,12 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
 
-from ..conftest import cli_here
+from ..conftest import cli_here, run_cli
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
@@ -46,8 +45,7 @@ def _cli(*args, cwd, env=None):
 
 def _cli_process(*args, cwd, env=None, timeout=600):
     """probe, which forks, as a process of its own."""
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True,
-                          cwd=cwd, env=env, timeout=timeout)
+    return run_cli(*args, cwd=cwd, env=env, timeout=timeout)
 
 
 def chromium(url: str, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
 from compilescope import __version__, compat
+
+from ..conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,9 +95,8 @@ def test_the_same_run_under_another_torch_compares_with_the_version_difference(c
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs a POSIX system")
 def test_forecast_runs_in_the_interpreter_it_is_given(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "forecast", "sincos", "--backend", "eager",
-                           "--stream", "8,16", "--strategies", "static", "--python", sys.executable,
-                           "--json", "f.json"], capture_output=True, text=True, cwd=tmp_path, timeout=600)
+    proc = run_cli("forecast", "sincos", "--backend", "eager", "--stream", "8,16", "--strategies", "static",
+                   "--python", sys.executable, "--json", "f.json", cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads((tmp_path / "f.json").read_text())
     assert data["torch_version"] == compat.torch_version()

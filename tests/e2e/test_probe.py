@@ -24,6 +24,8 @@ import pytest
 from compilescope.compat import is_recompile_limit_failure, reason_name
 from compilescope.torchtext import split_reason
 
+from ..conftest import started_cli_server
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "probe_scenarios"
 SCRIPTS = sorted(p.name for p in SCENARIOS.glob("*.py"))
 _LOG = re.compile(r"^[VIWEC]\d{4} [\d:.]+ +\d+ \S+\] \[(?P<cid>[^\]]+)\] \[__(?P<art>\w+)\] ?(?P<msg>.*)$")
@@ -106,12 +108,38 @@ def _needed(request: pytest.FixtureRequest) -> set[str]:
 def runs(tmp_path_factory, request):
     """Every scenario the selected tests read, once under probe, PyTorch's logs and trace on in
     that process; the PLAIN_TOO scenarios also once plainly with the same logs and a trace of
-    their own. A few processes at a time."""
+    their own. Each is forked, one at a time, by a CLI server that imported torch with those logs
+    on (tests/cli_server.py: each child writes a trace file of its own, moved to the scenario's
+    directory as it ends); where none can start, fresh interpreters, a few at a time."""
     out = {}
     tmp = tmp_path_factory.mktemp("probe")
     needed = _needed(request)
     jobs = ([(name, "probe") for name in SCRIPTS if name in needed]
             + [(name, "plain") for name in PLAIN_TOO if name in needed])
+
+    def keep(name: str, kind: str, rc: int, err: str, trace: Path, json_path: Path) -> None:
+        run = out.setdefault(name, dict(tmp=tmp))
+        if kind == "probe":
+            run.update(probe_rc=rc, probe_err=err, data=json.loads(json_path.read_text()), trace=trace)
+        else:
+            run.update(plain_rc=rc, plain_err=err, plain_trace=trace)
+
+    incoming = tmp / "incoming.trace"
+    logged = dict(os.environ, TORCH_LOGS=LOGS, TORCH_TRACE=str(incoming))
+    with started_cli_server(tmp / "server", logged) as server:
+        if server is not None:
+            for name, kind in jobs:
+                script, trace, json_path = SCENARIOS / name, tmp / f"{name}.{kind}.trace", tmp / f"{name}.json"
+                what = ({"argv": ["probe", "--json", str(json_path), str(script)]} if kind == "probe"
+                        else {"script": str(script)})
+                for stale in incoming.glob("*"):  # none of this run's
+                    stale.unlink()
+                done = server.run(what, cwd=tmp, env=logged, timeout=900)
+                trace.mkdir()
+                for log in incoming.glob("*"):
+                    log.rename(trace / log.name)
+                keep(name, kind, done.returncode, done.stderr, trace, json_path)
+            return out
     for first in range(0, len(jobs), AT_ONCE):
         started = []
         for name, kind in jobs[first:first + AT_ONCE]:
@@ -126,12 +154,7 @@ def runs(tmp_path_factory, request):
             started.append((name, kind, proc, trace, json_path))
         for name, kind, proc, trace, json_path in started:
             err = proc.communicate(timeout=900)[1]  # a CUDA build of torch imports slowly on a loaded CPU
-            run = out.setdefault(name, dict(tmp=tmp))
-            if kind == "probe":
-                run.update(probe_rc=proc.returncode, probe_err=err, data=json.loads(json_path.read_text()),
-                           trace=trace)
-            else:
-                run.update(plain_rc=proc.returncode, plain_err=err, plain_trace=trace)
+            keep(name, kind, proc.returncode, err, trace, json_path)
     return out
 
 

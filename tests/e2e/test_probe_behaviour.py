@@ -12,12 +12,13 @@ import torch
 
 from compilescope.schema import load
 
+from ..conftest import run_cli
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "probe_scenarios"
 
 
 def probe(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", *args], capture_output=True, text=True,
-                          timeout=300, env=dict(os.environ, **(env or {})), cwd=cwd)
+    return run_cli("probe", *args, timeout=300, env=dict(os.environ, **(env or {})), cwd=cwd or Path.cwd())
 
 
 def test_script_runs_as_main_with_its_argv_and_exit_status(tmp_path):

@@ -4,12 +4,12 @@ report on stdout carries none of it."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
-import sys
 from pathlib import Path
 
-from ..own_processes import scoped_env
+from ..conftest import run_cli
 
 TEST_WORKLOADS = Path(__file__).resolve().parents[1] / "workloads_for_tests.py"
 LINE = re.compile(r"^\[\d+:\d\d\] ")
@@ -17,11 +17,10 @@ LINE = re.compile(r"^\[\d+:\d\d\] ")
 
 def test_a_run_in_a_pipe_says_what_runs_every_few_seconds(tmp_path):
     # each request sleeps 3 s: two requests and a steady-state sample outlast the 5 s between lines
-    env, _ = scoped_env(COMPILESCOPE_TEST_SLEEP="3", COLUMNS="80", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ind"))
-    cmd = [sys.executable, "-m", "compilescope.cli", "run", f"{TEST_WORKLOADS}:slow_eager", "--stream", "4,4",
-           "--strategies", "eager", "--backend", "eager", "--samples", "1", "--budget", "0", "--warmup", "0",
-           "--json", str(tmp_path / "r.json")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    env = dict(os.environ, COMPILESCOPE_TEST_SLEEP="3", COLUMNS="80", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ind"))
+    proc = run_cli("run", f"{TEST_WORKLOADS}:slow_eager", "--stream", "4,4", "--strategies", "eager", "--backend",
+                   "eager", "--samples", "1", "--budget", "0", "--warmup", "0", "--json", tmp_path / "r.json",
+                   env=env, cwd=tmp_path, timeout=600)
     assert proc.returncode == 0, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if LINE.match(line)]
     assert lines, proc.stderr
@@ -37,10 +36,10 @@ def _piped(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI with stdout and stderr pipes at ``COLUMNS=80``, each request of ``slow_eager``
     sleeping half a second: long enough for several progress lines, whatever the machine.
     Trials are forked (no cold start is read here)."""
-    env, _ = scoped_env(COMPILESCOPE_TEST_SLEEP="0.5", COLUMNS="80", COMPILESCOPE_FORK_SERVER="1",
-                        TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ind"))
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=600)
+    env = dict(os.environ, COMPILESCOPE_TEST_SLEEP="0.5", COLUMNS="80", TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "ind"))
+    if not env.get("COMPILESCOPE_FORK_SERVER", "").startswith("unix:"):  # the session's shared one, else one of its own
+        env["COMPILESCOPE_FORK_SERVER"] = "1"
+    return run_cli(*args, env=env, cwd=tmp_path, timeout=600)
 
 
 def _progress(proc: subprocess.CompletedProcess[str], label: str, of: str) -> list[str]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -26,6 +25,8 @@ from compilescope.workload import bind_arguments, build_target, load_workload, s
 from compilescope.model import call_arguments
 
 from .test_advice_snippets import FAST, check_snippets
+
+from ..conftest import run_cli
 
 # Trials forked (conftest.forked_trials_here): these tests read what is suggested and compiled; no cold start.
 pytestmark = pytest.mark.usefixtures("forked_trials")
@@ -65,9 +66,8 @@ def probed(request, tmp_path_factory):
                 model(*args, **kwargs)
     """))
     out = tmp / "probe.json"
-    proc = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--json", str(out), str(script)],
-                          capture_output=True, text=True, timeout=600, cwd=tmp,
-                          env={**__import__("os").environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp / "cache")})
+    proc = run_cli("probe", "--json", out, script, timeout=600, cwd=tmp,
+                   env={**__import__("os").environ, "TORCHINDUCTOR_CACHE_DIR": str(tmp / "cache")})
     assert proc.returncode == 0, proc.stderr[-2000:]
     result = load(out)
     assert isinstance(result, ProbeResult)

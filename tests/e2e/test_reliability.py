@@ -19,7 +19,7 @@ from compilescope.execute.task import TrialTask
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.schema import load
 
-from ..conftest import cli_here
+from ..conftest import cli_here, run_cli
 from ..own_processes import processes_of, scoped_env
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
@@ -77,12 +77,17 @@ def _journal_trials(path: Path) -> int:
     return sum(1 for line in jp.read_text().splitlines() if line.startswith('{"trial"'))
 
 
-@pytest.mark.parametrize("sig, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
-def test_interrupted_run_keeps_finished_trials_and_resumes(sig, code, tmp_path):
+@pytest.mark.parametrize("sig, code, fork_server", [(signal.SIGINT, 130, "0"), (signal.SIGTERM, 143, "1")],
+                         ids=["SIGINT-pre-started", "SIGTERM-forked"])
+def test_interrupted_run_keeps_finished_trials_and_resumes(sig, code, fork_server, tmp_path):
+    """Under each start: trials in fresh interpreters started ahead, and forked by a fork server
+    of the run's own (COMPILESCOPE_FORK_SERVER=1)."""
     out = tmp_path / "r.json"
     scratch = tmp_path / "tmp"
     scratch.mkdir()
-    env, scope = scoped_env(COMPILESCOPE_TEST_SLEEP="0.3", TMPDIR=str(scratch))
+    # each call sleeps 0.1 s: a trial takes seconds (about 40 calls), so the signal sent 1.5 s after
+    # the first trial finished lands while the second runs
+    env, scope = scoped_env(COMPILESCOPE_TEST_SLEEP="0.1", TMPDIR=str(scratch), COMPILESCOPE_FORK_SERVER=fork_server)
     cmd = [sys.executable, "-m", "compilescope.cli", "run", f"{TEST_WORKLOADS}:slow_eager", "--stream", "4,8",
            "--strategies", "eager,default,static", "--backend", "eager", "--samples", "3", "--budget", "0.01",
            "--warmup", "1", "--json", str(out)]
@@ -156,8 +161,7 @@ def test_paths_and_reasons_that_look_like_markup_print_literally(tmp_path):
     assert load(out).trials[1].ok and (folder / "t[/b].csv").exists()
     report = cli_here("report", str(out), cwd=tmp_path)
     assert report.returncode == 0 and "E4[red].json" not in report.stderr
-    probe = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--json", str(folder / "p[/i].json"),
-                            str(folder / "s.py")], capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    probe = run_cli("probe", "--json", folder / "p[/i].json", folder / "s.py", cwd=tmp_path, timeout=120)
     assert probe.returncode == 0, probe.stderr
     assert f"{folder / 's.py'}" in probe.stderr.replace("\n", "")
     assert json.loads((folder / "p[/i].json").read_text())["kind"] == "probe"

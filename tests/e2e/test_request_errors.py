@@ -18,6 +18,8 @@ from compilescope.render import console as console_render
 from compilescope.render import csv as csv_render
 from compilescope.schema import dumps, load, loads
 
+from ..conftest import run_cli
+
 HERE = Path(__file__).resolve().parents[1]  # tests/
 WORKLOADS = HERE / "workloads_request_errors.py"
 FAST = MeasureOptions(warmup=1, samples=3, min_samples=2, budget_s=0.02)
@@ -229,12 +231,9 @@ def cli_run(tmp_path_factory):
 
     tmp = tmp_path_factory.mktemp("request_errors")
     out, html = tmp / "out.json", tmp / "out.html"
-    proc = subprocess.run(
-        [sys.executable, "-m", "compilescope.cli", "run", f"{WORKLOADS}:sin_cos", "--stream", "16,32,64,16",
-         "--strategies", "static,dynamic", "--backend", "faulty_lowering", "--fail-on", "crash",
-         "--json", str(out), "--html", str(html), *QUICK],
-        capture_output=True, text=True, timeout=900, cwd=tmp,
-    )
+    proc = run_cli("run", f"{WORKLOADS}:sin_cos", "--stream", "16,32,64,16", "--strategies", "static,dynamic",
+                   "--backend", "faulty_lowering", "--fail-on", "crash", "--json", out, "--html", html, *QUICK,
+                   timeout=900, cwd=tmp)
     return proc, out, html
 
 

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from ..conftest import FORKED_TRIALS, cli_here
+from ..conftest import FORKED_TRIALS, cli_here, run_cli
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
 ROOT = HERE.parent
@@ -64,8 +64,7 @@ def counts(store: Path) -> dict[tuple[str, str], tuple]:
 
 def cli_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """The CLI as a process of its own (a Ray sweep starts a local cluster: not in this process)."""
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], cwd=directory, capture_output=True,
-                          text=True, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
+    return run_cli(*args, cwd=directory, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
 
 
 def cli_here_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:

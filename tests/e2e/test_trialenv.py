@@ -23,6 +23,8 @@ from compilescope.model import MeasureOptions, RunResult, StrategyOptions, Trial
 from compilescope.schema import dumps, load, loads
 from compilescope.store import Store
 
+from ..conftest import run_cli
+
 FAST = MeasureOptions(warmup=1, samples=3, min_samples=3, budget_s=0.01)
 QUICK = ("--backend", "eager", "--samples", "3", "--budget", "0.01", "--warmup", "1")
 
@@ -47,8 +49,7 @@ w = Workload("leak", build, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 8},
 
 
 def _cli(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ, **env), timeout=600)
+    return run_cli(*args, cwd=cwd, env=dict(os.environ, **env), timeout=600)
 
 
 def test_a_torch_variable_is_recorded_and_compare_warns_about_it(tmp_path):

@@ -19,6 +19,8 @@ import torch
 import compilescope
 from compilescope import compat
 
+from ..conftest import run_cli
+
 SCENARIOS = Path(__file__).resolve().parents[1] / "probe_scenarios"
 
 
@@ -164,8 +166,7 @@ def test_probe_of_a_recompiling_script_exits_as_plain_python_with_its_compiles_c
         "    print(float(f(torch.ones(n)).sum()))\n"
         "sys.exit(3)\n")
     plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, cwd=tmp_path, timeout=300)
-    probed = subprocess.run([sys.executable, "-m", "compilescope.cli", "probe", "--json", "out.json", str(script)],
-                            capture_output=True, text=True, cwd=tmp_path, timeout=300)
+    probed = run_cli("probe", "--json", "out.json", script, cwd=tmp_path, timeout=300)
     assert plain.returncode == probed.returncode == 3, probed.stderr[-2000:]
     assert plain.stdout == probed.stdout == "4.0\n6.0\n8.0\n"
     assert "Traceback" not in probed.stderr

@@ -18,7 +18,7 @@ from compilescope.execute.task import TrialOutcome, TrialTask
 from compilescope.model import CallRecord, MeasureOptions, RunResult, StrategyOptions, TrialResult, TrialSpec
 from compilescope.schema import load
 
-from ...conftest import cli_here, forked_trials_here
+from ...conftest import cli_here, forked_trials_here, run_cli
 
 RUN = ["run", "sincos", "--stream", "16,16,32,64", "--strategies", "eager,default,static", "--cache", "cold,warm",
        "--backend", "eager", "--samples", "3", "--budget", "0.02", "--warmup", "1"]
@@ -26,8 +26,7 @@ RUN = ["run", "sincos", "--stream", "16,16,32,64", "--strategies", "eager,defaul
 
 def cli_in(directory: Path, *args: str) -> subprocess.CompletedProcess[str]:
     # RAY_ADDRESS="": a local Ray cluster of the test's own, never one found on the machine
-    return subprocess.run([sys.executable, "-m", "compilescope.cli", *args], cwd=directory, capture_output=True,
-                          text=True, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
+    return run_cli(*args, cwd=directory, timeout=900, env=dict(os.environ, RAY_ADDRESS=""))
 
 
 def compiles(path: Path) -> dict[str, tuple]:
