@@ -20,7 +20,9 @@ Protocol, over a ``SOCK_SEQPACKET`` socket at PATH, one JSON object a message: t
 ``{"argv": [...], "env": {...}, "cwd": "...", "session": false}`` (or ``"code": "..."`` in place
 of ``argv``: ``python -c CODE``; or ``"script": PATH, "args": [...]``: ``python PATH ARGS…``) with
 three file descriptors
-(stdin, stdout, stderr; ``session``: the child leads a session of its own); the server answers ``{"pid": N}`` once forked and ``{"rc": R}`` when the child has ended
+(stdin, stdout, stderr; ``session``: the child leads a session of its own;
+``"default_signals": true``: SIGINT, SIGTERM and SIGHUP as a shell gives them, whatever the
+server inherited); the server answers ``{"pid": N}`` once forked and ``{"rc": R}`` when the child has ended
 (``-N``: killed by signal N), then closes the connection. The server ends with the process that
 started it.
 """
@@ -41,6 +43,8 @@ import threading
 import traceback
 import types
 
+from compilescope.probe.launch import _exit_status, _flush  # as the interpreter ends, as probe's child does
+
 MAX_MESSAGE = 1 << 20
 
 
@@ -54,15 +58,6 @@ def _imports() -> None:
     import compilescope.api  # noqa: F401  (the use cases and the feature packages under them)
 
 
-def _exit_status(code: object) -> int:
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code & 0xFF
-    print(code, file=sys.stderr)
-    return 1
-
-
 def _child(request: dict, fds: list[int], closing: list[int]) -> None:
     code = 1
     try:
@@ -70,6 +65,10 @@ def _child(request: dict, fds: list[int], closing: list[int]) -> None:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         if request.get("session"):
             os.setsid()
+        if request.get("default_signals"):  # as a shell starts a command: Python's own start-up dispositions
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
         for fd in closing:
             os.close(fd)
         for target, fd in enumerate(fds):
@@ -110,11 +109,7 @@ def _child(request: dict, fds: list[int], closing: list[int]) -> None:
     except BaseException:  # noqa: BLE001 - this server's own fault: shown, status 1
         traceback.print_exc()
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            try:
-                stream.flush()
-            except Exception:  # noqa: BLE001
-                pass
+        _flush()
         if code < 0:  # an uncaught KeyboardInterrupt ends the process by SIGINT, as Python does
             signal.signal(-code, signal.SIG_DFL)
             os.kill(os.getpid(), -code)

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ..conftest import CliServer
+
 TIMEOUT = 300
 PAIRS_AT_ONCE = 3
 COMPILE = "import torch\nf = torch.compile(lambda x: x + 1, backend='eager')\n"
@@ -112,11 +114,15 @@ def _probe(*args: str) -> list[str]:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
-    """Every case once under python and once under probe, each in a directory of its own,
-    a few pairs at a time."""
+    """Every case once under python (a fresh interpreter) and once under probe, each in a
+    directory of its own, a few pairs at a time. The probe side is forked by the session's CLI
+    server where it can be (tests/cli_server.py, from the start-up signal dispositions a shell
+    gives, as ``_cmd`` gives them), while the python side runs: the program itself runs in the
+    process ``probe`` forks either way."""
     root = tmp_path_factory.mktemp("transparency")
     out = {}
     cases = list(CASES.items())
+    server = CliServer.serving(dict(os.environ))
     for first in range(0, len(cases), PAIRS_AT_ONCE):
         started = {}
         for case, (name, plain_args, probe_opts, probe_args) in cases[first:first + PAIRS_AT_ONCE]:
@@ -127,14 +133,21 @@ def runs(tmp_path_factory):
             json_path = dirs["probe"] / "probe.json"
             plain = subprocess.Popen(_cmd(sys.executable, name, *plain_args), cwd=dirs["python"],
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            probed = subprocess.Popen(_probe("--json", str(json_path), *probe_opts, name, *probe_args),
-                                      cwd=dirs["probe"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            started[case] = (plain, probed, json_path, dirs["probe"])
-        for case, (plain, probed, json_path, probe_dir) in started.items():
+            argv = ["probe", "--json", str(json_path), *probe_opts, name, *probe_args]
+            probed = None if server is not None else subprocess.Popen(
+                _probe(*argv[1:]), cwd=dirs["probe"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            started[case] = (plain, probed, argv, json_path, dirs["probe"])
+        for case, (plain, probed, argv, json_path, probe_dir) in started.items():
+            if probed is None:
+                done = server.run({"argv": argv, "default_signals": True}, cwd=probe_dir, env=dict(os.environ),
+                                  timeout=TIMEOUT)
+                q_rc, q_out, q_err = done.returncode, done.stdout, done.stderr
+            else:
+                q_out, q_err = probed.communicate(timeout=TIMEOUT)
+                q_rc = probed.returncode
             p_out, p_err = plain.communicate(timeout=TIMEOUT)
-            q_out, q_err = probed.communicate(timeout=TIMEOUT)
             out[case] = dict(
-                plain=(plain.returncode, p_out, p_err), probe=(probed.returncode, q_out, q_err),
+                plain=(plain.returncode, p_out, p_err), probe=(q_rc, q_out, q_err),
                 data=json.loads(json_path.read_text()) if json_path.exists() else None, dir=probe_dir,
                 journal=json_path.with_name(json_path.name + ".journal"),
             )
