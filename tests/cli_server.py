@@ -2,7 +2,7 @@
 (and for the docs' Python examples, ``python -c CODE``, and scripts, ``python SCRIPT``).
 
 A ``compilescope`` process spends about 2.5 s of CPU importing torch and Dynamo before its
-command does anything, and the suite starts a few hundred of them. This server (one per test
+command does anything, and the suite starts over a hundred of them. This server (one per test
 process, started by ``conftest._cli_server``) imports what the CLI's commands import once and
 forks one child per request: the child takes the request's standard streams, environment,
 working directory and argv, and runs ``python -m compilescope.cli`` as the interpreter runs it
@@ -12,19 +12,18 @@ threads joined and ``atexit`` functions run at the end). A test reads what a fre
 before the first line of ``main``: the interpreter's start and the imports.
 
 It serves only a launch whose environment differs from the one it imported under in no
-variable read while importing (``conftest.cli_server_serves``); any other launch, and every
-test of how the process itself behaves (signals, a pipe's reader leaving, ``--help`` importing
-no torch, a torch variable set for the command), starts a fresh interpreter as before.
+variable read while importing (``conftest.CliServer.serving``); any other launch, and every
+test of how the process itself behaves (signals sent to it, a pipe's reader leaving, ``--help``
+importing no torch, a torch variable set for the command), starts a fresh interpreter as before.
 
 Protocol, over a ``SOCK_SEQPACKET`` socket at PATH, one JSON object a message: the client sends
-``{"argv": [...], "env": {...}, "cwd": "...", "session": false}`` (or ``"code": "..."`` in place
-of ``argv``: ``python -c CODE``; or ``"script": PATH, "args": [...]``: ``python PATH ARGS…``) with
-three file descriptors
-(stdin, stdout, stderr; ``session``: the child leads a session of its own;
-``"default_signals": true``: SIGINT, SIGTERM and SIGHUP as a shell gives them, whatever the
-server inherited); the server answers ``{"pid": N}`` once forked and ``{"rc": R}`` when the child has ended
-(``-N``: killed by signal N), then closes the connection. The server ends with the process that
-started it.
+``{"argv": [...], "env": {...}, "cwd": "...", "session": false}`` with three file descriptors
+(stdin, stdout, stderr). In place of ``argv``: ``"code": CODE`` (``python -c CODE``) or
+``"script": PATH, "args": [...]`` (``python PATH ARGS…``); ``"session": true``: the child leads a
+session of its own; ``"default_signals": true``: SIGINT, SIGTERM and SIGHUP as a shell gives
+them, whatever the server inherited. The server answers ``{"pid": N}`` once forked and
+``{"rc": R}`` when the child has ended (``-N``: killed by signal N), then closes the connection.
+It ends with the process that started it.
 """
 
 from __future__ import annotations

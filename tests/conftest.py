@@ -115,9 +115,9 @@ def cli_subprocess(tmp_path):
 # What a forked CLI process may take from its launch although the server imported without it: read
 # when used, never while importing (temporary directories, compilescope's own switches, the
 # terminal's width and colour, inductor's cache directory, the Ray cluster to join, the test pytest
-# runs). A launch
-# that carries a test's process token (own_processes.scoped_env) is one whose processes the test
-# looks for by their environment: a fresh interpreter, whose /proc environment shows it.
+# runs). A launch that carries a test's process token (own_processes.scoped_env) is one whose
+# processes the test looks for by their environment: a fresh interpreter, whose /proc environment
+# shows it.
 CLI_READ_WHEN_USED = frozenset({"TMPDIR", "TEMP", "TMP", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR",
                                 "TORCHINDUCTOR_CACHE_DIR", "RAY_ADDRESS", "PYTEST_CURRENT_TEST"})
 
@@ -301,8 +301,7 @@ def main(tmp_path, monkeypatch, capsys):
 # fixtures are computed once); the files named here share one worker, so that a session
 # fixture they both read (``advised_runs``) is computed once too.
 SHARED_GROUPS = {"test_advise.py": "advise", "test_advice_snippets.py": "advise"}
-# The files that take longest (by wall time per file in a `make test` run, its two workers' sums),
-# handed out first so that
+# The files that take longest (by their wall time in a `make test` run), handed out first so that
 # the workers finish together (`make test` keeps this order: --no-loadscope-reorder); the rest,
 # short files that fill the end, follow in collection order. A stale list changes only the
 # order, never what runs.

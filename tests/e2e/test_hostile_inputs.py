@@ -33,9 +33,9 @@ from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.options import MAX_LIFETIME, MAX_SIZE, parse_dynamic_sources, parse_lifetime
 from compilescope.schema import dumps, load
 
+from ..conftest import run_cli
 from ..own_processes import processes_of, scoped_env, wait_until, workers_of
 from ..unit.test_schema import sample_result
-from ..conftest import run_cli
 
 HERE = Path(__file__).resolve().parents[1]  # tests/
 TEST_WORKLOADS = HERE / "workloads_for_tests.py"
