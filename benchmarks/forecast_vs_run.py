@@ -1,13 +1,17 @@
 """The forecast against a real ``run`` of the same stream: per-request agreement, unknowns, cost.
 
-    python benchmarks/forecast_vs_run.py [--workload W ...] [--stream SPEC|default|text:N]
+    python benchmarks/forecast_vs_run.py [--workload W ...] [--stream SPEC|default|text:N|decode:N[xT]]
                                          [--backend aot_eager] [--dry-backend NAME ...]
                                          [--strategies default,static,dynamic]
                                          [--record none|half|SPEC] [--quick] [--no-dry-run]
 
 With no ``--workload`` (or ``--workload all``), every built-in real model (``minilm``, ``gpt2-tiny``, ``convnet``,
-and ``causal-lm`` when this checkout has it), each on its own stream (``minilm``: 24 requests
-of its real text stream; the others: their default streams), side by side in one run. For
+and ``causal-lm`` when this checkout has it), each on a stream of 48 requests, side by side in one
+run: ``minilm`` and ``gpt2-tiny`` on batches of real paragraphs (``text:48``), ``convnet`` on
+random image sizes from 16 to 128, ``causal-lm`` on three generations of 15 tokens each
+(``decode:3``: a prefill, then decode steps over a growing cache). ``--stream default`` runs
+each on its built-in default stream instead (6 to 14 requests, nearly every one a new shape:
+where the dry run's cost comes nearest the run's, as both trace each new guard state once). For
 each workload it runs ``compilescope.run`` (a fresh process per trial, real tensors, the real
 backend, cold cache, steady state and numerics as a run does them; ``--quick``: without
 steady state and numerics) and then the dry-run forecast of the same stream and strategies in
@@ -42,7 +46,10 @@ from compilescope.model import MeasureOptions
 from compilescope.zoo import BUILTINS
 
 REAL_MODELS = ("minilm", "gpt2-tiny", "convnet", "causal-lm")
-STREAMS = {"minilm": "text:24"}
+# streams of 48 requests, as a deployment's recording is many requests over fewer shapes
+STREAMS = {"minilm": "text:48", "gpt2-tiny": "text:48", "convnet": "random:count=48;seed=0;batch=2;size=16..128",
+           "causal-lm": "decode:3"}
+DECODE_PROMPTS = (12, 20, 9, 16)  # decode:N[xT]: N generations of T tokens (15) after prompts of these lengths
 
 
 def _cpu(who: int) -> float:
@@ -54,10 +61,16 @@ def _stream(workload: str, spec: str | None) -> Any:
     spec = spec or STREAMS.get(workload, "default")
     if spec == "default":
         return None
-    if spec.startswith("text:"):  # minilm's real text stream: text:N requests
+    if spec.startswith("text:"):  # batches of real paragraphs: text:N requests
         from compilescope.zoo import text_stream
 
         return list(text_stream(int(spec.removeprefix("text:"))))
+    if spec.startswith("decode:"):  # causal-lm's generation loops: decode:N[xT], N generations of T tokens (15)
+        from compilescope.zoo import decode_stream
+
+        n, _, tokens = spec.removeprefix("decode:").partition("x")
+        prompts = tuple(DECODE_PROMPTS[i % len(DECODE_PROMPTS)] for i in range(int(n)))
+        return list(decode_stream(prompts, (int(tokens or 15),) * len(prompts)))
     return spec
 
 
@@ -140,8 +153,9 @@ def main() -> None:
     parser.add_argument("--workload", action="append",
                         help="repeatable; default (or `all`): every built-in real model, side by side in one run")
     parser.add_argument("--stream", default=None,
-                        help="a stream spec; `default`: the workload's; `text:N`: minilm's real text stream "
-                             "(default: text:24 for minilm, the default stream for the others)")
+                        help="a stream spec; `default`: the workload's built-in stream; `text:N`: N batches of "
+                             "real paragraphs (minilm, gpt2-tiny); `decode:N[xT]`: N generations of T tokens (default 15) "
+                             "(causal-lm) (default: 48 requests each, see above)")
     parser.add_argument("--backend", default="aot_eager")
     parser.add_argument("--dry-backend", action="append",
                         help="what the forecast traces with (see forecast --help); repeatable: each dry run beside "

@@ -108,6 +108,31 @@ def cached_attention() -> Workload:
                     default_stream=tuple({"past": p} for p in pasts))
 
 
+class FlagCache:
+    """A cache whose flag says whether it holds anything, as ``DynamicCache``'s layers'
+    ``is_initialized`` does: a Python value inside an argument, which Dynamo guards."""
+
+    def __init__(self, keys: torch.Tensor) -> None:
+        self.keys, self.ready = keys, keys.shape[-2] > 0
+
+
+def flagged_cache() -> Workload:
+    """A step that reads its cache argument's flag: a request whose flag differs from every
+    entry's fails a value guard on ``L['cache'].ready``, the caller's, no module's."""
+
+    def build():
+        def step(x: torch.Tensor, cache: FlagCache) -> torch.Tensor:
+            return x @ cache.keys.transpose(-1, -2) if cache.ready else x * 2
+
+        return step
+
+    def make_inputs(s):
+        return torch.randn(1, 1, 8), FlagCache(torch.randn(1, s["past"], 8))
+
+    return Workload(name="flagged-cache", build=build, make_inputs=make_inputs, dims=("past",),
+                    default_stream=tuple({"past": p} for p in (0, 4, 4)))
+
+
 def always_raises() -> Workload:
     """Every call raises, on fake tensors and for real alike."""
 

@@ -75,6 +75,14 @@ def inside_input(source: str | None) -> str | None:
     return m["name"] + m["path"]
 
 
+def guard_kind(kind: str, source: str | None) -> str:
+    """A failed guard's kind as a forecast names it: a ``module_attribute`` whose source is
+    inside an argument the caller passes (a cache's ``L['cache'].layers[0].is_initialized``,
+    :func:`inside_input`) is an ``argument_attribute`` — no module holds it; any other kind
+    is itself."""
+    return "argument_attribute" if kind == "module_attribute" and inside_input(source) is not None else kind
+
+
 def is_parameter(source: str | None) -> bool:
     """A module's parameter or buffer (``L['self']._modules['lin']._parameters['weight']``)."""
     return bool(source) and bool(_PARAMETER.search(source or ""))

@@ -40,11 +40,12 @@ from pathlib import Path
 from typing import Any
 
 from .. import compat
+from ..analysis.advice import guard_kind
 from ..analysis.counts import count_compiles
 from ..analysis.outcomes import dry_run_word, limit_in_force, repeat_word
 from ..errors import OptionError, ResultsError
 from ..model import (
-    CallRecord, CompileId, CompileRecord, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec,
+    CallRecord, CompileId, CompileRecord, GuardFailure, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec,
     shape_key, shape_label,
 )
 from ..stream import distinct_shapes
@@ -97,15 +98,19 @@ class Observed:
     why: str | None = None
 
 
+def forecast_guard(entry: str, g: GuardFailure) -> ForecastGuard:
+    """A failed guard as a forecast's request shows it (its kind: :func:`guard_kind`)."""
+    return ForecastGuard(entry, g.reason, guard_kind(g.kind, g.source), g.source, g.dim,
+                         None if g.expected is None else str(g.expected), None if g.actual is None else str(g.actual))
+
+
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
     """The guards that failed on a call's frames: those of a compile, and those of an attempt
     the recompile limit refused (why the request ran eagerly)."""
     rows = []
     for r in records:
         if r.guard_failures:
-            rows += [ForecastGuard(g.failed_entry or "?", g.reason, g.kind, g.source, g.dim,
-                              None if g.expected is None else str(g.expected),
-                              None if g.actual is None else str(g.actual)) for g in r.guard_failures]
+            rows += [forecast_guard(g.failed_entry or "?", g) for g in r.guard_failures]
         else:
             rows += [ForecastGuard(entry, text, "other") for text, entry in zip(r.reasons, r.rejected_by)]
     return tuple(rows)

@@ -274,13 +274,9 @@ def check(guards: Sequence[EntryGuard], request: Request) -> tuple[list[str], li
 
 
 def _forecast_guards(entry: str, texts: Sequence[str]) -> list[ForecastGuard]:
-    out = []
-    for t in texts:
-        g = parse_guard_failure(t)
-        out.append(ForecastGuard(entry, g.reason, g.kind, g.source, g.dim,
-                                 None if g.expected is None else str(g.expected),
-                                 None if g.actual is None else str(g.actual)))
-    return out
+    from .engine import forecast_guard
+
+    return [forecast_guard(entry, parse_guard_failure(t)) for t in texts]
 
 
 # ----------------------------------------------------------------------------- one frame

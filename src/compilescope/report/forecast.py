@@ -47,7 +47,7 @@ class ForecastGuard:
 
     entry: str  # the compile id of the rejecting cache entry, "0/0"
     text: str  # PyTorch's words
-    kind: str  # the parsed guard kind (size, relation, dtype, …)
+    kind: str  # the parsed guard kind (size, relation, dtype, …; argument_attribute: a value inside an argument)
     source: str | None = None
     dim: int | None = None
     expected: str | None = None

@@ -116,3 +116,13 @@ def test_a_checked_fix_whose_run_broke_the_script_says_so_not_that_the_size_is_s
                                                          proposal=both)])
     assert together.shape_reducible and "specialises this size" not in together.next_step
     assert "dynamic_sources=\"L['x']:0,L['y']:0\"" in together.next_step and "cannot tell" in together.next_step
+
+
+def test_a_forecast_names_a_value_inside_an_argument_an_argument_attribute():
+    from compilescope.analysis.advice import guard_kind
+
+    assert guard_kind("module_attribute", "L['cache'].layers[0].is_initialized") == "argument_attribute"
+    assert guard_kind("module_attribute", "L['kwargs']['cache'].layers[1].is_initialized") == "argument_attribute"
+    assert guard_kind("module_attribute", "L['self'].training") == "module_attribute"
+    assert guard_kind("module_attribute", "L['fn']._modules['1'].training") == "module_attribute"
+    assert guard_kind("size", "L['cache'].layers[0].keys") == "size"

@@ -313,6 +313,13 @@ def test_a_tensor_made_on_the_inputs_device_inside_the_frame_and_a_cache_argumen
     assert any(("cache.keys" if FAKE else "keys") in g.text for r in report.strategy("default").requests for g in r.guards)
 
 
+def test_a_value_guard_inside_an_argument_is_named_the_arguments_not_a_modules():
+    report = forecast(f"{FORECAST_WORKLOADS}:flagged_cache", None, "static", backend="eager")
+    guards = [(g.kind, g.source) for r in report.strategy("static").requests for g in r.guards]
+    assert ("argument_attribute", "L['cache'].ready") in guards, guards
+    assert not any(kind == "module_attribute" for kind, _ in guards), guards
+
+
 def test_a_request_that_raises_for_real_is_an_error_and_the_headline_says_no_prediction(main, tmp_path):
     code, out, err = main("forecast", f"{FORECAST_WORKLOADS}:always_raises", "--strategies", "default",
                           "--backend", "eager")
