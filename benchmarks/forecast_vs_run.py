@@ -154,8 +154,8 @@ def main() -> None:
                         help="repeatable; default (or `all`): every built-in real model, side by side in one run")
     parser.add_argument("--stream", default=None,
                         help="a stream spec; `default`: the workload's built-in stream; `text:N`: N batches of "
-                             "real paragraphs (minilm, gpt2-tiny); `decode:N[xT]`: N generations of T tokens (default 15) "
-                             "(causal-lm) (default: 48 requests each, see above)")
+                             "real paragraphs (minilm, gpt2-tiny); `decode:N[xT]`: N generations of T tokens "
+                             "(default 15; causal-lm) (default: 48 requests each, see above)")
     parser.add_argument("--backend", default="aot_eager")
     parser.add_argument("--dry-backend", action="append",
                         help="what the forecast traces with (see forecast --help); repeatable: each dry run beside "

@@ -45,8 +45,8 @@ from ..analysis.counts import count_compiles
 from ..analysis.outcomes import dry_run_word, limit_in_force, repeat_word
 from ..errors import OptionError, ResultsError
 from ..model import (
-    CallRecord, CompileId, CompileRecord, GuardFailure, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult, TrialSpec,
-    shape_key, shape_label,
+    CallRecord, CompileId, CompileRecord, GuardFailure, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult,
+    TrialSpec, shape_key, shape_label,
 )
 from ..stream import distinct_shapes
 from ..report.forecast import (
