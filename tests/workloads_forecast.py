@@ -160,3 +160,20 @@ def big_matmul() -> Workload:
 
     return Workload(name="big-matmul", build=build, make_inputs=lambda s: (torch.randn(s["n"], s["n"]),),
                     dims=("n",), default_stream=({"n": 1536},))
+
+
+def counts_calls() -> Workload:
+    """A step that multiplies by how many calls came before it: Dynamo guards that count, so
+    every call compiles again — a shape called at start-up included. No warm-up covers it."""
+
+    def build():
+        calls = [0]
+
+        def step(x: torch.Tensor) -> torch.Tensor:
+            calls[0] += 1
+            return x * calls[0]
+
+        return step
+
+    return Workload(name="counts-calls", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8)))

@@ -81,7 +81,7 @@ def warmup(
 
 def _planned(progress: Progress, work: Callable[..., WarmupPlan]) -> WarmupPlan:
     """Run the planning ``work`` telling ``progress`` each strategy's dry-run phase (``plan
-    default: checking a start-up list of 3 shape(s)``) and each plan done: the dry runs of a
+    default: dropping each of 3 start-up shape(s) in turn``) and each plan done: the dry runs of a
     large model under inductor take minutes, never silent ones."""
     begun = False
 

@@ -6,15 +6,21 @@ code, calls on fake tensors of the real device, a backend that compiles nothing)
 is a forecast until measured (:mod:`compilescope.warmup.measure`) or verified on a held-out
 stream:
 
-1. forecast the recorded stream under a recompile limit high enough to refuse nothing, so
-   the plan is not cut short by the limit; the candidate start-up list is the shapes of the
-   requests that compiled, in stream order;
-2. check it: one dry run of the list followed by the stream's distinct shapes must compile
-   nothing (and run nothing eagerly) after the list;
+1. dry-run the recorded stream's distinct shapes in stream order under a recompile limit
+   high enough to refuse nothing, so the plan is not cut short by the limit; the candidate
+   start-up list is the shapes that compiled, in stream order;
+2. check it: every distinct shape called once more, in the same dry run, must compile
+   nothing (and run nothing eagerly). That is the replay of the list from a reset: a dry run's
+   cache entries and each frame's recompile decisions come from its compiles alone (a hit
+   adds no entry and changes no frame's state), so the list called alone builds the cache
+   the stream built. When it does not hold, the shapes that still compile are added and the
+   list replayed from a reset, a bounded number of rounds (:data:`MAX_REPAIRS`);
 3. make it smallest: drop each shape in turn, latest first, keeping a drop when the replay
    still compiles nothing after start-up, within :data:`MAX_DRY_RUNS` dry runs — skipped for a
    static strategy (:meth:`Strategy.static <compilescope.strategies.Strategy.static>`), where
-   each graph accepts only its own sizes (so no drop can hold);
+   each graph accepts only its own sizes (so no drop can hold). The last shape's drop needs no
+   dry run when that shape compiled at start-up: without it, it is called on the cache it
+   compiled on, so it compiles again;
 4. record the cache entries one frame needs and the ``recompile_limit`` that takes (``None``
    when PyTorch's default suffices; never raised silently: the plan's notes say it).
 """
@@ -56,6 +62,7 @@ class Replay:
     after: tuple[tuple[Shape, str, str], ...]  # (shape, outcome, why) per distinct stream shape
     frame_entries: int
     compiles: int  # frame compiles made during start-up
+    last_compiled: bool = False  # the last start-up call compiled a frame
 
     @property
     def holds(self) -> bool:
@@ -108,8 +115,7 @@ def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct:
     ``stop_at_miss`` the dry run ends at the first call after start-up that does not hit (the
     replay then holds that one outcome): enough to refuse a candidate list, at a fraction of
     the cost."""
-    from ..analysis.counts import count_compiles, graphs_needed
-    from ..forecast.engine import dry_outcomes, dry_trial
+    from ..forecast.engine import dry_trial
 
     shapes = [dict(s) for s in startup] + [dict(s) for s in distinct]
     try:
@@ -119,35 +125,62 @@ def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct:
         return Replay(tuple(dict(s) for s in startup), ((missed.shape, missed.outcome, "stopped at this miss"),), 0, 0)
     if trial.status == "unavailable":
         raise OptionError(f"{strategy} is unavailable: {trial.error}")
-    observed = dry_outcomes(trial, len(shapes))
-    if len(observed) != len(shapes):
-        raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(shapes)} calls")
-    limit = limit_in_force(options.recompile_limit)
+    return _read(trial, [dict(s) for s in startup], distinct, options)
+
+
+def _read(trial: Any, startup: list[Shape], distinct: Sequence[Shape], options: StrategyOptions) -> Replay:
+    """The replay a dry ``trial`` of ``startup`` then ``distinct`` made."""
+    from ..analysis.counts import count_compiles, graphs_needed
+    from ..forecast.engine import dry_outcomes
+
     k = len(startup)
-    after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, o.guards, o.error, limit, o.why))
+    observed = dry_outcomes(trial, k + len(distinct))
+    if len(observed) != k + len(distinct):
+        raise OptionError(f"the dry run of {trial.spec.strategy!r} recorded {len(observed)} of "
+                          f"{k + len(distinct)} calls")
+    limit = limit_in_force(options.recompile_limit)
+    own: dict[Any, set[str]] = {}  # the entries each start-up shape's call compiled
+    for shape, o in zip(startup, observed[:k]):
+        own.setdefault(shape_key(shape), set()).update(o.compile_ids)
+
+    def first_own(shape: Shape, guards: Sequence[Any]) -> list[Any]:
+        # why a shape compiled again: the guard its own start-up entry failed, before any other
+        mine = own.get(shape_key(shape), set())
+        return sorted(guards, key=lambda g: g.entry not in mine)
+
+    after = tuple((dict(distinct[i]), o.outcome, _why(o.outcome, first_own(distinct[i], o.guards), o.error, limit,
+                                                      o.why))
                   for i, o in enumerate(observed[k:]))
     early = [r for r in trial.compiles if r.call_index is not None and r.call_index < k]
-    return Replay(tuple(dict(s) for s in startup), after, graphs_needed(trial.compiles), count_compiles(early).compiles)
+    last = [r for r in early if r.call_index == k - 1]
+    return Replay(tuple(startup), after, graphs_needed(trial.compiles), count_compiles(early).compiles,
+                  count_compiles(last).compiles > 0)
 
 
-def _candidates(workload_ref: str, strategy: str, stream: Sequence[Shape],
-                options: StrategyOptions) -> list[Shape] | str:
-    """The shapes of the recorded requests that compile, in stream order; or why none can be had."""
-    from ..forecast.engine import forecast_strategy
+def _recorded_and_checked(workload_ref: str, strategy: str, distinct: Sequence[Shape],
+                          options: StrategyOptions) -> Replay | str:
+    """One dry run of the stream's distinct shapes in stream order, then each again: the
+    shapes that compiled the first time are the candidate start-up list, and the second pass
+    is that list's check (the module's docstring, step 2). Or why the strategy has no plan."""
+    from ..forecast.engine import dry_outcomes, dry_trial
 
-    done = forecast_strategy(workload_ref, strategy, stream, options)
-    if isinstance(done, str):
-        return done
-    return [dict(r.shape) for r in done.requests if r.outcome == "compile"]
+    shapes = [dict(s) for s in distinct]
+    trial = dry_trial(workload_ref, strategy, [*shapes, *shapes], options)
+    if trial.status == "unavailable":
+        return f"{strategy} is unavailable: {trial.error}"
+    first = dry_outcomes(trial, 2 * len(shapes))[: len(shapes)]
+    startup = [s for s, o in zip(shapes, first) if o.outcome == "compile"]
+    done = _read(trial, shapes, shapes, options)
+    return dataclasses.replace(done, startup=tuple(startup), last_compiled=bool(startup))
 
 
-def _repaired(workload_ref: str, strategy: str, startup: list[Shape], distinct: Sequence[Shape],
+def _repaired(workload_ref: str, strategy: str, first: Replay, distinct: Sequence[Shape],
               options: StrategyOptions) -> tuple[Replay, int]:
-    """Check the list; while it does not hold, add the shapes that still compile (a bounded
-    number of rounds). Returns the last replay and the dry runs made."""
-    runs = 0
-    current = replay(workload_ref, strategy, startup, distinct, options)
-    runs += 1
+    """While the checked list does not hold, add the shapes that still compile and replay it
+    (a bounded number of rounds). Returns the last replay and the dry runs made (the first
+    check's included)."""
+    runs = 1
+    current = first
     while not current.holds and runs <= MAX_REPAIRS:
         extra = [s for s in current.failing() if shape_key(s) not in {shape_key(t) for t in current.startup}]
         if not extra:
@@ -170,7 +203,8 @@ def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequenc
                        "accepting its sizes (a static entry accepts only the sizes it was traced for), so no drop can "
                        "hold")
     current, runs, dropped = start, 0, 0
-    for i in range(n - 1, -1, -1):
+    last = n - 1 if start.last_compiled else n  # its drop cannot hold (the module's docstring, step 3)
+    for i in range(last - 1, -1, -1):
         if runs >= budget:
             return current, (f"partly checked: {runs} drop(s) tried within the bound of {budget} dry runs, "
                              f"{dropped} kept; shapes 1..{i + 1} not tried")
@@ -178,7 +212,9 @@ def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequenc
         runs += 1
         if candidate.holds:
             current, dropped = candidate, dropped + 1
-    return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({runs} dry runs), {dropped} dropped"
+    why = "; the last needs none: it compiled on the entries of those before it" if last < n else ""
+    runs_text = f"{runs} dry run{'' if runs == 1 else 's'}"
+    return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({runs_text}{why}), {dropped} dropped"
 
 
 def _without(workload_ref: str, strategy: str, startup: Sequence[Shape], i: int, distinct: Sequence[Shape],
@@ -211,11 +247,12 @@ def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], opt
     # plan under the limit asked for, else under one high enough to refuse nothing
     high = max(default, len(distinct) + 1)  # a frame holds at most one entry per distinct shape
     search = options if given is not None else dataclasses.replace(options, recompile_limit=high)
-    on_step(strategy, f"dry run of the {len(stream)} recorded request(s)")
-    found = _candidates(workload_ref, strategy, stream, search)
+    on_step(strategy, f"dry run of the {len(stream)} recorded request(s), then of each shape again")
+    found = _recorded_and_checked(workload_ref, strategy, distinct, search)
     if isinstance(found, str):
         return found
-    on_step(strategy, f"checking a start-up list of {len(found)} shape(s)")
+    if not found.holds:
+        on_step(strategy, f"repairing a start-up list of {len(found.startup)} shape(s)")
     checked, runs = _repaired(workload_ref, strategy, found, distinct, search)
     on_step(strategy, f"dropping each of {len(checked.startup)} start-up shape(s) in turn")
     final, minimal = _smallest(workload_ref, strategy, checked, distinct, search, max(0, max_dry_runs - runs))

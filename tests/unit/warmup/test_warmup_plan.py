@@ -97,6 +97,24 @@ def test_a_limit_given_below_the_need_leaves_the_shapes_past_it_uncovered_and_sa
     assert p.recompile_limit == 4 and "the limit given is 4" in " ".join(plan.notes)
 
 
+def test_the_check_is_a_dry_run_a_shape_its_own_entry_refuses_again_stays_uncovered_with_that_guard():
+    """A step that multiplies by its call count: Dynamo guards the count, so under static a
+    shape called at start-up compiles again. The plan's check calls every shape a second time
+    in its dry run; the plan covers nothing and names the guard each shape's own entry failed
+    (not the newest entry's size guard). Under default the count becomes dynamic: covered."""
+    from pathlib import Path
+
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:counts_calls"
+    plan = plan_warmup(ref, "8,16,8,32", "default,static", backend="eager")
+    static = plan.plan("static")
+    assert [s["n"] for s in static.shapes] == [8, 16, 32] and static.minimal.startswith("not checked")
+    assert [(u.shape["n"], u.outcome, u.why) for u in static.uncovered] == [
+        (8, "compile", "calls[0] == 0"), (16, "compile", "calls[0] == 1"), (32, "compile", "calls[0] == 2")]
+    default = plan.plan("default")
+    assert [s["n"] for s in default.shapes] == [8, 16] and not default.uncovered and len(default.covers) == 3
+    assert "the last needs none" in default.minimal  # 16 compiled on 8's entry: dropping it cannot hold
+
+
 def test_the_plan_file_round_trips(sincos_plan, tmp_path):
     save_plan(sincos_plan, tmp_path / "plan.json")
     assert load_plan(tmp_path / "plan.json") == sincos_plan
@@ -314,8 +332,8 @@ def test_the_planning_phase_tells_its_progress_strategy_by_strategy():
     assert events[0] == ("begin", 2, "plans") and events[-1] == ("end",)
     assert [e for e in events if e[0] == "finished"] == [("finished", "plan default"), ("finished", "plan static")]
     phases = [e[2] for e in events if e[:2] == ("working", "plan default")]
-    assert phases[0] == "dry run of the 4 recorded request(s)"
-    assert any(p.startswith("checking a start-up list of ") for p in phases)
+    assert phases[0] == "dry run of the 4 recorded request(s), then of each shape again"
+    assert any(p.startswith("dropping each of ") for p in phases)
     # every phase of a strategy comes before its end, and the next strategy's after it
     assert events.index(("finished", "plan default")) < min(
         i for i, e in enumerate(events) if e[:2] == ("working", "plan static"))
