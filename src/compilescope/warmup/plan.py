@@ -10,10 +10,12 @@ stream:
    high enough to refuse nothing, so the plan is not cut short by the limit; the candidate
    start-up list is the shapes that compiled, in stream order;
 2. check it: every distinct shape called once more, in the same dry run, must compile
-   nothing (and run nothing eagerly). That is the replay of the list from a reset: a dry run's
-   cache entries and each frame's recompile decisions come from its compiles alone (a hit
-   adds no entry and changes no frame's state), so the list called alone builds the cache
-   the stream built. When it does not hold, the shapes that still compile are added and the
+   nothing (and run nothing eagerly). That stands for a replay of the list alone from a reset:
+   Dynamo's cache entries and each frame's recompile decisions come from its compiles alone (a
+   hit adds no entry and changes no frame's state), so the list called alone builds the cache
+   the stream built. What it does not replay is state the program changes on a hit (a call
+   counter it branches on): a real trial of start-up then held-out requests (``--verify``) is
+   the check of that. When it does not hold, the shapes that still compile are added and the
    list replayed from a reset, a bounded number of rounds (:data:`MAX_REPAIRS`);
 3. make it smallest: drop each shape in turn, latest first, keeping a drop when the replay
    still compiles nothing after start-up, within :data:`MAX_DRY_RUNS` dry runs — skipped for a
