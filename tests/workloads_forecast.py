@@ -164,7 +164,8 @@ def big_matmul() -> Workload:
 
 def counts_calls() -> Workload:
     """A step that multiplies by how many calls came before it: Dynamo guards that count, so
-    every call compiles again — a shape called at start-up included. No warm-up covers it."""
+    under static every call compiles again — a shape called at start-up included, so no
+    warm-up covers it. Under default the count becomes dynamic after its second compile."""
 
     def build():
         calls = [0]

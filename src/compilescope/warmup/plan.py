@@ -10,13 +10,16 @@ stream:
    high enough to refuse nothing, so the plan is not cut short by the limit; the candidate
    start-up list is the shapes that compiled, in stream order;
 2. check it: every distinct shape called once more, in the same dry run, must compile
-   nothing (and run nothing eagerly). That stands for a replay of the list alone from a reset:
-   Dynamo's cache entries and each frame's recompile decisions come from its compiles alone (a
-   hit adds no entry and changes no frame's state), so the list called alone builds the cache
-   the stream built. What it does not replay is state the program changes on a hit (a call
-   counter it branches on): a real trial of start-up then held-out requests (``--verify``) is
-   the check of that. When it does not hold, the shapes that still compile are added and the
-   list replayed from a reset, a bounded number of rounds (:data:`MAX_REPAIRS`);
+   nothing (and run nothing eagerly). When every first call compiled or hit, that is the
+   replay of the list alone from a reset: Dynamo's cache entries and each frame's automatic
+   dynamic decisions come from compiles alone (a hit adds no entry; it moves its entry to the
+   front of the frame's cache, which orders the guards a later miss reports, so a shape that
+   misses is shown with the guard its own entry failed). When a first call raised, ran
+   eagerly at a limit given, or could not be predicted, the list is replayed from a reset
+   instead. Neither replays state the program changes on a hit (a call counter it branches
+   on): ``--verify``'s real trial of start-up then held-out requests is the check of that.
+   When the check does not hold, the shapes that still compile are added and the list
+   replayed from a reset, a bounded number of rounds (:data:`MAX_REPAIRS`);
 3. make it smallest: drop each shape in turn, latest first, keeping a drop when the replay
    still compiles nothing after start-up, within :data:`MAX_DRY_RUNS` dry runs — skipped for a
    static strategy (:meth:`Strategy.static <compilescope.strategies.Strategy.static>`), where
@@ -57,8 +60,8 @@ def _silent(_strategy: str, _phase: str | None) -> None:
 
 @dataclass(frozen=True)
 class Replay:
-    """One dry run of ``startup`` then the stream's distinct shapes: each distinct shape's
-    predicted outcome after start-up, and the most cache entries one frame asked for."""
+    """A checked start-up list: each of the stream's distinct shapes' predicted outcome after
+    the ``startup`` calls, and the most cache entries one frame asked for."""
 
     startup: tuple[Shape, ...]
     after: tuple[tuple[Shape, str, str], ...]  # (shape, outcome, why) per distinct stream shape
@@ -172,21 +175,24 @@ def _recorded_and_checked(workload_ref: str, strategy: str, distinct: Sequence[S
         return f"{strategy} is unavailable: {trial.error}"
     first = dry_outcomes(trial, 2 * len(shapes))[: len(shapes)]
     startup = [s for s, o in zip(shapes, first) if o.outcome == "compile"]
+    if any(o.outcome not in ("compile", "hit") for o in first):  # the first pass built more than the list
+        return replay(workload_ref, strategy, startup, shapes, options)
     done = _read(trial, shapes, shapes, options)
     return dataclasses.replace(done, startup=tuple(startup), last_compiled=bool(startup))
 
 
 def _repaired(workload_ref: str, strategy: str, first: Replay, distinct: Sequence[Shape],
-              options: StrategyOptions) -> tuple[Replay, int]:
+              options: StrategyOptions, on_step: StepFn = _silent) -> tuple[Replay, int]:
     """While the checked list does not hold, add the shapes that still compile and replay it
-    (a bounded number of rounds). Returns the last replay and the dry runs made (the first
-    check's included)."""
+    (a bounded number of rounds; ``on_step`` hears each). Returns the last replay and the dry
+    runs made (the first check's included)."""
     runs = 1
     current = first
     while not current.holds and runs <= MAX_REPAIRS:
         extra = [s for s in current.failing() if shape_key(s) not in {shape_key(t) for t in current.startup}]
         if not extra:
             break
+        on_step(strategy, f"adding {len(extra)} shape(s) that still compile to the start-up list")
         current = replay(workload_ref, strategy, [*current.startup, *extra], distinct, options)
         runs += 1
     return current, runs
@@ -206,17 +212,23 @@ def _smallest(workload_ref: str, strategy: str, start: Replay, distinct: Sequenc
                        "hold")
     current, runs, dropped = start, 0, 0
     last = n - 1 if start.last_compiled else n  # its drop cannot hold (the module's docstring, step 3)
+    kept = "; the last cannot be dropped: it compiled on the cache the others build" if last < n else ""
     for i in range(last - 1, -1, -1):
         if runs >= budget:
-            return current, (f"partly checked: {runs} drop(s) tried within the bound of {budget} dry runs, "
-                             f"{dropped} kept; shapes 1..{i + 1} not tried")
+            return current, (f"partly checked: {runs} drop(s) tried within the bound of {_dry_runs(budget)}, "
+                             f"{dropped} kept; shapes 1..{i + 1} not tried{kept}")
         candidate = _without(workload_ref, strategy, current.startup, i, distinct, options)
         runs += 1
         if candidate.holds:
             current, dropped = candidate, dropped + 1
-    why = "; the last needs none: it compiled on the entries of those before it" if last < n else ""
-    runs_text = f"{runs} dry run{'' if runs == 1 else 's'}"
-    return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({runs_text}{why}), {dropped} dropped"
+    if last < n:
+        return current, (f"checked: each start-up shape but the last dropped in turn ({_dry_runs(runs)}), "
+                         f"{dropped} dropped{kept}")
+    return current, f"checked: each of the {n} start-up shape(s) dropped in turn ({_dry_runs(runs)}), {dropped} dropped"
+
+
+def _dry_runs(n: int) -> str:
+    return f"{n} dry run{'' if n == 1 else 's'}"
 
 
 def _without(workload_ref: str, strategy: str, startup: Sequence[Shape], i: int, distinct: Sequence[Shape],
@@ -249,13 +261,12 @@ def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], opt
     # plan under the limit asked for, else under one high enough to refuse nothing
     high = max(default, len(distinct) + 1)  # a frame holds at most one entry per distinct shape
     search = options if given is not None else dataclasses.replace(options, recompile_limit=high)
-    on_step(strategy, f"dry run of the {len(stream)} recorded request(s), then of each shape again")
+    on_step(strategy, f"dry run of the {len(distinct)} shape(s) of {len(stream)} recorded request(s), "
+                      "then of each again")
     found = _recorded_and_checked(workload_ref, strategy, distinct, search)
     if isinstance(found, str):
         return found
-    if not found.holds:
-        on_step(strategy, f"repairing a start-up list of {len(found.startup)} shape(s)")
-    checked, runs = _repaired(workload_ref, strategy, found, distinct, search)
+    checked, runs = _repaired(workload_ref, strategy, found, distinct, search, on_step)
     on_step(strategy, f"dropping each of {len(checked.startup)} start-up shape(s) in turn")
     final, minimal = _smallest(workload_ref, strategy, checked, distinct, search, max(0, max_dry_runs - runs))
     needed = _limit_needed(final.frame_entries, default) if given is None else given

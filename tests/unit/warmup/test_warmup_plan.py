@@ -112,7 +112,26 @@ def test_the_check_is_a_dry_run_a_shape_its_own_entry_refuses_again_stays_uncove
         (8, "compile", "calls[0] == 0"), (16, "compile", "calls[0] == 1"), (32, "compile", "calls[0] == 2")]
     default = plan.plan("default")
     assert [s["n"] for s in default.shapes] == [8, 16] and not default.uncovered and len(default.covers) == 3
-    assert "the last needs none" in default.minimal  # 16 compiled on 8's entry: dropping it cannot hold
+    assert "the last cannot be dropped" in default.minimal  # 16 compiled on 8's entry: dropping it cannot hold
+
+
+def test_the_list_and_its_check_are_one_dry_run_and_the_last_shapes_drop_takes_none(monkeypatch):
+    """sincos under default: one dry run finds [16, 32] and checks it (each shape called twice),
+    and dropping 16 is the only other; 32 compiled on 16's entry, so its drop is not run."""
+    from compilescope.forecast import engine
+
+    runs = []
+    real = engine.dry_trial
+
+    def counted(workload_ref, strategy, shapes, *args, **kwargs):
+        runs.append([s["n"] for s in shapes])
+        return real(workload_ref, strategy, shapes, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "dry_trial", counted)
+    plan = plan_warmup("sincos", "16,32,16,64", "default", backend="eager").plan("default")
+    assert [s["n"] for s in plan.shapes] == [16, 32] and len(plan.covers) == 3 and not plan.uncovered
+    assert runs == [[16, 32, 64, 16, 32, 64], [32, 16, 32, 64]], runs  # start-up [32], then 16 first
+    assert plan.minimal.startswith("checked: each start-up shape but the last dropped in turn (1 dry run)")
 
 
 def test_the_plan_file_round_trips(sincos_plan, tmp_path):
@@ -332,7 +351,7 @@ def test_the_planning_phase_tells_its_progress_strategy_by_strategy():
     assert events[0] == ("begin", 2, "plans") and events[-1] == ("end",)
     assert [e for e in events if e[0] == "finished"] == [("finished", "plan default"), ("finished", "plan static")]
     phases = [e[2] for e in events if e[:2] == ("working", "plan default")]
-    assert phases[0] == "dry run of the 4 recorded request(s), then of each shape again"
+    assert phases[0] == "dry run of the 3 shape(s) of 4 recorded request(s), then of each again"
     assert any(p.startswith("dropping each of ") for p in phases)
     # every phase of a strategy comes before its end, and the next strategy's after it
     assert events.index(("finished", "plan default")) < min(
