@@ -133,13 +133,15 @@ def replay(workload_ref: str, strategy: str, startup: Sequence[Shape], distinct:
     return _read(trial, [dict(s) for s in startup], distinct, options)
 
 
-def _read(trial: Any, startup: list[Shape], distinct: Sequence[Shape], options: StrategyOptions) -> Replay:
-    """The replay a dry ``trial`` of ``startup`` then ``distinct`` made."""
+def _read(trial: Any, startup: list[Shape], distinct: Sequence[Shape], options: StrategyOptions,
+          observed: Sequence[Any] | None = None) -> Replay:
+    """The replay a dry ``trial`` of ``startup`` then ``distinct`` made (``observed``: its
+    outcomes, when already read)."""
     from ..analysis.counts import count_compiles, graphs_needed
     from ..forecast.engine import dry_outcomes
 
     k = len(startup)
-    observed = dry_outcomes(trial, k + len(distinct))
+    observed = dry_outcomes(trial, k + len(distinct)) if observed is None else observed
     if len(observed) != k + len(distinct):
         raise OptionError(f"the dry run of {trial.spec.strategy!r} recorded {len(observed)} of "
                           f"{k + len(distinct)} calls")
@@ -173,11 +175,12 @@ def _recorded_and_checked(workload_ref: str, strategy: str, distinct: Sequence[S
     trial = dry_trial(workload_ref, strategy, [*shapes, *shapes], options)
     if trial.status == "unavailable":
         return f"{strategy} is unavailable: {trial.error}"
-    first = dry_outcomes(trial, 2 * len(shapes))[: len(shapes)]
+    observed = dry_outcomes(trial, 2 * len(shapes))
+    first = observed[: len(shapes)]
     startup = [s for s, o in zip(shapes, first) if o.outcome == "compile"]
     if any(o.outcome not in ("compile", "hit") for o in first):  # the first pass built more than the list
         return replay(workload_ref, strategy, startup, shapes, options)
-    done = _read(trial, shapes, shapes, options)
+    done = _read(trial, shapes, shapes, options, observed)
     return dataclasses.replace(done, startup=tuple(startup), last_compiled=bool(startup))
 
 
