@@ -498,6 +498,32 @@ def test_a_worker_signalled_again_on_its_way_out_still_cleans_up_and_exits(tmp_p
     assert list(tmp_path.iterdir()) == []
 
 
+ENDED_WHILE_IMPORTING = """
+import sys, tempfile
+tempfile.tempdir = sys.argv[1]
+import compilescope.execute.worker as worker
+from compilescope import compat
+made = tempfile.mkdtemp
+def mkdtemp(*args, **kwargs):  # the scratch directory is made: the driver dies now, mid-import
+    path = made(*args, **kwargs)
+    worker.ParentWatch(2 ** 22 + 1, "").install()  # not its parent: the watch ends this process at once
+    return path
+tempfile.mkdtemp = mkdtemp
+compat.import_compiler()
+"""
+
+
+def test_a_fork_server_ended_while_it_imports_dynamo_leaves_no_scratch_directory(tmp_path):
+    """A fork server imports Dynamo pointed at a scratch cache directory of its own; its driver
+    killed meanwhile (a loaded machine's slow import), its parent watch removes that directory
+    on the way out, as it removes the run's."""
+    env = {k: v for k, v in os.environ.items() if k != "TORCHINDUCTOR_CACHE_DIR"}  # unset, as a fork server's
+    proc = subprocess.run([sys.executable, "-c", ENDED_WHILE_IMPORTING, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60, start_new_session=True, env=env)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cache_dirs_of_dead_runs_are_removed_on_the_next_start(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -507,7 +533,9 @@ def test_cache_dirs_of_dead_runs_are_removed_on_the_next_start(tmp_path):
             "dead": run_dir_prefix("cache", dead.pid) + "a",
             "dead-ray": run_dir_prefix("ray", dead.pid) + "b",
             "dead-sweep": run_dir_prefix("sweep", dead.pid) + "g",
+            "dead-import": run_dir_prefix("import", dead.pid) + "h",  # ended while it imported Dynamo
             "alive": run_dir_prefix("cache", alive.pid) + "c",
+            "alive-import": run_dir_prefix("import", alive.pid) + "i",
             "mine": run_dir_prefix("cache") + "d",
             "other-host": f"compilescope-cache-{dead.pid}-{'000000' if host_tag() != '000000' else 'ffffff'}-e",
             "unrelated": f"compilescope-cache-{dead.pid}",
@@ -516,7 +544,7 @@ def test_cache_dirs_of_dead_runs_are_removed_on_the_next_start(tmp_path):
             (tmp_path / name).mkdir()
             (tmp_path / name / "f").write_text("x")
         removed = remove_orphaned_dirs(str(tmp_path))
-        gone = ("dead", "dead-ray", "dead-sweep")
+        gone = ("dead", "dead-ray", "dead-sweep", "dead-import")
         assert sorted(p.name for p in removed) == sorted(names[k] for k in gone)
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(v for k, v in names.items() if k not in gone)
     finally:

@@ -158,7 +158,7 @@ def _last_error_line(stderr: str) -> str | None:
 
 def remove_orphaned_dirs(root: str | None = None) -> list[Path]:
     """Remove temporary cache directories whose run died without removing them (SIGKILL):
-    ``compilescope-cache-PID-HOST-…`` (``-sweep-``, ``-ray-``) of this host and a PID that no
+    ``compilescope-cache-PID-HOST-…`` (``-sweep-``, ``-ray-``, ``-import-``) of this host and a PID that no
     longer runs. A live run's directories, and other hosts', are never touched."""
     import shutil
 

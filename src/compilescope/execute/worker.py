@@ -51,12 +51,13 @@ def host_tag() -> str:
 
 
 def run_dir_prefix(kind: str, pid: int | None = None) -> str:
-    """``compilescope-cache-PID-HOST-`` (a run's; ``sweep``, ``ray``: a sweep's, a Ray task's): the
-    prefix of a temporary directory owned by process PID, removable once PID is dead."""
+    """``compilescope-cache-PID-HOST-`` (a run's; ``sweep``, ``ray``: a sweep's, a Ray task's;
+    ``import``: a process's scratch while it imports Dynamo, :func:`compilescope.compat.import_compiler`):
+    the prefix of a temporary directory owned by process PID, removable once PID is dead."""
     return f"compilescope-{kind}-{os.getpid() if pid is None else pid}-{host_tag()}-"
 
 
-RUN_DIR = re.compile(r"compilescope-(?:cache|sweep|ray)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")
+RUN_DIR = re.compile(r"compilescope-(?P<kind>cache|sweep|ray|import)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")
 
 
 def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path | None:
@@ -66,14 +67,16 @@ def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path
     return root if m is not None and int(m["pid"]) == parent and m["host"] == (host or host_tag()) else None
 
 
-def _owned_dirs(tmp: str, owner: int, host: str) -> list[Path]:
-    """The run directories ``owner`` made in ``tmp`` (this host's): a process whose task had not
-    come yet does not know which is its run's, and its dead driver made them all."""
+def _owned_dirs(tmp: str, owner: int, host: str, kind: str | None = None) -> list[Path]:
+    """The run directories ``owner`` made in ``tmp`` (this host's; of ``kind`` alone when given):
+    a process whose task had not come yet does not know which is its run's, and its dead driver
+    made them all."""
     try:
         entries = list(Path(tmp).iterdir())
     except OSError:
         return []
     return [e for e in entries if (m := RUN_DIR.fullmatch(e.name)) is not None and int(m["pid"]) == owner
+            and (kind is None or m["kind"] == kind)
             and m["host"] == host and e.is_dir() and not e.is_symlink()]
 
 
@@ -122,6 +125,8 @@ class ParentWatch:
         that holds it, goes on rather than waiting for itself; another thread waits, its trial
         paused, until the first ends the process."""
         with self.lock:
+            for gone in _owned_dirs(self.tmp, self.pid, self.host, "import"):  # ended while importing Dynamo
+                shutil.rmtree(gone, ignore_errors=True)
             if self.owner == self.parent or not alive(self.owner):  # a driver still alive keeps its directory
                 root = _orphaned_root(self.cache_dir, self.owner, self.host)
                 for gone in [root] if root is not None else _owned_dirs(self.tmp, self.owner, self.host):
