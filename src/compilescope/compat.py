@@ -1172,13 +1172,13 @@ def import_compiler() -> None:
     and sets ``TORCHINDUCTOR_CACHE_DIR`` in the process: where the variable is not set, the
     import is pointed at a temporary directory of its own, removed after it, and the variable
     unset again (a trial sets its task's before it compiles). The directory is named as this
-    process's (:func:`compilescope.execute.worker.run_dir_prefix`), so that a process ended while
+    process's (:func:`compilescope.paths.run_dir_prefix`), so that a process ended while
     it imports — a fork server whose driver was killed — leaves none behind: its parent watch
     removes it on the way out, and the next run removes a dead process's."""
     if "torch._dynamo" in sys.modules or os.environ.get("TORCHINDUCTOR_CACHE_DIR"):
         import torch._dynamo  # noqa: F401
         return
-    from .execute.worker import run_dir_prefix
+    from .paths import run_dir_prefix
 
     scratch = tempfile.mkdtemp(prefix=run_dir_prefix("import"))
     os.environ["TORCHINDUCTOR_CACHE_DIR"] = scratch

@@ -10,6 +10,9 @@ run, so a second run on the same path refuses at once and names the first.
 
 Inputs (results files, stream files, sweep files): read only from regular files and at most
 ``COMPILESCOPE_MAX_READ_MB`` (default 200) — ``/dev/zero`` or a FIFO is refused unread.
+
+Run directories (``compilescope-KIND-PID-HOST-…`` under the temporary directory): named by the
+process that owns them, so that a later run removes a dead owner's and leaves a live one's.
 """
 
 from __future__ import annotations
@@ -366,3 +369,24 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
         except OSError:
             pass
         raise
+
+
+# Run directories: temporary directories a process owns, named so that a later run can tell a
+# dead owner's from a live one's.
+
+def host_tag() -> str:
+    """Six hex digits naming this host: a /tmp shared between machines or containers (other pid
+    namespaces) never has another host's directories taken for a dead run's."""
+    import platform
+
+    return hashlib.sha1(platform.node().encode()).hexdigest()[:6]
+
+
+def run_dir_prefix(kind: str, pid: int | None = None) -> str:
+    """``compilescope-cache-PID-HOST-`` (a run's; ``sweep``, ``ray``: a sweep's, a Ray task's;
+    ``import``: a process's scratch while it imports Dynamo, :func:`compilescope.compat.import_compiler`):
+    the prefix of a temporary directory owned by process PID, removable once PID is dead."""
+    return f"compilescope-{kind}-{os.getpid() if pid is None else pid}-{host_tag()}-"
+
+
+RUN_DIR = re.compile(r"compilescope-(?P<kind>cache|sweep|ray|import)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")

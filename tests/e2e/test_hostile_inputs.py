@@ -28,7 +28,7 @@ from compilescope.errors import OptionError
 from compilescope.execute.journal import Journal, journal_path, read_journal
 from compilescope.execute.local import LocalExecutor, remove_orphaned_dirs
 from compilescope.execute.task import TrialTask
-from compilescope.execute.worker import host_tag, run_dir_prefix
+from compilescope.paths import host_tag, run_dir_prefix
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.options import MAX_LIFETIME, MAX_SIZE, parse_dynamic_sources, parse_lifetime
 from compilescope.schema import dumps, load
@@ -399,7 +399,7 @@ while True:
 
 PARENT = """
 import os, subprocess, sys, tempfile, time
-from compilescope.execute.worker import host_tag, run_dir_prefix
+from compilescope.paths import host_tag, run_dir_prefix
 root = tempfile.mkdtemp(prefix=run_dir_prefix("cache"), dir=sys.argv[1])
 os.mkdir(os.path.join(root, "key"))
 known = os.path.join(root, "key") if sys.argv[4] == "task" else ""  # before its task: no directory known
@@ -436,7 +436,7 @@ def _killed_parent_takes_its_worker(parent: subprocess.Popen[str], child: int, s
 
 THREADED_PARENT = """
 import os, subprocess, sys, tempfile, threading, time
-from compilescope.execute.worker import run_dir_prefix
+from compilescope.paths import run_dir_prefix
 root = tempfile.mkdtemp(prefix=run_dir_prefix("cache"), dir=sys.argv[1])
 os.mkdir(os.path.join(root, "key"))
 children = []
@@ -474,8 +474,9 @@ def test_a_worker_outlives_the_end_of_the_driver_thread_that_started_it_and_not_
 SIGNALLED_AGAIN = """
 import os, sys, tempfile
 import compilescope.execute.worker as worker
+from compilescope.paths import run_dir_prefix
 GONE = 2 ** 22 + 1  # above any pid_max: no process, so not our parent (which may be pid 1 in a container)
-root = tempfile.mkdtemp(prefix=worker.run_dir_prefix("cache", GONE), dir=sys.argv[1])
+root = tempfile.mkdtemp(prefix=run_dir_prefix("cache", GONE), dir=sys.argv[1])
 os.mkdir(os.path.join(root, "key"))
 watch = worker.ParentWatch(GONE, os.path.join(root, "key"))
 worker.signal.signal(worker.PARENT_DIED, watch._on_parent_died)

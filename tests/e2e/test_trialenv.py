@@ -158,7 +158,7 @@ def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, ahead_a
 def test_a_fork_server_killed_mid_trial_ends_the_trial_and_keeps_the_drivers_directory(tmp_path, monkeypatch):
     """The server's child ends with it (killed, its calls so far kept); the run directory it
     would remove on its way out is the driver's, still alive: it stays."""
-    from compilescope.execute.worker import run_dir_prefix
+    from compilescope.paths import run_dir_prefix
 
     monkeypatch.setenv("COMPILESCOPE_TEST_SLEEP", "1")
     run_dir = tmp_path / (run_dir_prefix("cache") + "test")

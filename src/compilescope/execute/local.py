@@ -20,12 +20,13 @@ from concurrent.futures import Future
 from pathlib import Path
 
 from ..model import Shape, TrialEnv, TrialResult, TrialSpec, shape_label
+from ..paths import RUN_DIR, host_tag
 from .environment import recorded_variables
 from .executor import Capabilities, done_future
 from .process import EXIT_POLL_S, Launch, TrialProcess, kill_group
 from .start import ProcessStarter, default_start
 from .task import CallCallback, TrialOutcome, TrialTask
-from .worker import RUN_DIR, alive, host_tag
+from .worker import alive
 
 STDERR_TAIL_CHARS = 4000
 

@@ -110,7 +110,7 @@ def run_task_here(task_text: str, timeout_s: float) -> str:
     directory (unpacked from the task's tar for a warm start)."""
     from .local import LocalExecutor
     from .start import SpawnStart
-    from .worker import run_dir_prefix
+    from ..paths import run_dir_prefix
 
     task = wire.decode_task(task_text)
 

@@ -26,7 +26,7 @@ from ..options import parse_cache_modes
 from .executor import Capabilities, Executor, done_future
 from .local import remove_orphaned_dirs
 from .task import TrialOutcome, TrialTask
-from .worker import run_dir_prefix
+from ..paths import run_dir_prefix
 
 NO_ARTIFACTS = ("no cache artifacts to load: the cold run failed, or its torch has no "
                 "torch.compiler.save_cache_artifacts() (torch 2.7 or newer has it) or it returned none")

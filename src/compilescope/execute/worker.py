@@ -36,28 +36,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..paths import RUN_DIR, host_tag
+
 PR_SET_PDEATHSIG = 1
 PARENT_POLL_S = 0.5
 PARENT_DIED = getattr(signal, "SIGRTMIN", 34) + 2
-
-
-def host_tag() -> str:
-    """Six hex digits naming this host: a /tmp shared between machines or containers (other pid
-    namespaces) never has another host's directories taken for a dead run's."""
-    import hashlib
-    import platform
-
-    return hashlib.sha1(platform.node().encode()).hexdigest()[:6]
-
-
-def run_dir_prefix(kind: str, pid: int | None = None) -> str:
-    """``compilescope-cache-PID-HOST-`` (a run's; ``sweep``, ``ray``: a sweep's, a Ray task's;
-    ``import``: a process's scratch while it imports Dynamo, :func:`compilescope.compat.import_compiler`):
-    the prefix of a temporary directory owned by process PID, removable once PID is dead."""
-    return f"compilescope-{kind}-{os.getpid() if pid is None else pid}-{host_tag()}-"
-
-
-RUN_DIR = re.compile(r"compilescope-(?P<kind>cache|sweep|ray|import)-(?P<pid>\d+)-(?P<host>[0-9a-f]{6})-.+")
 
 
 def _orphaned_root(cache_dir: str, parent: int, host: str | None = None) -> Path | None:
