@@ -178,3 +178,17 @@ def counts_calls() -> Workload:
 
     return Workload(name="counts-calls", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8)))
+
+
+def two_inputs() -> Workload:
+    """Two tensors of the same sizes: after a batch change (its second entry dynamic in the
+    batch), a length change fails guards on both tensors in both entries."""
+
+    def build():
+        return lambda x, y: x.sin() + y.cos()
+
+    def make_inputs(s):
+        return torch.randn(s["b"], s["n"]), torch.randn(s["b"], s["n"])
+
+    return Workload(name="two-inputs", build=build, make_inputs=make_inputs, dims=("b", "n"),
+                    default_stream=({"b": 4, "n": 8}, {"b": 6, "n": 8}, {"b": 6, "n": 10}))

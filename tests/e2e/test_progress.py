@@ -44,11 +44,11 @@ def _piped(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 def _progress(proc: subprocess.CompletedProcess[str], label: str, of: str) -> list[str]:
     """The progress lines on stderr; at least one names ``label`` at work with its phase and
-    the trials done (``of``: ``/N`` when the total is known, else empty), each within the
+    the trials done (``of``: ``/N`` when the total is known, else empty: ``trials done: N``), each within the
     log's 80 columns, and none on stdout."""
     lines = [line for line in proc.stderr.splitlines() if LINE.match(line)]
     working = re.compile(rf"^\[\d+:\d\d\] {re.escape(label)}: (starting|request [12]/2|steady state[\w ,]*) "
-                         rf"\(\d+:\d\d\) · \d+{of} trials done$")
+                         rf"\(\d+:\d\d\) · " + (rf"\d+{of} trials done$" if of else r"trials done: \d+$"))
     assert any(working.match(line) for line in lines), (label, lines, proc.stderr)
     assert all(len(line) <= 80 for line in lines), lines
     assert not any(LINE.match(line) for line in proc.stdout.splitlines())

@@ -58,7 +58,7 @@ def forecast_stream(
 
 def _watched_forecast(progress: Progress, work: Callable[[Callable[[Any], None]], ForecastReport]) -> ForecastReport:
     """Run ``work`` with a dry-run progress callback telling ``progress`` each strategy's dry
-    run: the requests it has covered, its distinct shapes run and frames traced."""
+    run: the requests it has covered, its distinct shapes run and cache entries traced."""
     now: list[str] = []
 
     def on_step(step: Any) -> None:  # a compilescope.forecast.engine.Progress
@@ -67,8 +67,9 @@ def _watched_forecast(progress: Progress, work: Callable[[Callable[[Any], None]]
         if not now:
             now.append(step.strategy)
         computing = ", computing for real" if step.computed else ""
-        progress.working(step.strategy, f"{step.shapes}/{step.distinct} distinct shapes run, {step.traced} traced"
-                         f"{computing}, request {step.requests}/{step.stream_length}")
+        entries = f"{step.traced} cache entr{'y' if step.traced == 1 else 'ies'} traced"
+        progress.working(step.strategy, f"{step.shapes}/{step.distinct} distinct shapes run, {entries}{computing}, "
+                         f"request {step.requests}/{step.stream_length}")
 
     progress.begin(None, "strategies")
     try:

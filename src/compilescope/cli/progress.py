@@ -161,7 +161,7 @@ class ConsoleProgress(Watcher):
             now, since, done, total, unit = self._now, self._since, self._done, self._total, self._unit
             began = self._began
         clock = time.monotonic()
-        steps = f"{done}/{total} {unit} done" if total is not None else f"{done} {unit} done"
+        steps = f"{done}/{total} {unit} done" if total is not None else f"{unit} done: {done}"  # no "1 runs"
         doing = f"{self._doing(*now)} ({_clock(clock - since)}) · " if now is not None else ""
         return f"[{_clock(clock - began)}] {doing}{steps}"
 

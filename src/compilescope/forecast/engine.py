@@ -106,13 +106,19 @@ def forecast_guard(entry: str, g: GuardFailure) -> ForecastGuard:
 
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
     """The guards that failed on a call's frames: those of a compile, and those of an attempt
-    the recompile limit refused (why the request ran eagerly)."""
-    rows = []
+    the recompile limit refused (why the request ran eagerly). Each record's are grouped by the
+    entry that failed them, the entries in the order Dynamo tried them (a record lists each
+    entry's first failure, as Dynamo's reasons do, before the others found on it)."""
+    rows: list[ForecastGuard] = []
     for r in records:
+        by_entry: dict[str, list[ForecastGuard]] = {}
         if r.guard_failures:
-            rows += [forecast_guard(g.failed_entry or "?", g) for g in r.guard_failures]
+            found = [forecast_guard(g.failed_entry or "?", g) for g in r.guard_failures]
         else:
-            rows += [ForecastGuard(entry, text, "other") for text, entry in zip(r.reasons, r.rejected_by)]
+            found = [ForecastGuard(entry, text, "other") for text, entry in zip(r.reasons, r.rejected_by)]
+        for g in found:
+            by_entry.setdefault(g.entry, []).append(g)
+        rows += [g for group in by_entry.values() for g in group]
     return tuple(rows)
 
 

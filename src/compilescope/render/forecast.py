@@ -17,7 +17,7 @@ def _totals(reports: list[ForecastReport]) -> Grid:
     recorded = any(r.recorded for r in reports)
     columns = [("strategy", "left")] + ([("method", "left")] if both else []) + [
         ("hit", "right"), ("compile", "right"), ("eager", "right"), ("error", "right"), ("unknown", "right"),
-        ("traced" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
+        ("shapes run" if not recorded else "evaluated", "right")] + ([("estimated", "right")] if recorded else []) + [
         ("compile s (predicted)", "right"), ("wall" if recorded else "dry run", "right")]
     table = Grid(None, columns, keys=2 if both else 1, keep=[name for name, _ in columns[1:]])
     rows = [(r.forecast_of(base.strategy), r) for base in reports[0].strategies for r in reports]

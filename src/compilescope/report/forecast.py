@@ -112,7 +112,10 @@ class StrategyForecast:
     compiles: int
     eager: int
     errors: int
-    traced: int  # requests that went through Dynamo (the rest repeat an earlier identical request)
+    # the requests that went through Dynamo: a dry run's distinct shapes, each called once (the rest
+    # repeat an earlier identical request; a hit among them traces nothing); a recorded forecast's
+    # requests evaluated
+    traced: int
     recompile_limit: int
     dry_wall_s: float
     stalls: tuple[int, ...] = ()  # indices of the requests that compile

@@ -53,7 +53,7 @@ def test_the_plain_line_names_the_steps_it_counts_and_an_unknown_total():
     progress.begin(None, "runs")
     progress.working("as it is", "running the script")
     _wait_for(log, "as it is: running the script (0:0")
-    _wait_for(log, "0 runs done")
+    _wait_for(log, "runs done: 0")
     progress.end()
 
 

@@ -337,10 +337,15 @@ def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
     assert code == 0, err
     lines = [ln for ln in err.splitlines() if "distinct shapes run" in ln]
     # sincos's kernels cost less than fake tensors: the dry run computes for real, and says so
-    assert lines[0].startswith("[0:") and "] static: 1/2 distinct shapes run, 1 traced, computing for real, request 2/3 (" in lines[0]
-    assert "] static: 2/2 distinct shapes run, 2 traced, computing for real, request 3/3 (" in lines[-1]
-    assert lines[-1].endswith(" · 0 strategies done")
+    assert lines[0].startswith("[0:")
+    assert "] static: 1/2 distinct shapes run, 1 cache entry traced, computing for real, request 2/3 (" in lines[0]
+    assert "] static: 2/2 distinct shapes run, 2 cache entries traced, computing for real, request 3/3 (" in lines[-1]
+    assert lines[-1].endswith(" · strategies done: 0")
     assert "distinct shapes run" not in out  # the report's own stream is untouched
+    # one meaning of "traced" (a cache entry Dynamo traced): the table counts the shapes the dry run called
+    header = next(ln for ln in out.splitlines() if "strategy" in ln and "hit" in ln)
+    assert "shapes run" in header and "traced" not in header, header
+    assert "2 compile, 1 hit" in out
 
 
 @pytest.mark.processes  # the measured run is a trial process
@@ -358,3 +363,14 @@ def test_the_entries_each_hit_will_try_are_forecast_and_timed_from_a_measured_ru
     timed = forecast("sincos", stream, "static", backend="eager", results=results).strategy("static")
     assert timed.lookups is not None and timed.lookups.timed == 3 and str(results) in (timed.lookups.source or "")
     assert all(r.lookup_s is not None and r.lookup_s > 0 for r in timed.requests if r.outcome == "hit")
+
+
+def test_a_compiles_failed_guards_are_grouped_by_the_entry_that_failed_them():
+    """Dynamo gives each entry's first failure, then compilescope finds the rest: shown as they
+    came, the two entries' guards interleave; a reader wants each entry's together, newest first."""
+    s = forecast(f"{FORECAST_WORKLOADS}:two_inputs", None, "default", backend="eager").strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "compile", "compile"]
+    entries = [g.entry for g in s.requests[2].guards]
+    assert entries[0] == "0/1" and set(entries) == {"0/0", "0/1"}, entries
+    assert entries == sorted(entries, key=entries.index), entries  # each entry's guards together
+    assert len(entries) >= 4, entries  # more than each entry's first failure
