@@ -421,11 +421,12 @@ def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
     saving that repays it, and when it is repaid: the report's saving and break-even fields.
     ``guard_extra_s`` is the lookup per request the stream's order adds to the steady calls
     (which tried each shape's entry first): the saving a request of this stream sees is the
-    steady saving less it."""
+    steady saving less it, beyond the noise only where the samples' test backs its direction too
+    (the lookup alone never turns a difference inside the noise into a claim)."""
     value, noise, significant = saving(rows)
     if value is not None and guard_extra_s is not None:
         value -= guard_extra_s
-        significant = abs(value) > (noise or 0.0)
+        significant = abs(value) > (noise or 0.0) and backed(measured_rows(rows), value > 0)
     steady_by_shape = {r.shape: r.steady.median for r in rows if r.steady is not None}
     cost = 0.0
     for call in trial.calls:

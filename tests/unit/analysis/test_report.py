@@ -176,3 +176,21 @@ def test_parse_lifetime():
         parse_lifetime("8h")
     with pytest.raises(OptionError, match="malformed --lifetime"):
         parse_lifetime("soon")
+
+
+def test_the_guard_lookup_a_stream_adds_never_makes_a_difference_inside_the_noise_a_claim():
+    """The saving a request sees is the steady saving less the lookup the stream's order adds;
+    a lookup that carries a difference past the IQR band is no test: the samples must back it."""
+    from compilescope.analysis.build import payback
+
+    spec = TrialSpec("w", "default", "cold", ({"n": 16},) * 4)
+    cs = (CallRecord(0, {"n": 16}, 0.5, ("0/0",), graphs_run=("0/0",), ran_eagerly=False),) + tuple(
+        CallRecord(i, {"n": 16}, 1e-3, graphs_run=("0/0",), ran_eagerly=False) for i in (1, 2, 3))
+    noisy = steady(16, [0.9e-3, 1.0e-3, 1.1e-3, 1.2e-3, 0.95e-3], [1.0e-3, 1.05e-3, 1.15e-3, 0.9e-3, 1.1e-3])
+    trial = TrialResult(spec, "ok", calls=cs, compiles=(rec("0/0", 0),), steady=(noisy,))
+    rows = trial_report(trial, None, None).rows
+    plain = payback(trial, rows, None)
+    assert not plain["saving_significant"]
+    past = payback(trial, rows, None, guard_extra_s=plain["saving_noise_s"] * 3)
+    assert abs(past["saving_per_request_s"]) > past["saving_noise_s"]  # past the band…
+    assert not past["saving_significant"] and past["n_star"] is None  # …yet untested: no claim
