@@ -66,15 +66,6 @@ _OPAQUE = (torch.nn.Module, types.FunctionType, types.BuiltinFunctionType, types
            type, types.CodeType, types.FrameType, types.GeneratorType, property, staticmethod, classmethod)
 
 
-def type_name(value: Any) -> str:
-    t = type(value)
-    return f"{t.__module__}.{t.__qualname__}"
-
-
-def is_plain(value: Any) -> bool:
-    return isinstance(value, _PLAIN)
-
-
 _KINDS: dict[type, tuple[str, tuple[str, ...], str]] = {}  # type → (kind, its field or slot names, its name)
 
 

@@ -36,7 +36,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .execute.executor import Executor
 from .execute.scheduler import CallFn, PlannedTrial, cache_key, plan_trials, run_plan

@@ -6,7 +6,6 @@ and zero pairs an error — on real runs (backend eager / aot_eager)."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 
 import pytest

@@ -22,8 +22,6 @@ nothing is not printed as the fix.
 from __future__ import annotations
 
 import os
-import sys
-from pathlib import Path
 
 import pytest
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from compilescope.analysis.build import build_probe_report, build_run_report
 from compilescope.analysis.verdict import verdict_text

@@ -14,7 +14,6 @@ import signal
 import socket
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -23,8 +22,6 @@ import torch
 
 from compilescope.analysis.numerics import compare_outputs
 from compilescope.api import _header, prepare_run
-from compilescope.cli import main
-from compilescope.errors import OptionError
 from compilescope.execute.journal import Journal, journal_path, read_journal
 from compilescope.execute.local import LocalExecutor, remove_orphaned_dirs
 from compilescope.execute.task import TrialTask

@@ -6,9 +6,7 @@ often as the trials that measured them."""
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 import textwrap
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from compilescope import watch
 from compilescope.analysis.build import build_probe_report, build_run_report
 from compilescope.collect.graphs import eager_frames
 from compilescope.api import advise, run
-from compilescope.model import ProbeResult, StrategyOptions
+from compilescope.model import ProbeResult
 from compilescope.schema import load
 from compilescope.workload import bind_arguments, build_target, load_workload, seeded_inputs
 from compilescope.model import call_arguments

@@ -226,9 +226,6 @@ def test_a_resume_frame_that_ran_eagerly_is_a_partial_eager_fallback(partly_eage
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory):
     """``run`` on the faulty backend with --fail-on crash, JSON and HTML (one partial, one failed trial)."""
-    import subprocess
-    import sys
-
     tmp = tmp_path_factory.mktemp("request_errors")
     out, html = tmp / "out.json", tmp / "out.html"
     proc = run_cli("run", f"{WORKLOADS}:sin_cos", "--stream", "16,32,64,16", "--strategies", "static,dynamic",

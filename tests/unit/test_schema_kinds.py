@@ -18,7 +18,7 @@ from compilescope.analysis.advise_record import to_record
 from compilescope.analysis.compare import compare_runs
 from compilescope.analysis.outputs import probe_file, run_file
 from compilescope.errors import ResultsError
-from compilescope.model import SCHEMA_VERSION, StrategyOptions
+from compilescope.model import SCHEMA_VERSION
 from compilescope.render import get
 from compilescope.render.json import render_script_advice
 from compilescope.schema import document_types, load, loads_document

@@ -36,7 +36,7 @@ import re
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 from ..model import CompileRecord, MarkSpec, RunResult, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport

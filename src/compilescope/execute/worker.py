@@ -26,7 +26,6 @@ the driver's directory is removed only when the driver is gone too.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import sys

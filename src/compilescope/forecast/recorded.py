@@ -323,17 +323,17 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode:
     """PyTorch's rule for a new entry whose guards were not recorded, under the strategy's
     dynamic ``mode`` (see the module docstring)."""
     guards: list[EntryGuard] = []
-    for source, sizes in request.sizes.items():
+    for name, sizes in request.sizes.items():
         if mode == "automatic":
-            dynamic = _was_dynamic(entries, source, sizes)
+            dynamic = _was_dynamic(entries, name, sizes)
         elif mode == "dynamic":
             dynamic = set(range(len(sizes)))
         else:
             dynamic = set()
         dynamic = {i for i in dynamic if sizes[i] >= 2}  # sizes 0 and 1 are always specialised
-        guards.append(EntryGuard("tensor", source, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
-                                 example=sizes, dtype=request.dtypes.get(source)))
-        guards += [EntryGuard("specialization", source, i, None, f"2 <= {source}.size()[{i}]") for i in sorted(dynamic)]
+        guards.append(EntryGuard("tensor", name, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
+                                 example=sizes, dtype=request.dtypes.get(name)))
+        guards += [EntryGuard("specialization", name, i, None, f"2 <= {name}.size()[{i}]") for i in sorted(dynamic)]
     if mode in ("automatic", "dynamic"):
         guards += _carried_relations(entries, request)
     else:

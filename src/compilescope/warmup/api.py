@@ -44,7 +44,7 @@ from ..analysis.counts import count_compiles
 from ..analysis.outcomes import RequestOutcome, call_arguments, classify, limit_in_force
 from ..errors import OptionError
 from ..model import CompileRecord, Shape, shape_label
-from ..watch import RecompileBudgetExceeded, Watch, compile_lines, deliver_pending
+from ..watch import Watch, compile_lines, deliver_pending
 from ..model import StrategyPlan, WarmupPlan
 from .planfile import load_plan
 

@@ -29,7 +29,7 @@ from ..model import MeasureOptions, Shape, TrialResult, TrialSpec, shape_key, sh
 from ..paths import write_atomic
 from ..report.warmup import AfterStartup, MeasuredStart, StrategyMeasured, Verdict, VerdictRow, WarmupReport
 from ..stream import distinct_shapes
-from ..model import StrategyPlan, WarmupPlan
+from ..model import WarmupPlan
 
 LONG_STREAM = 200  # a longer recording is replayed as its distinct shapes (its repeats hit)
 DEFAULT_CACHES = ("cold", "warm", "mega")
