@@ -258,3 +258,25 @@ def test_forecast_and_warm_up_read_strategy_descriptors_not_names():
     found = [f"{name}:{line}" for name, tree in _modules() if name.startswith(("forecast/", "warmup/"))
              for line in strategy_name_matches(tree)]
     assert not found, f"a strategy's behaviour matched by its name (read Strategy.dynamic / static()): {found}"
+
+
+def _defined_twice(tree: ast.Module) -> list[str]:
+    """Top-level functions and classes a module defines more than once (the later one silently
+    wins: the earlier is dead code that reads as the definition)."""
+    seen: dict[str, int] = {}
+    found = []
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(isinstance(d, ast.Name) and d.id == "overload" for d in n.decorator_list):
+                continue  # a typing.overload signature: the definition follows it
+            if n.name in seen:
+                found.append(f"{n.name} (lines {seen[n.name]} and {n.lineno})")
+            seen[n.name] = n.lineno
+    return found
+
+
+def test_no_module_defines_a_name_twice():
+    assert _defined_twice(ast.parse("def f():\n    pass\n\n\ndef f():\n    return 1\n")) == ["f (lines 1 and 5)"]
+    assert _defined_twice(ast.parse("@overload\ndef f(x: int) -> int: ...\n\n\ndef f(x):\n    return x\n")) == []
+    found = [f"{name}: {what}" for name, tree in _modules() for what in _defined_twice(tree)]
+    assert not found, found
