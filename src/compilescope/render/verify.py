@@ -10,6 +10,7 @@ from rich.text import Text
 
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 from ..units import fmt_seconds, fmt_time
+from .forecast import guard_lines
 from .grid import Grid, T, to_text
 
 MAX_SHOWN = 20
@@ -68,7 +69,7 @@ def _request_lines(r: VerifyRequest) -> list[RenderableType]:
     line = Text(f"  request {r.index} ({r.shape_label}): {r.what} (measured, {fmt_time(r.latency_s)})")
     line.append(f"; forecast {r.forecast or '—'}; {r.plan_note}", "dim")
     out: list[RenderableType] = [line]
-    out += [Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow") for g in r.guards]
+    out += guard_lines(r.folded)
     if r.error:
         out.append(Text(f"      raised: {r.error}", "red"))
     return out
