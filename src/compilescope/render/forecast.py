@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from ..report.forecast import ForecastReport, GuardFold, StrategyForecast
+from ..report.forecast import ForecastReport, StrategyForecast
 from ..units import fmt_time
 from .grid import Grid, T, to_text
 
@@ -45,16 +45,6 @@ def headline(s: StrategyForecast) -> str:
     return said
 
 
-def guard_lines(fold: GuardFold) -> list[Text]:
-    """A request's failed guards (:class:`~compilescope.report.forecast.GuardFold`): the newest
-    entry's in full, the older entries' in one line."""
-    out = [Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow") for g in fold.newest]
-    if fold.older_entries:
-        out.append(Text(f"      {', '.join(fold.older_entries)} refused it too: {fold.older_guards} more failed "
-                        "guard(s) (the JSON output lists each)", "dim"))
-    return out
-
-
 def _stalls(s: StrategyForecast) -> list[RenderableType]:
     parts: list[RenderableType] = []
     title = Text(f"\n{s.strategy}", "bold")
@@ -74,7 +64,8 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
         if r.compile_s is not None:
             line.append(f", ~{fmt_time(r.compile_s)} (estimated)", "dim")
         parts.append(line)
-        parts += guard_lines(r.folded)
+        for g in r.guards:
+            parts.append(Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow"))
         if r.guards_unrecorded:
             parts.append(Text("      (no guard text recorded)", "dim"))
     if more:

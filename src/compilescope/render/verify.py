@@ -10,7 +10,6 @@ from rich.text import Text
 
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 from ..units import fmt_seconds, fmt_time
-from .forecast import guard_lines
 from .grid import Grid, T, to_text
 
 MAX_SHOWN = 20
@@ -69,7 +68,7 @@ def _request_lines(r: VerifyRequest) -> list[RenderableType]:
     line = Text(f"  request {r.index} ({r.shape_label}): {r.what} (measured, {fmt_time(r.latency_s)})")
     line.append(f"; forecast {r.forecast or '—'}; {r.plan_note}", "dim")
     out: list[RenderableType] = [line]
-    out += guard_lines(r.folded)
+    out += [Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow") for g in r.guards]
     if r.error:
         out.append(Text(f"      raised: {r.error}", "red"))
     return out

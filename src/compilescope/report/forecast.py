@@ -54,27 +54,6 @@ class ForecastGuard:
     actual: str | None = None
 
 
-@dataclass(frozen=True)
-class GuardFold:
-    """A request's failed guards as the console shows them: those of the entry Dynamo tried
-    first (the newest) in full, the older entries that refused it too folded into a count —
-    they usually fail on the same sources with other sizes, and a stream past a few compiles
-    would list them all again at each compile (the JSON output keeps every one)."""
-
-    newest: tuple[ForecastGuard, ...]
-    older_entries: tuple[str, ...]  # compile ids, in the order Dynamo tried them
-    older_guards: int
-
-
-def fold_guards(guards: tuple[ForecastGuard, ...]) -> GuardFold:
-    groups: dict[str, list[ForecastGuard]] = {}
-    for g in guards:
-        groups.setdefault(g.entry, []).append(g)
-    entries = list(groups)
-    newest = tuple(groups[entries[0]]) if entries else ()
-    return GuardFold(newest, tuple(entries[1:]), len(guards) - len(newest))
-
-
 @dataclass(frozen=True, slots=True)
 class ForecastRequest:
     index: int
@@ -99,10 +78,6 @@ class ForecastRequest:
         """It recompiles (no compile of it is a frame's first, ``N/0``) and no guard of the
         entries that rejected it was recorded."""
         return not self.guards and bool(self.compile_ids) and not any(c.endswith("/0") for c in self.compile_ids)
-
-    @property
-    def folded(self) -> GuardFold:
-        return fold_guards(self.guards)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..model import shape_label
-from .forecast import ForecastGuard, GuardFold, Outcome, fold_guards
+from .forecast import ForecastGuard, Outcome
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,6 @@ class VerifyRequest:
     @property
     def shape_label(self) -> str:
         return shape_label(dict(self.shape))
-
-    @property
-    def folded(self) -> GuardFold:
-        return fold_guards(self.guards)
 
 
 @dataclass(frozen=True)

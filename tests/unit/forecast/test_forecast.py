@@ -374,17 +374,3 @@ def test_a_compiles_failed_guards_are_grouped_by_the_entry_that_failed_them():
     assert entries[0] == "0/1" and set(entries) == {"0/0", "0/1"}, entries
     assert entries == sorted(entries, key=entries.index), entries  # each entry's guards together
     assert len(entries) >= 4, entries  # more than each entry's first failure
-
-
-def test_the_console_shows_the_newest_entrys_guards_and_folds_the_older_entries(main, tmp_path):
-    code, out, err = main("forecast", f"{FORECAST_WORKLOADS}:two_inputs", "--strategies", "default",
-                          "--backend", "eager", "--json", "f.json")
-    assert code == 0, err
-    data = json.loads((tmp_path / "f.json").read_text())
-    guards = data["strategies"][0]["requests"][2]["guards"]
-    older = [g for g in guards if g["entry"] == "0/0"]
-    assert older and len(guards) > len(older)  # both entries refused request 2; the JSON keeps all
-    block = out.split("request 2 (")[1].split("guard lookups")[0]
-    assert "      0/1: " in block and "      0/0: " not in block, block
-    assert f"0/0 refused it too: {len(older)} more failed guard(s) (the JSON output lists each)" in block, block
-    assert "      0/0: " in out.split("request 1 (")[1].split("request 2 (")[0]  # the newest there: in full
