@@ -18,7 +18,7 @@ import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -1482,6 +1482,9 @@ class FrameCall:
     code: Any
     inputs: dict[str, Any]
     globals: dict[str, Any]
+    # the inputs as the lookup saw them: each plain dict or list among them copied at entry, since
+    # the frame's own code may change it as it runs (a wrapper's ``kwargs[name] = value``)
+    at_entry: dict[str, Any] = field(default_factory=dict)
 
 
 def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) -> tuple[Any, list[FrameCall]]:
@@ -1494,14 +1497,16 @@ def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) 
     locals then being the frame's inputs, as the lookup saw them. The hook calls no Python
     function (Dynamo, active during the call, would compile one) and is itself skipped by
     Dynamo (``eval_frame.skip_code``); it never raises, and what ``call`` raises is the
-    caller's. Returns what ``call`` returned."""
+    caller's. Each frame's inputs are also kept as they were at entry (``at_entry``): a
+    frame's code may change a dict or list it was given (Hugging Face's output-capturing
+    wrapper adds to its ``kwargs``) after the lookup read it. Returns what ``call`` returned."""
     import sys
 
     from torch._dynamo.eval_frame import skip_code
     from torch._dynamo.utils import orig_code_map
 
     originals = orig_code_map.values
-    seen: list[tuple[Any, dict[str, Any], dict[str, Any]]] = []
+    seen: list[tuple[Any, dict[str, Any], dict[str, Any], dict[str, Any]]] = []
     previous = sys.getprofile()
 
     def hook(frame: Any, event: str, arg: Any) -> None:
@@ -1509,7 +1514,14 @@ def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) 
             try:
                 code = originals.get(id(frame.f_code))
                 if code is not None:
-                    seen.append((code, dict(frame.f_locals), frame.f_globals))
+                    inputs = dict(frame.f_locals)
+                    entry = dict(inputs)
+                    for name, value in inputs.items():  # a loop, not a comprehension: no Python function called
+                        if type(value) is dict:
+                            entry[name] = dict(value)
+                        elif type(value) is list:
+                            entry[name] = list(value)
+                    seen.append((code, inputs, frame.f_globals, entry))
             except Exception:  # noqa: BLE001 - a hook never raises into the program
                 pass
 
@@ -1519,7 +1531,7 @@ def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) 
         out = call()
     finally:
         sys.setprofile(previous)
-    return out, [FrameCall(code, inputs, scope) for code, inputs, scope in seen]
+    return out, [FrameCall(code, inputs, scope, entry) for code, inputs, scope, entry in seen]
 
 
 def cache_entries(code: Any) -> list[Any]:

@@ -182,9 +182,10 @@ def _guard_changes(trial: str, ta: TrialReport, tb: TrialReport, noise: _Noise,
         rb = rows_b.get(ra.shape)
         if rb is None:
             continue
-        moved = _kinds_moved(ra.kinds, rb.kinds)
-        out.append(dataclasses.replace(_count(trial, "guards", ra.guards, rb.guards, "counts are exact"
-                                              + (f" ({moved})" if moved else "")), shape=ra.shape))
+        if ra.guards is not None and rb.guards is not None:  # both read: a count not read is no change
+            moved = _kinds_moved(ra.kinds, rb.kinds)
+            out.append(dataclasses.replace(_count(trial, "guards", ra.guards, rb.guards, "counts are exact"
+                                                  + (f" ({moved})" if moved else "")), shape=ra.shape))
         if ra.shape in tried_a and ra.shape in tried_b:
             a, b = tried_a[ra.shape], tried_b[ra.shape]
             flag: Flag = "" if a == b else ("regression" if b > a else "improvement")

@@ -107,8 +107,8 @@ def shape_guard_row(cost: GuardCost, row: ShapeRow | None, compiles: Sequence[Co
     groups = [(f.calls, g) for f in frames for g in f.groups]
     sources = source_rows(frames[0]) if frames and frames[0].groups else ()
     return GuardShapeRow(
-        shape=label, frames=len(frames), entries=max((len(f.order) for f in frames), default=0), lookup=lookup,
-        guards=sum(f.guards * f.calls for f in frames),
+        shape=label, frames=len(frames), entries=max((len(f.order) for f in frames), default=None), lookup=lookup,
+        guards=sum(f.guards * f.calls for f in frames) if frames and not any(f.error for f in frames) else None,
         kinds=_merge_kinds([_kinds([g], n) for n, g in groups]),
         share=lookup.median / steady if lookup is not None and steady else None,
         miss_s=statistics.median(misses) if misses else None,

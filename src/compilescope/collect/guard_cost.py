@@ -89,7 +89,11 @@ class _Frame:
         self.entries = compat.cache_entries(call.code)[:MAX_ENTRIES]
         self.ids = [compat.entry_compile_id(e) or "?" for e in self.entries]
         self.checks = [compat.entry_guard_check(e) for e in self.entries]
-        self.passed = next((i for i, check in enumerate(self.checks) if _safe(check, call.inputs)), None)
+        self.inputs = call.at_entry or call.inputs  # as the lookup read them; else as they are after the call
+        self.passed = self._passing(self.inputs)
+        if self.passed is None and self.inputs is not call.inputs:  # an argument whose identity a guard checks
+            self.inputs = call.inputs
+            self.passed = self._passing(self.inputs)
         self.samples: list[list[float]] = [[] for _ in self.entries]
         self.groups: list[tuple[GuardGroup, frozenset[str]]] = []
         self.parts: list[Callable[[dict[str, Any]], bool] | None] = []
@@ -101,7 +105,7 @@ class _Frame:
             hit = self.entries[self.passed]
             leaves, self.cut = compat.entry_guard_leaves(hit, MAX_GUARD_LEAVES)
             self.guards = len(leaves) + self.cut
-            self.groups, every = guard_groups(leaves, call.inputs)
+            self.groups, every = guard_groups(leaves, self.inputs)
             self.parts = [compat.entry_guard_part(hit, sources)
                           if parts and i < MAX_TIMED_GROUPS and g.category not in ("ambient", "shape") else None
                           for i, (g, sources) in enumerate(self.groups)]
@@ -109,10 +113,13 @@ class _Frame:
             if any(p is not None for p in self.parts):
                 self.copy = compat.entry_guard_part(hit, every)
 
+    def _passing(self, inputs: dict[str, Any]) -> int | None:
+        return next((i for i, check in enumerate(self.checks) if _safe(check, inputs)), None)
+
     def timers(self) -> list[tuple[Callable[[dict[str, Any]], bool], dict[str, Any], list[float]]]:
         """What one cycle times, each right after its own real call: the passing entry's
         check, every other entry's, then the passing entry's without each timed group."""
-        inputs = self.call.inputs
+        inputs = self.inputs
         order = [self.passed] + [i for i in range(len(self.checks)) if i != self.passed]
         out = [(self.checks[i], inputs, self.samples[i]) for i in order if i is not None]
         if self.copy is not None:

@@ -274,6 +274,10 @@ def _lookup_cell(stats: Stats | None) -> Text:
     return T(f"{fmt_time(stats.median)} ±{fmt_time(stats.half_iqr)}" + (" ~" if stats.noisy else ""))
 
 
+def _count_cell(n: int | None) -> Text:
+    return T("—", "dim") if n is None else T(n)
+
+
 def guard_table(report: RunReport) -> Grid | None:
     """Per compiled trial and shape: what a call's guard checks cost with its entry tried first,
     the entries a lookup could try, the guards by kind and the costliest source."""
@@ -291,9 +295,9 @@ def guard_table(report: RunReport) -> Grid | None:
             top = r.top_source
             top_text = "" if top is None else f"{top.label}: {top.guards} guards" + (
                 f", {top.share:.0%} of the lookup" if top.share is not None else "")
-            table.add_row(T(t.label), T(r.shape), T(r.entries), _lookup_cell(r.lookup),
+            table.add_row(T(t.label), T(r.shape), _count_cell(r.entries), _lookup_cell(r.lookup),
                           T(f"{r.share:.0%}" if r.share is not None else ""), T(fmt_time(r.miss_s) if r.miss_s else ""),
-                          T(r.guards), T(r.kinds_text, "dim"),
+                          _count_cell(r.guards), T(r.kinds_text, "dim"),
                           T(fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else ""),
                           T(top_text or r.note, "dim" if not top_text else ""),
                           end_section=i == len(t.guards.rows) - 1)

@@ -394,9 +394,9 @@ def _guard_figure(report: RunReport) -> Any:
 
 def _guard_table(t: TrialReport) -> str:
     assert t.guards is not None
-    rows = [[(r.shape, ""), (str(r.entries), "num"), (_stats(r.lookup) if r.lookup else "—", "num"),
+    rows = [[(r.shape, ""), ("—" if r.entries is None else str(r.entries), "num"), (_stats(r.lookup) if r.lookup else "—", "num"),
              (f"{r.share:.0%}" if r.share is not None else "", "num"), (fmt_time(r.miss_s) if r.miss_s else "", "num"),
-             (str(r.guards), "num"), (", ".join(f"{k} {n}" for k, n in r.kinds), "text"),
+             ("—" if r.guards is None else str(r.guards), "num"), (", ".join(f"{k} {n}" for k, n in r.kinds), "text"),
              (fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else "", "num"),
              ("; ".join(f"{s.label}: {s.guards} guards" + (f", {s.share:.0%} of the lookup" if s.share is not None
                                                            else "") for s in r.sources[:3]) or r.note, "text")]

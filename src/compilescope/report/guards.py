@@ -45,9 +45,9 @@ class GuardShapeRow:
 
     shape: str
     frames: int  # compiled frames a request enters
-    entries: int  # cache entries of its frame(s) when measured
+    entries: int | None  # cache entries of its frame(s) when measured (None: no frame measured)
     lookup: Stats | None  # per call: the passing entry's guard checks, tried first (summed over frames)
-    guards: int  # guards in the entries that pass (summed over frames and their calls)
+    guards: int | None  # guards in the entries that pass (summed over frames and their calls; None: not read)
     kinds: tuple[tuple[str, int], ...]  # guard kind → count, largest first
     share: float | None  # lookup / the compiled call's steady p50
     miss_s: float | None  # median cost of one entry that rejects this shape's input

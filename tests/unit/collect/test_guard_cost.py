@@ -11,7 +11,7 @@ import torch
 
 from compilescope import compat
 from compilescope.analysis.build import build_run_report
-from compilescope.analysis.guards import stream_points
+from compilescope.analysis.guards import shape_guard_row, stream_points
 from compilescope.collect.guard_cost import measure_guard_cost
 from compilescope.torchtext import classify_source as classify, readable
 from compilescope.execute.trial import run_trial
@@ -80,6 +80,66 @@ def test_a_shapes_guards_are_measured_on_its_own_entry_and_compile_nothing():
     assert frame.guards == sum(g.guards for g in frame.groups)
     timed = [g for g in frame.groups if g.samples_s]
     assert timed and all(len(g.samples_s) == 3 for g in timed) and len(frame.copy_s) == 3
+
+
+def _sets_its_default(forward):  # type: ignore[no-untyped-def]
+    """As Hugging Face's output-capturing wrapper does: fill a keyword argument the caller left out."""
+    def wrapper(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if kwargs.get("scale") is None:
+            kwargs["scale"] = 2.0
+        return forward(self, *args, **kwargs)
+    return wrapper
+
+
+class _KwargsModel(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.linear = torch.nn.Linear(8, 8)
+
+    @_sets_its_default
+    def forward(self, x, mask, scale=None):  # type: ignore[no-untyped-def]
+        return self.linear(x) * mask * scale
+
+
+def test_a_frame_that_changes_its_kwargs_is_measured_on_them_as_the_lookup_saw_them():
+    compiled = torch.compile(_KwargsModel(), backend="eager", dynamic=False)
+    inputs = {n: {"x": torch.randn(n, 8), "mask": torch.ones(n, 8)} for n in (2, 3)}
+    with torch.no_grad():
+        for n in (2, 3):
+            compiled(**inputs[n])
+        _, (seen, *_) = compat.compiled_frame_calls(lambda: compiled(**inputs[3]))
+        assert set(seen.inputs["kwargs"]) == {"x", "mask", "scale"}  # as the frame left it
+        assert set(seen.at_entry["kwargs"]) == {"x", "mask"}  # as the lookup read it
+        cost = measure_guard_cost(lambda: compiled(**inputs[3]), {"n": 3}, min_rounds=2, max_rounds=2)
+    assert cost.error is None, cost.error
+    (frame,) = cost.frames
+    assert frame.error is None, frame.error
+    (passed,) = [c for c in frame.checks if c.passed]
+    assert passed.entry == "0/1" and len(frame.checks) == 2
+
+
+def test_counts_not_read_are_no_figures():
+    unmeasured = shape_guard_row(GuardCost({"n": 2}, error="not measured: the call changes its inputs"), None, ())
+    assert (unmeasured.entries, unmeasured.guards) == (None, None)
+    refused = shape_guard_row(GuardCost({"n": 2}, (FrameGuards("f (m.py:1)", 0, 1, ("0/1", "0/0"),
+                                                               error="no cache entry's guards passed"),)), None, ())
+    assert (refused.entries, refused.guards) == (2, None)  # its entries counted; guards of none that passed
+    spec = TrialSpec("w", "default", "cold", ({"n": 2},), StrategyOptions(backend="eager"), FAST)
+    t = TrialResult(spec, "ok", calls=(CallRecord(0, {"n": 2}, 1e-3, compile_ids=("0/0",)),),
+                    compiles=(CompileRecord(CompileId(0, 0), "f", "m.py", 1, call_index=0),),
+                    guard_costs=(GuardCost({"n": 2}, error="not measured"),))
+    run = RunResult(workload="w", stream=({"n": 2},), trials=(t,))
+    lines = text.RENDERER.render(RunFile(run, build_run_report(run))).splitlines()
+    header = next(i for i, ln in enumerate(lines) if ln.startswith("guards: what every call pays"))
+    cells = [c.strip() for c in next(ln for ln in lines[header:] if "not measured" in ln).split("│")[1:-1]]
+    assert (cells[2], cells[6]) == ("—", "—"), cells  # entries, guards
+    measured = (GuardCost({"n": 2}, (FrameGuards("f (m.py:1)", 0, 1, ("0/0",), _checks(("0/0",), "0/0"), 7),), 3),)
+    b = RunResult(workload="w", stream=({"n": 2},), trials=(dataclasses.replace(t, guard_costs=measured),))
+    from compilescope.analysis.compare import compare_runs
+
+    figures = [(c.shape, c.figure) for c in compare_runs(run, b).changes]
+    assert ("2", "guards") not in figures  # a count not read is no change (it was 0 → 7: a "regression")
+    assert ("2", "guards") in [(c.shape, c.figure) for c in compare_runs(b, b).changes]
 
 
 def test_a_call_that_runs_no_compiled_frame_is_said_so():
