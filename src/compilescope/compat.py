@@ -1534,6 +1534,51 @@ def compiled_frame_calls(call: Callable[[], Any], limit: int = MAX_FRAME_CALLS) 
     return out, [FrameCall(code, inputs, scope, entry) for code, inputs, scope, entry in seen]
 
 
+def at_frame_entry(call: Callable[[], Any], visitors: Mapping[int, Callable[[dict[str, Any]], None]]) -> Any:
+    """Run ``call()`` once; at the first start of each compiled frame whose own code's id is in
+    ``visitors``, call its visitor with the frame's locals as they are then — the inputs the
+    cache lookup has just read, before the frame's code changes them (a decode step growing
+    the cache it was given). Found as :func:`compiled_frame_calls` finds them. Dynamo's frame
+    evaluation is off while a visitor runs (``torch._C._dynamo.eval_frame.set_eval_frame(None)``,
+    which returns the callback it replaces, put back after — checked on 2.13.0), so a visitor
+    may call Python code that Dynamo, active in the call, would otherwise compile. A visitor
+    that raises is skipped; what ``call`` raises is the caller's. Returns what ``call`` returned."""
+    import sys
+
+    from torch._C._dynamo.eval_frame import set_eval_frame
+    from torch._dynamo.eval_frame import skip_code
+    from torch._dynamo.utils import orig_code_map
+
+    originals = orig_code_map.values
+    visited: set[int] = set()
+    previous = sys.getprofile()
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if event != "call":
+            return
+        try:
+            code = originals.get(id(frame.f_code))
+            visit = None if code is None or id(code) in visited else visitors.get(id(code))
+            if visit is None:
+                return
+            visited.add(id(code))
+            inputs = dict(frame.f_locals)
+            saved = set_eval_frame(None)
+            try:
+                visit(inputs)
+            finally:
+                set_eval_frame(saved)
+        except Exception:  # noqa: BLE001 - a hook never raises into the program
+            pass
+
+    skip_code(hook.__code__)
+    sys.setprofile(hook)
+    try:
+        return call()
+    finally:
+        sys.setprofile(previous)
+
+
 def cache_entries(code: Any) -> list[Any]:
     """A frame's cache entries in the order the next lookup tries them: the most recently hit
     first (Dynamo moves a hit entry to the front), a new entry at the front.

@@ -105,6 +105,10 @@ def test_causal_lm_run_compares_its_numerics_and_measures_decode_on_a_fresh_cach
     assert all("cache.layers[0].keys" in s.changed_inputs for s in result.steady)
     guarded = {g.source for r in result.compiles for g in r.entry_guards if g.kind == "tensor"}
     assert "L['cache'].layers[1].values" in guarded  # the guards on the tensors inside the cache are recorded
+    # the guards of each decode step timed on a fresh cache, as the lookup read it (not grown by the call)
+    assert len(result.guard_costs) == 3 and all(c.error is None for c in result.guard_costs), result.guard_costs
+    frames = [f for c in result.guard_costs for f in c.frames]
+    assert frames and all(f.error is None and f.guards > 0 and any(e.passed for e in f.checks) for f in frames)
 
 
 def test_a_recorded_decode_loop_forecasts_as_it_ran(causal_lm_run, tmp_path):

@@ -84,16 +84,24 @@ def _frame_name(code: Any) -> str:
 class _Frame:
     """One compiled frame of the request: its entries, the one that passes, what is timed."""
 
-    def __init__(self, call: compat.FrameCall, calls: int, parts: bool) -> None:
+    def __init__(self, call: compat.FrameCall, calls: int, parts: bool,
+                 at_entry: tuple[dict[str, Any], str | None] | None = None) -> None:
+        """``at_entry``: the frame's inputs and the compile id of the entry that passed on
+        them, read at the frame's start (a call that changes its inputs); otherwise read from
+        ``call``."""
         self.call, self.calls = call, calls
         self.entries = compat.cache_entries(call.code)[:MAX_ENTRIES]
         self.ids = [compat.entry_compile_id(e) or "?" for e in self.entries]
         self.checks = [compat.entry_guard_check(e) for e in self.entries]
-        self.inputs = call.at_entry or call.inputs  # as the lookup read them; else as they are after the call
-        self.passed = self._passing(self.inputs)
-        if self.passed is None and self.inputs is not call.inputs:  # an argument whose identity a guard checks
-            self.inputs = call.inputs
-            self.passed = self._passing(self.inputs)
+        if at_entry is not None:
+            self.inputs, passed = at_entry
+            self.passed = self.ids.index(passed) if passed in self.ids and passed != "?" else None
+        else:
+            self.inputs = call.at_entry or call.inputs  # as the lookup read them; else as they are after the call
+            self.passed = self.passing(self.inputs)
+            if self.passed is None and self.inputs is not call.inputs:  # an argument whose identity a guard checks
+                self.inputs = call.inputs
+                self.passed = self.passing(self.inputs)
         self.samples: list[list[float]] = [[] for _ in self.entries]
         self.groups: list[tuple[GuardGroup, frozenset[str]]] = []
         self.parts: list[Callable[[dict[str, Any]], bool] | None] = []
@@ -113,7 +121,7 @@ class _Frame:
             if any(p is not None for p in self.parts):
                 self.copy = compat.entry_guard_part(hit, every)
 
-    def _passing(self, inputs: dict[str, Any]) -> int | None:
+    def passing(self, inputs: dict[str, Any]) -> int | None:
         return next((i for i, check in enumerate(self.checks) if _safe(check, inputs)), None)
 
     def timers(self) -> list[tuple[Callable[[dict[str, Any]], bool], dict[str, Any], list[float]]]:
@@ -164,13 +172,19 @@ def _timed(check: Callable[[dict[str, Any]], bool], inputs: dict[str, Any], cloc
 
 def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int = 5, max_rounds: int = 30,
                        budget_s: float = 1.0, parts: bool = True,
-                       clock: Callable[[], int] = time.perf_counter_ns) -> GuardCost:
+                       clock: Callable[[], int] = time.perf_counter_ns,
+                       fresh: Callable[[], Callable[[], Any]] | None = None) -> GuardCost:
     """The guard cost of one shape's request (see the module's description). ``call`` makes
     one request of the shape (the compiled callable, with what runs before each call);
-    ``parts``: also time the passing entry without each of its largest source groups. A
+    ``parts``: also time the passing entry without each of its largest source groups.
+    ``fresh``, for a call that changes its inputs (a decode step growing the cache it is
+    given): makes such a request on inputs made afresh; each request is then made on fresh
+    inputs, and each check timed at the frame's start (:func:`compilescope.compat.at_frame_entry`),
+    on the inputs the lookup has just read — after the call they are no longer what it read. A
     failure is recorded in ``error``, never raised."""
+    make = fresh if fresh is not None else (lambda: call)
     try:
-        _, seen = compat.compiled_frame_calls(call)
+        _, seen = compat.compiled_frame_calls(make())
     except Exception as exc:  # noqa: BLE001 - a request that raises here is recorded, not re-raised
         return GuardCost(shape, error=f"the call raised {type(exc).__name__}: {str(exc)[:200]}")
     if not seen:
@@ -180,20 +194,46 @@ def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int
     for fc in seen:
         counts[id(fc.code)] = counts.get(id(fc.code), 0) + 1
         first.setdefault(id(fc.code), fc)
+    measured = list(first.items())[:MAX_FRAMES]
     try:
-        frames = [_Frame(fc, counts[key], parts) for key, fc in list(first.items())[:MAX_FRAMES]]
-        timers = [t for f in frames if f.passed is not None for t in f.timers()]
+        entry = _read_at_entry(make(), [fc.code for _, fc in measured]) if fresh is not None else {}
+        frames = [_Frame(fc, counts[key], parts, entry.get(key, ({}, None)) if fresh is not None else None)
+                  for key, fc in measured]
+        timers = [(id(f.call.code), *t) for f in frames if f.passed is not None for t in f.timers()]
     except Exception as exc:  # noqa: BLE001 - a cache entry this torch lays out otherwise: recorded, not raised
         return GuardCost(shape, error=f"reading the cache entries raised {type(exc).__name__}: {str(exc)[:200]}")
     rounds = 0
     deadline = time.perf_counter() + budget_s
     try:
         while timers and rounds < max_rounds and (rounds < min_rounds or time.perf_counter() < deadline):
-            for check, inputs, samples in timers:
-                call()  # the real call: the check that follows finds the caches as a call leaves them
-                samples.append(_timed(check, inputs, clock))
+            for code, check, inputs, samples in timers:
+                if fresh is None:
+                    call()  # the real call: the check that follows finds the caches as a call leaves them
+                    samples.append(_timed(check, inputs, clock))
+                else:  # right after the real lookup, on the inputs it read
+                    compat.at_frame_entry(fresh(), {code: _sampler(check, samples, clock)})
             rounds += 1
     except Exception as exc:  # noqa: BLE001
         return GuardCost(shape, tuple(f.record() for f in frames), rounds,
                          error=f"the call raised {type(exc).__name__}: {str(exc)[:200]}")
     return GuardCost(shape, tuple(f.record() for f in frames), rounds)
+
+
+def _sampler(check: Callable[[dict[str, Any]], bool], samples: list[float],
+             clock: Callable[[], int]) -> Callable[[dict[str, Any]], None]:
+    return lambda inputs: samples.append(_timed(check, inputs, clock))
+
+
+def _read_at_entry(call: Callable[[], Any], codes: Sequence[Any]) -> dict[int, tuple[dict[str, Any], str | None]]:
+    """Each frame's inputs at its start in one call, and the compile id of its entry that
+    passes on them."""
+    out: dict[int, tuple[dict[str, Any], str | None]] = {}
+
+    def reader(code: Any) -> Callable[[dict[str, Any]], None]:
+        def read(inputs: dict[str, Any]) -> None:
+            passing = next((e for e in compat.cache_entries(code) if _safe(compat.entry_guard_check(e), inputs)), None)
+            out[id(code)] = (inputs, compat.entry_compile_id(passing) if passing is not None else None)
+        return read
+
+    compat.at_frame_entry(call, {id(code): reader(code) for code in codes})
+    return out

@@ -298,13 +298,17 @@ class _Runner:
         ran = (eager_samples > 0) if self.compiles and self.graphs.compiled else None
         return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
 
-    def guards(self, shape: Shape, parts: bool) -> GuardCost:
+    def guards(self, shape: Shape, parts: bool, changes_inputs: bool = False) -> GuardCost:
         """What the guards charge a call of ``shape``: timed after its steady state, apart
         from the steady samples (:mod:`compilescope.collect.guard_cost`); ``parts``: which
-        sources cost, too (done for the stream's most requested shape)."""
+        sources cost, too (done for the stream's most requested shape). A call that changes
+        its inputs (a decode step growing its cache) is made on inputs made afresh each time,
+        its guards timed on them as the lookup read them."""
         m = self.measure
+        fresh = (lambda: self._call(self.prepared.fn, shape)) if changes_inputs else None
         cost = measure_guard_cost(self._call(self.prepared.fn, shape), shape, min_rounds=min(m.min_samples, m.samples),
-                                  max_rounds=min(m.samples, GUARD_ROUNDS), budget_s=m.budget_s / 4, parts=parts)
+                                  max_rounds=min(m.samples, GUARD_ROUNDS), budget_s=m.budget_s / 4, parts=parts,
+                                  fresh=fresh)
         self._poll(None, {}, "steady")
         return cost
 
@@ -473,12 +477,8 @@ def run_trial(
             steady = tuple(runner.steady(s) for s in shapes) if measure.steady else ()
             requested = Counter(shape_key(r) for r in spec.stream)
             busiest = max(shapes, key=lambda s: requested[shape_key(s)], default=None)
-            # a call that changes its inputs (a decode step growing its cache) would grow them
-            # through the guard phase's repeated calls: its guards are not timed, and it says so
-            guard_costs = tuple(
-                runner.guards(s, s == busiest) if not st.changed_inputs else
-                GuardCost(s, error=f"not measured: the call changes its inputs ({', '.join(st.changed_inputs)})")
-                for s, st in zip(shapes, steady)) if (measure.guards and measure.steady and strategy.compiles) else ()
+            guard_costs = tuple(runner.guards(s, s == busiest, bool(st.changed_inputs)) for s, st in zip(shapes, steady)
+                                ) if (measure.guards and measure.steady and strategy.compiles) else ()
             numerics = tuple(runner.numerics(s) for s in shapes) if measure.numerics and strategy.compiles else ()
             # last: it changes the model (each change undone) and may compile again
             soundness = tuple(runner.soundness(busiest)) if prepared.dropped_guards is not None and busiest is not None else ()

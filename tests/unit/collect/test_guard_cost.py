@@ -118,6 +118,46 @@ def test_a_frame_that_changes_its_kwargs_is_measured_on_them_as_the_lookup_saw_t
     assert passed.entry == "0/1" and len(frame.checks) == 2
 
 
+class _Cache:
+    def __init__(self, length: int) -> None:
+        self.keys = torch.ones(1, length)
+
+
+class _Grows(torch.nn.Module):
+    """A decode step: extends the cache it is given."""
+
+    def forward(self, x, cache):  # type: ignore[no-untyped-def]
+        cache.keys = torch.cat([cache.keys, x], dim=1)
+        return cache.keys.sum(dim=1)
+
+
+def test_a_call_that_grows_its_argument_is_measured_on_fresh_inputs_as_the_lookup_read_them():
+    compiled = torch.compile(_Grows(), backend="eager", dynamic=False)
+    x = torch.ones(1, 1)
+    with torch.no_grad():
+        for length in (3, 4):
+            compiled(x, _Cache(length))
+        metrics = compat.compilation_metrics_count()
+        made: list[_Cache] = []
+
+        def fresh():  # type: ignore[no-untyped-def]
+            made.append(_Cache(4))
+            return lambda: compiled(x, made[-1])
+
+        grown = measure_guard_cost(fresh(), {"past": 4}, min_rounds=3, max_rounds=3)
+        cost = measure_guard_cost(fresh(), {"past": 4}, min_rounds=3, max_rounds=3, fresh=fresh)
+        assert compat.compilation_metrics_count() == metrics  # nothing compiled, the visitors included
+    (frame,) = grown.frames
+    assert frame.error is not None  # after the call the cache no longer has the length the lookup read
+    assert cost.error is None and cost.rounds == 3
+    (frame,) = cost.frames
+    assert frame.error is None, frame.error
+    (passed,) = [c for c in frame.checks if c.passed]
+    assert passed.entry == "0/1" and frame.checks[0] is passed and len(frame.checks) == 2
+    assert all(len(c.samples_s) == 3 and min(c.samples_s) > 0 for c in frame.checks)
+    assert all(c.keys.shape == (1, 5) for c in made[2:])  # each request on its own fresh cache, grown once
+
+
 def test_counts_not_read_are_no_figures():
     unmeasured = shape_guard_row(GuardCost({"n": 2}, error="not measured: the call changes its inputs"), None, ())
     assert (unmeasured.entries, unmeasured.guards) == (None, None)
