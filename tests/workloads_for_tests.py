@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 
@@ -218,3 +219,30 @@ def compiled_slowdown() -> Workload:
         return f
 
     return Workload("slowdown", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(64, 64, 128))
+
+
+def _fills_a_default(forward):  # as Hugging Face's output-capturing decorator: the frame is (*args, **kwargs)
+    @functools.wraps(forward)
+    def wrapper(self, *args, **kwargs):
+        kwargs.setdefault("scale", 2.0)
+        return forward(self, *args, **kwargs)
+
+    return wrapper
+
+
+class _Wrapped(torch.nn.Module):
+    @_fills_a_default
+    def forward(self, ids, mask, scale=None):
+        return (ids * mask).sum(-1) * scale
+
+
+def wrapped_kwargs() -> Workload:
+    """A module whose ``forward`` a decorator wraps as ``(*args, **kwargs)``, called with keyword
+    arguments: PyTorch names its inputs ``L['kwargs']['ids']``, the reports ``L['ids']``."""
+    return Workload(
+        "wrapped_kwargs",
+        _Wrapped,
+        lambda s: {"ids": torch.randn(2, s["seq"]), "mask": torch.ones(2, s["seq"])},
+        ("seq",),
+        ({"seq": 4}, {"seq": 8}, {"seq": 16}),
+    )

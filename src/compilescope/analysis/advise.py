@@ -360,11 +360,31 @@ def steady_per_request(t: TrialReport) -> float | None:
     return total / n if n else None
 
 
-def score(t: TrialReport, objective: str, lifetime: int) -> float | None:
+def eager_beside(default: TrialReport | None, eager: TrialReport) -> float | None:
+    """Eager's steady time per request over the stream's mix as the default's trial sampled it,
+    interleaved with its compiled calls in one process — the comparison every speedup and
+    break-even the report prints is made on (the eager trial's own process can measure tens
+    of percent apart); a shape the default has no such samples for counts at the eager
+    trial's own figure. None without a default."""
+    if default is None:
+        return None
+    own = {r.shape: r.steady.median for r in eager.rows if r.steady is not None}
+    total, n = 0.0, 0
+    for r in default.rows:
+        value = r.eager.median if r.eager is not None else own.get(r.shape)
+        if value is None:
+            return None
+        total += r.requests * value
+        n += r.requests
+    return total / n if n else None
+
+
+def score(t: TrialReport, objective: str, lifetime: int, steady: float | None = None) -> float | None:
     """Lower is better: total → the stream's wall time plus the rest of the lifetime at the
     steady per-request mean; p99 → the stream's 99th-percentile latency; steady → the steady
-    per-request mean over the stream's mix."""
-    steady = steady_per_request(t)
+    per-request mean over the stream's mix. ``steady``: that mean, when given (staying eager:
+    :func:`eager_beside`)."""
+    steady = steady if steady is not None else steady_per_request(t)
     if objective == "steady":
         return steady
     latencies = sorted(p.latency_s for p in t.timeline if p.latency_s is not None)
@@ -413,10 +433,14 @@ def _pick(candidates: list[Judged], scores: Mapping[int, float]) -> Judged:
 HORIZON_MAX = 10 ** 12  # requests: beyond this no change of pick is looked for
 
 
-def horizon(candidates: list[Judged], objective: str, life: int, requests: int, given: bool) -> str:
+def horizon(candidates: list[Judged], objective: str, life: int, requests: int, given: bool,
+            eager_steady: float | None = None) -> str:
     """The horizon the pick was judged over and where it changes: ``total`` weighs the stream
     and the rest of the lifetime at each candidate's steady cost, so a longer (or shorter)
-    lifetime can pick another candidate; the others do not depend on it."""
+    lifetime can pick another candidate; the others do not depend on it. A change of pick
+    that comes from two scores falling within the noise of each other (the narrower change
+    then preferred) is said so, not as one paying off. ``eager_steady``: staying eager's
+    steady cost (:func:`eager_beside`)."""
     over = (f"{life:,} requests (--lifetime)" if given else
             f"this {requests:,}-request stream (no --lifetime given)")
     if objective != "total":
@@ -424,9 +448,17 @@ def horizon(candidates: list[Judged], objective: str, life: int, requests: int, 
     if not candidates:
         return f"judged over {over}"
 
+    def scored(r: Judged, n: int) -> float:
+        return _score(replace(r, score=score(r.trial, objective, n, eager_steady if r.proposal is EAGER else None)))
+
     def pick_at(n: int) -> Judged:
-        return _pick(candidates, {i: _score(replace(r, score=score(r.trial, objective, n)))
-                                  for i, r in enumerate(candidates)})
+        return _pick(candidates, {i: scored(r, n) for i, r in enumerate(candidates)})
+
+    def tied(n: int) -> str:
+        """Why the pick changes at ``n`` when its score is not the lower one there: '' otherwise."""
+        new, old = pick_at(n), pick_at(n - 1)
+        return (f"within {TOLERANCE:.0%} (the noise) of {old.label} from there, the narrower change"
+                if scored(new, n) > scored(old, n) else "")
 
     grid = sorted({requests, life, *(int(requests * 1.25 ** k) for k in range(200)
                                       if requests * 1.25 ** k <= HORIZON_MAX), HORIZON_MAX})
@@ -449,9 +481,11 @@ def horizon(candidates: list[Judged], objective: str, life: int, requests: int, 
     earlier = [(n, r) for n, r in changes if requests < n <= life]
     if earlier:
         n, _ = earlier[-1]
-        text += f" (from {n:,} requests; {pick_at(n - 1).label} below that)"
+        why = tied(n)
+        text += f" (from {n:,} requests{', ' + why if why else ''}; {pick_at(n - 1).label} below that)"
     if later:
-        text += "; " + "; ".join(f"from {n:,} requests, {r.label}" for n, r in later[:3])
+        text += "; " + "; ".join(f"from {n:,} requests, {r.label}" + (f" ({tied(n)})" if tied(n) else "")
+                                 for n, r in later[:3])
     else:
         text += "; a longer lifetime does not change it"
     return text
@@ -481,8 +515,9 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
         gain = guard_gain(t, default, samples) if p.target == "guards" else _gain(t, default, p.target)
         rows.append(Judged(label, p, t, score(t, objective, life), "rejected" if why else "accepted",
                            why or "measured: " + gain))
+    eager_steady = eager_beside(default, eager) if eager is not None else None
     if eager is not None and eager.status == "ok" and not eager.call_errors:
-        rows.append(Judged(eager.label, EAGER, eager, score(eager, objective, life), "accepted",
+        rows.append(Judged(eager.label, EAGER, eager, score(eager, objective, life, eager_steady), "accepted",
                            "no compilation: " + (f"{fmt_s(eager.stream_s)} over the stream" if eager.stream_s else
                                                  "the stream ran eagerly")))
     shown = {r.label for r in rows}
@@ -494,7 +529,7 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     candidates = [r for r in rows if r.score is not None and r.trial.status == "ok" and r.verdict != "reference"
                   and (r.proposal is None or r.verdict == "accepted")]
     recommendation, tie = None, ""
-    when = horizon(candidates, objective, life, report.requests, lifetime is not None)
+    when = horizon(candidates, objective, life, report.requests, lifetime is not None, eager_steady)
     if candidates:
         best = _pick(candidates, {i: _score(r) for i, r in enumerate(candidates)})
         tie = _tie(best, candidates)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import re
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -245,12 +246,40 @@ def _validate_dynamic_sources(options: StrategyOptions) -> None:
         raise OptionError("strategy 'dynamic-sources' needs --dynamic-sources \"L['x'],L['y']:0\"")
 
 
+_PARAM_SOURCE = re.compile(r"^L\[(?P<q>['\"])(?P<name>\w+)(?P=q)\](?P<rest>[^:]*)(?P<dim>:\d+)?$")
+
+
+def through_wrapper(value: str, params: Sequence[str]) -> str:
+    """``dynamic_sources`` with each ``L['name']…`` entry also as PyTorch names it in a frame
+    that wraps the target as ``(*args, **kwargs)`` (a Hugging Face model's decorated
+    ``forward``): ``L['kwargs']['name']…``, and ``L['args'][i]…`` for the target's i-th
+    parameter. The reports name such an input by its parameter
+    (:func:`compilescope.collect.records.rename_source`), so the name they print works as
+    given; an entry that names nothing adds nothing Dynamo would match."""
+    entries = [e for e in value.replace(" ", "").split(",") if e]
+    out = list(entries)
+    if "args" in params or "kwargs" in params:  # the target's own *args/**kwargs: those names are its
+        return ",".join(out)
+    for e in entries:
+        m = _PARAM_SOURCE.match(e)
+        if m is None or m["name"] in ("args", "kwargs", "self"):
+            continue
+        rest, dim = m["rest"], m["dim"] or ""
+        more = [f"L['kwargs']['{m['name']}']{rest}{dim}"]
+        if m["name"] in params:
+            more.append(f"L['args'][{list(params).index(m['name'])}]{rest}{dim}")
+        out += [x for x in more if x not in out]
+    return ",".join(out)
+
+
 def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
     from .. import compat
+    from ..collect.records import TargetInfo
 
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
-    close = _closing(compat.dynamic_sources(options.dynamic_sources))
+    close = _closing(compat.dynamic_sources(through_wrapper(options.dynamic_sources or "",
+                                                            TargetInfo(target).target.params)))
     return Prepared(ctx.compile(target, options), close=close)
 
 

@@ -55,6 +55,17 @@ def test_dynamic_sources_makes_the_named_source_dynamic():
 
 
 @needs("dynamic_sources")
+def test_dynamic_sources_named_as_the_reports_name_an_input_work_through_a_wrapper_frame():
+    wrapped = f"{HERE / 'workloads_for_tests.py'}:wrapped_kwargs"
+    stream = tuple({"seq": n} for n in (4, 8, 16))
+    default = trial("default", workload=wrapped, stream=stream, backend="eager")
+    cause = next(r for r in stream_compiles(default) if r.is_recompile).guard_failures[0]
+    assert cause.source == "L['ids']"  # PyTorch's is L['kwargs']['ids']: the report names the parameter
+    sourced = trial("dynamic-sources", workload=wrapped, stream=stream, backend="eager", dynamic_sources="L['ids']:1,L['mask']:1")
+    assert (len(stream_compiles(default)), len(stream_compiles(sourced))) == (2, 1)
+
+
+@needs("dynamic_sources")
 def test_dynamic_sources_setting_is_undone_after_the_trial():
     import torch
 
