@@ -336,10 +336,16 @@ def explain_checks(checks: Iterable[Any], entry: str | None) -> tuple[list[Guard
             continue
         if c.kind == "GLOBAL_STATE":
             g = _global_state(c.text)
+        elif _SYM_SIZE.search(c.text):  # a shape relation, in PyTorch's words: its locals bare, as torch prints them
+            g = parse_guard_failure(_LOCAL_ROOT.sub(lambda m: m["root"], c.text))
         else:
             g = parse_guard_failure(c.text)
         failures.append(dataclasses.replace(g, failed_entry=entry, found_by="compilescope"))
     return failures, unevaluated
+
+
+# ``L['kwargs']['ids'].size()[0]`` as a guard's code has it; PyTorch's recompile text says ``kwargs['ids'].size()[0]``
+_LOCAL_ROOT = re.compile(r"\bL\['(?P<root>[^'\]]+)'\]")
 
 
 def failure_key(g: GuardFailure) -> tuple[object, ...]:

@@ -251,3 +251,16 @@ def test_a_conv_threshold_is_never_advised_as_widening_mark_dynamic_bounds():
     assert "widen" not in cause.next_step and "range given to mark_dynamic" not in cause.next_step
     assert "threshold" in cause.next_step and "sep.py:12 in forward" in cause.next_step
     assert "ceil_mode" not in cause.next_step  # no example that may not apply to this model
+
+
+def test_a_walked_shape_relation_is_worded_as_pytorch_words_it():
+    from types import SimpleNamespace
+
+    from compilescope.torchtext import explain_checks
+
+    walked = SimpleNamespace(failed=True, kind="EPILOGUE", value=None,
+                             text="2 <= L['kwargs']['mask'].size()[0]  # if mask is not None:  # m.py:3 in forward")
+    (g,), _ = explain_checks([walked], "0/1")
+    pytorch = parse_guard_failure("0/2: 2 <= kwargs['mask'].size()[0]")
+    assert (g.reason, g.source, g.kind) == (pytorch.reason, pytorch.source, pytorch.kind) == (
+        "2 <= kwargs['mask'].size()[0]", "L['kwargs']['mask']", "specialization")

@@ -229,7 +229,7 @@ def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int
         # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
         out.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
                             replace(base, marks=tuple(unbounded)), size_causes,
-                            _shapes_spec_snippet(chosen, ranks, base)))
+                            _shapes_spec_snippet(chosen, ranks, base, frame_roots)))
     return out
 
 
@@ -334,15 +334,36 @@ def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> 
     return ""
 
 
-def _shapes_spec_snippet(dims: list[tuple[str, int]], ranks: Mapping[str, int], base: StrategyOptions) -> Snippet:
+_WRAPPER_ARG = re.compile(r"^L\['args'\]\[(\d+)\]$")
+
+
+def _shapes_spec_snippet(dims: list[tuple[str, int]], ranks: Mapping[str, int], base: StrategyOptions,
+                         frame_roots: Mapping[str, str] | None = None) -> Snippet:
+    """``ParamsSpec`` keyed by the compiled frame's parameters: an input a wrapper frame
+    receives as ``(*args, **kwargs)`` (``frame_roots``: ``L['kwargs']['ids']``) goes under the
+    ``"*args"`` / ``"**kwargs"`` keys, as the trial (:func:`compilescope.strategies.spec_params`)."""
     by_input: dict[str, list[int]] = {}
     for name, dim in dims:
         by_input.setdefault(name, []).append(dim)
-    specs = ", ".join(
-        f"{name!r}: TensorSpec([" + ", ".join(
-            f"ShapeVar('{name}_{d}', min=0)" if d in ds else "None"
-            for d in range(max(ranks.get(name, 0), max(ds) + 1))) + "])"
-        for name, ds in by_input.items())
+
+    def tensor(name: str, ds: list[int]) -> str:
+        return "TensorSpec([" + ", ".join(f"ShapeVar('{name}_{d}', min=0)" if d in ds else "None"
+                                          for d in range(max(ranks.get(name, 0), max(ds) + 1))) + "])"
+
+    roots = dict(frame_roots or {})
+    if any(r.startswith(("L['kwargs']", "L['args']")) for r in roots.values()):  # a wrapper frame: by keyword
+        roots = {n: roots.get(n, f"L['kwargs'][{n!r}]") for n in by_input}
+    named = {n: ds for n, ds in by_input.items() if not roots.get(n, "").startswith(("L['kwargs']", "L['args']"))}
+    keyword = {n: ds for n, ds in by_input.items() if roots.get(n, "").startswith("L['kwargs']")}
+    positional = {int(m[1]): n for n in by_input if (m := _WRAPPER_ARG.match(roots.get(n, "")))}
+    parts = [f"{name!r}: {tensor(name, ds)}" for name, ds in named.items()]
+    if positional:
+        slots = [tensor(positional[i], by_input[positional[i]]) if i in positional else "None"
+                 for i in range(max(positional) + 1)]
+        parts.append(f"'*args': [{', '.join(slots)}]")
+    if keyword:
+        parts.append("'**kwargs': {" + ", ".join(f"{n!r}: {tensor(n, ds)}" for n, ds in keyword.items()) + "}")
+    specs = ", ".join(parts)
     return Snippet("from torch.fx.experimental.dynamic_spec import ParamsSpec, ShapeVar, TensorSpec\n"
                    f"compiled = {_compile_call(base, f'shapes_spec=ParamsSpec({{{specs}}})')}",
                    note="unbacked: sizes 0 and 1 included; None keeps a dim static")

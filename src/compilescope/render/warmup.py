@@ -105,8 +105,7 @@ def _verdict(report: WarmupReport) -> list[RenderableType]:
 def renderables(report: WarmupReport) -> list[RenderableType]:
     plan = report.plan
     head = Text(f"compilescope warmup: {plan.workload}", "bold")
-    stream = plan.stream if len(plan.stream) <= 80 else plan.stream[:77] + "…"
-    head.append(f" — recording {stream} ({plan.requests:,} request(s)), backend {plan.backend}, torch "
+    head.append(f" — recording {plan.stream} ({plan.requests:,} request(s)), backend {plan.backend}, torch "
                 f"{plan.torch_version}")
     parts: list[RenderableType] = [head, _plan_table(plan), *_plan_details(plan)]
     if report.measured:

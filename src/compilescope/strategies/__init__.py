@@ -383,6 +383,30 @@ def _shapes_spec_unavailable(target: Callable[..., Any], options: StrategyOption
     return None if compat.has_feature("shapes_spec") else compat.unavailable("shapes_spec")
 
 
+def spec_params(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, Any],
+                spec_of: Callable[[str, Any], Any]) -> dict[str, Any]:
+    """A ``ParamsSpec``'s dict for a call of ``fn``: each input's spec (``spec_of(name, value)``,
+    None for none) keyed by the parameter the compiled frame has — the input's own name, or,
+    when a decorator wraps ``fn`` as ``(*args, **kwargs)`` (a Hugging Face model's ``forward``),
+    under the ``"*args"`` / ``"**kwargs"`` keys by how the call passes it; inputs are named by
+    the wrapped function's parameters, as the reports name them."""
+    inner = inspect.signature(fn)  # follows __wrapped__
+    outer = inspect.signature(fn, follow_wrapped=False)
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    if outer == inner or any(p.kind not in variadic for p in outer.parameters.values()):
+        named = inner.bind(*args, **kwargs).arguments
+        return {n: spec for n, v in named.items() if (spec := spec_of(n, v)) is not None}
+    names = list(inner.parameters)
+    params: dict[str, Any] = {}
+    positional = [spec_of(names[i], v) if i < len(names) else None for i, v in enumerate(args)]
+    if any(p is not None for p in positional):
+        params["*args"] = positional
+    keyword = {n: spec for n, v in kwargs.items() if (spec := spec_of(n, v)) is not None}
+    if keyword:
+        params["**kwargs"] = keyword
+    return params
+
+
 def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
     import torch
 
@@ -391,16 +415,17 @@ def _prepare_shapes_spec(target: Callable[..., Any], options: StrategyOptions, c
     ParamsSpec, ShapeVar, TensorSpec = compat.dynamic_spec_types()
     args, kwargs = ctx.make_inputs(ctx.stream[0])
     fn = target.forward if isinstance(target, torch.nn.Module) else target
-    named = inspect.signature(fn).bind(*args, **kwargs).arguments
-    params: dict[str, Any] = {}
-    for name, value in named.items():
+
+    def spec_of(name: str, value: Any) -> Any:
         marks = [m for m in options.marks if m.input == name]
         if not marks or not isinstance(value, torch.Tensor):
-            continue
+            return None
         dims: list[Any] = [None] * value.dim()
         for m in marks:
             dims[m.dim] = ShapeVar(f"{name}_{m.dim}", min=m.min or 0, max=m.max)
-        params[name] = TensorSpec(dims)
+        return TensorSpec(dims)
+
+    params = spec_params(fn, args, kwargs, spec_of)
     spec = ParamsSpec(params)
     argument = compat.shapes_spec_argument() or "shapes_spec"  # dynamic_shapes on 2.14
     return Prepared(

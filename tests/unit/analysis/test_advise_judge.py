@@ -9,6 +9,7 @@ import dataclasses
 
 import pytest
 
+from compilescope import compat
 from compilescope.analysis.advise import EAGER, judge, score
 from compilescope.analysis.build import build_run_report
 from compilescope.model import (
@@ -153,3 +154,27 @@ def test_staying_eager_is_scored_on_the_eager_samples_beside_the_defaults_compil
     assert advice.recommendation is not None and advice.recommendation.proposal is EAGER
     # on the eager trial's own figure compiling would have "paid off" from about 400 requests
     assert "eager is the pick" in advice.horizon and "default (cold) is the pick" not in advice.horizon
+
+
+@pytest.mark.compat("shapes_spec")
+@pytest.mark.skipif(not compat.has_feature("shapes_spec"), reason=compat.unavailable("shapes_spec"))
+def test_a_shapes_spec_snippet_for_a_wrapper_frame_keys_its_inputs_as_the_frame_receives_them():
+    import torch
+
+    from compilescope import watch
+    from compilescope.analysis.advise import _shapes_spec_snippet
+    from tests.workloads_for_tests import _Wrapped
+
+    # a decorated forward: the frame is (*args, **kwargs), and PyTorch names ids L['kwargs']['ids']
+    snippet = _shapes_spec_snippet([("ids", 1), ("mask", 1)], {"ids": 2, "mask": 2}, StrategyOptions(backend="eager"),
+                                   {"ids": "L['kwargs']['ids']"})
+    assert ("ParamsSpec({'**kwargs': {'ids': TensorSpec([None, ShapeVar('ids_1', min=0)]), "
+            "'mask': TensorSpec([None, ShapeVar('mask_1', min=0)])}})") in snippet.setup, snippet.setup
+    ns = {"torch": torch, "model": _Wrapped()}
+    torch.compiler.reset()
+    with torch.no_grad(), watch() as w:
+        exec(snippet.setup, ns)  # noqa: S102 - the snippet runs as printed
+        for seq in (1, 4, 8):
+            ns["compiled"](ids=torch.ones(2, seq), mask=torch.ones(2, seq))
+    torch.compiler.reset()
+    assert w.compiles == 1

@@ -65,6 +65,16 @@ def test_dynamic_sources_named_as_the_reports_name_an_input_work_through_a_wrapp
     assert (len(stream_compiles(default)), len(stream_compiles(sourced))) == (2, 1)
 
 
+@needs("shapes_spec")
+def test_a_shapes_spec_reaches_the_inputs_of_a_wrapper_frame():
+    wrapped = f"{HERE / 'workloads_for_tests.py'}:wrapped_kwargs"
+    stream = tuple({"seq": n} for n in (4, 8, 16))
+    result = trial("shapes-spec", workload=wrapped, stream=stream, backend="eager",
+                   marks=(MarkSpec("ids", 1), MarkSpec("mask", 1)))
+    assert result.ok and len(stream_compiles(result)) == 1, [c.reasons for c in stream_compiles(result)]
+    assert "**kwargs" in result.notes[0]
+
+
 @needs("dynamic_sources")
 def test_dynamic_sources_setting_is_undone_after_the_trial():
     import torch
