@@ -639,6 +639,8 @@ def _gain(t: TrialReport, default: TrialReport | None, target: str = "recompiles
         return f"{t.stream.compiles} compile(s)"
     text = (f"{t.stream.compiles} compile(s) against {default.stream.compiles}, "
             f"{t.stream.recompiles} recompile(s) against {default.stream.recompiles}")
+    if target == "compile_s":  # what it targets first
+        text = f"{t.stream.compile_s:.1f} s compiling against the default's {default.stream.compile_s:.1f} s; " + text
     if target == "breaks" or len(t.graph_breaks) != len(default.graph_breaks):
         text += f", {len(t.graph_breaks)} graph break(s) against {len(default.graph_breaks)}"
     if default.fallbacks or t.fallbacks:

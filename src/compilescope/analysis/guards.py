@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import statistics
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..model import (CallRecord, CompileId, CompileRecord, FrameGuards, GuardCost, GuardGroup, Shape, SoundnessCheck,
@@ -303,21 +303,33 @@ def guard_data(g: GuardSummary | None) -> dict[str, object] | None:
     }
 
 
-def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialResult | None = None
-                     ) -> list[tuple[int, float | None]]:
+Accepts = Callable[[str, Shape], "bool | None"]  # does the entry (compile id) accept the shape? None: cannot tell
+
+
+def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialResult | None = None,
+                     accepts: tuple[int, Accepts] | None = None) -> list[tuple[int | None, float | None]]:
     """For each request of ``stream``: the cache entries its lookup will try (the passing one
     included; for a request that compiles, every entry it rejected) and, when ``measured`` —
     a run of the same strategy and workload that timed its guard checks — gives them, what
     that lookup costs; else None. From a dry run of the stream's distinct shapes (``dry``,
     in order of first appearance): each shape's first request compiles what its traced call
-    compiled and later ones run the entry it ran; the order of the entries is replayed as
-    Dynamo keeps it (:func:`stream_points`)."""
+    compiled; a hit runs the first entry, in the order Dynamo keeps (the newest or the last
+    hit first), that accepts it — which need not be the one its shape's traced call ran (a
+    repeat of a shape whose static entry a later dynamic one now precedes runs the dynamic
+    one): ``accepts`` — (a frame, whether its entry accepts a shape) — tells, for that
+    frame's entries (the compiled function's own, whose inputs are the request's); where it
+    cannot tell, the request's entries tried are None, and so are the requests' after it
+    (the order is then unknown). Without ``accepts`` each request runs the entry its
+    shape's traced call ran. The order of the entries is replayed as Dynamo keeps it
+    (:func:`stream_points`)."""
     firsts = {shape_key(c.shape): c for c in dry.calls}
     made: dict[int, list] = {}  # a call that compiled several frames (a graph break) made several entries
     for r in dry.compiles:
         if r.phase == "stream" and r.made_entry and r.call_index is not None:
             made.setdefault(r.call_index, []).append(r)
     calls, compiles, seen = [], [], set()
+    order = _Order({})
+    lost = None  # the first request whose entry could not be told
     for i, shape in enumerate(stream):
         key = shape_key(shape)
         traced = firsts.get(key)
@@ -325,12 +337,48 @@ def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialR
             return [(0, None)] * len(stream)
         new = key not in seen and traced.index in made
         seen.add(key)
+        ran = traced.graphs_run
         if new:
             compiles.extend(dataclasses.replace(r, call_index=i) for r in made[traced.index])
-        calls.append(CallRecord(i, dict(shape), None, graphs_run=traced.graphs_run))
+            for r in made[traced.index]:
+                order.compiled(r.compile_id)
+        elif accepts is not None and ran and lost is None:
+            ran = _first_accepting(ran, shape, order, accepts)
+            if ran is None:
+                lost = i
+        if lost is None and not new:
+            for g in dict.fromkeys(ran or ()):
+                if (cid := CompileId.parse(g)) is not None:
+                    order.hit(cid.frame, g)
+        calls.append(CallRecord(i, dict(shape), None, graphs_run=ran if ran is not None else traced.graphs_run))
     trial = TrialResult(dry.spec, "ok", calls=tuple(calls), compiles=tuple(compiles),
                         guard_costs=measured.guard_costs if measured is not None else ())
     costs = {shape_key(c.shape): c for c in trial.guard_costs}
     repeated = {k: (s.median if (s := lookup_stats(c)) is not None else None) for k, c in costs.items()}
     points, _ = stream_points(trial, repeated)
-    return [(p.tried, p.lookup_s) for p in points]
+    return [(p.tried, p.lookup_s) if lost is None or p.index < lost else (None, None) for p in points]
+
+
+def _first_accepting(ran: tuple[str, ...], shape: Shape, order: _Order, accepts: tuple[int, Accepts]
+                     ) -> tuple[str, ...] | None:
+    """The entries a hit runs, one per frame: for each frame the traced call ran, the first
+    entry in the frame's current order that accepts ``shape`` (the traced one does); None
+    when an entry ahead of it cannot be told."""
+    out = []
+    for g in ran:
+        cid = CompileId.parse(g)
+        if cid is None:
+            return None
+        chosen = g
+        frame, accepted = accepts
+        for e in order.entries.get(cid.frame, []) if cid.frame == frame else ():
+            if e == g:
+                break
+            said = accepted(e, shape)
+            if said is None:
+                return None
+            if said:
+                chosen = e
+                break
+        out.append(chosen)
+    return tuple(out)

@@ -462,9 +462,10 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
                       results: tuple[RunResult, str | Path] | None = None,
                       dry_backend: str | None = None, progress: ProgressFn | None = None,
                       started: float | None = None, compute: bool = True,
-                      real_first: str | None = None) -> StrategyForecast | str:
+                      real_first: str | None = None, workload: Any = None) -> StrategyForecast | str:
     """One strategy's forecast, or why the strategy does not apply to the workload
-    (``real_first``: :func:`dry_trial`'s)."""
+    (``real_first``: :func:`dry_trial`'s; ``workload``: the loaded workload, whose inputs tell
+    which entry a repeated shape's lookup runs, :func:`acceptance`)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
@@ -481,7 +482,8 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
     requests, predicted = _predicted(requests, times)
-    requests, lookups = with_lookups(requests, stream, trial, results, strategy)
+    requests, lookups = with_lookups(requests, stream, trial, results, strategy,
+                                     acceptance(workload, trial) if workload is not None else None)
     counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
     first_error = next((r.error for r in requests if r.outcome == "error"), None)
     if first_error:
@@ -497,19 +499,52 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     )
 
 
+def acceptance(workload: Any, dry: TrialResult) -> tuple[int, Callable[[str, Shape], bool | None]] | None:
+    """Whether an entry of the compiled function's own frame accepts a shape, by the guards
+    the dry run recorded for it on the shape's inputs (:func:`compilescope.forecast.recorded.check`):
+    True, False, or None where it cannot tell (a guard outside the evaluator, guards past the
+    recording's bounds, no guards recorded). None when the dry run names no such frame."""
+    from .recorded import check, entry_frame, workload_inputs
+
+    frame, _ = entry_frame(dry.compiles)
+    target = next((r.target for r in dry.compiles if r.compile_id.frame == frame and r.target is not None), None)
+    if frame is None or target is None or not target.params:
+        return None
+    entries = {str(r.compile_id): r for r in dry.compiles if r.made_entry and r.compile_id.frame == frame}
+    inputs = workload_inputs(workload, target.params)
+    requests: dict[Any, Any] = {}
+    told: dict[tuple[str, Any], bool | None] = {}
+
+    def accepts(entry: str, shape: Shape) -> bool | None:
+        key = (entry, shape_key(shape))
+        if key not in told:
+            r = entries.get(entry)
+            if r is None or not r.entry_guards:
+                told[key] = None
+            else:
+                request = requests.get(key[1]) or requests.setdefault(key[1], inputs(shape))
+                failed, unknown = check(r.entry_guards, request)
+                told[key] = False if failed else None if unknown or r.entry_guards_cut else True
+        return told[key]
+
+    return frame, accepts
+
+
 def with_lookups(requests: list[ForecastRequest], stream: Sequence[Shape], dry: TrialResult,
-                 results: tuple[RunResult, str | Path] | None, strategy: str
+                 results: tuple[RunResult, str | Path] | None, strategy: str,
+                 accepts: tuple[int, Callable[[str, Shape], bool | None]] | None = None
                  ) -> tuple[list[ForecastRequest], Lookups | None]:
     """The guard lookups the stream's hits will pay (:func:`compilescope.analysis.guards.forecast_lookups`):
     the entries each tries, and their time when the results file holds a measured run of the
-    strategy with its guard checks. None when the dry run did not record the graphs it ran."""
+    strategy with its guard checks. None when the dry run did not record the graphs it ran.
+    ``accepts``: :func:`acceptance`."""
     from ..analysis.guards import forecast_lookups
 
     if any(c.graphs_run is None for c in dry.calls):
         return requests, None
     measured = next((t for t in results[0].trials if t.spec.name == strategy and t.guard_costs), None) \
         if results is not None else None
-    found = forecast_lookups(stream, dry, measured)
+    found = forecast_lookups(stream, dry, measured, accepts)
     out = [dataclasses.replace(r, entries_tried=tried, lookup_s=lookup) if r.outcome == "hit" else r
            for r, (tried, lookup) in zip(requests, found)]
     hits = [r for r in out if r.outcome == "hit" and r.entries_tried]
@@ -571,7 +606,7 @@ def forecast(
         real_first = "asked to compute for real"
     del target
     done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute,
-                              real_first) for n in compiled]
+                              real_first, loaded) for n in compiled]
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:

@@ -168,21 +168,34 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         return Verdict(life, basis, tuple(rows), None, "no strategy has both a start-up and a steady-state figure")
     held = {m.strategy for m in measured if all(not s.after for s in m.starts)}
     ranked = sorted(ranked, key=lambda r: (r.strategy not in held, r.total_s))
-    best = ranked[0]
     spread = {m.strategy: (m.steady_q1_s, m.steady_q3_s) for m in measured}
+
+    def alike(a: VerdictRow, b: VerdictRow) -> bool:
+        x, y = spread[a.strategy], spread[b.strategy]
+        return None not in (*x, *y) and not iqr_separated(x, y)  # type: ignore[arg-type]
+
+    # steady states the noise cannot tell apart are no difference to rank by: the start-up decides
+    if len(ranked) > 1 and alike(ranked[0], ranked[1]) and (ranked[0].strategy in held) == (ranked[1].strategy in held) \
+            and ranked[1].startup_s < ranked[0].startup_s:
+        ranked[0], ranked[1] = ranked[1], ranked[0]
+    best = ranked[0]
     noise, same = [], set()
     for r in ranked[1:]:
-        a, b = spread[best.strategy], spread[r.strategy]
-        if None not in (*a, *b) and not iqr_separated(a, b):  # type: ignore[arg-type]
+        if alike(best, r):
             same.add(r.strategy)
-            noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap); "
-                         "the difference is their start-up")
+            steady = life * (r.steady_s - best.steady_s)
+            noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap): the start-up "
+                         f"decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)}); {r.strategy}'s "
+                         f"steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} over "
+                         f"{life:,} requests, is not a measured difference")
     why = (f"{best.strategy} pays over {basis}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
            f"{fmt_time(best.steady_s)} = {fmt_time(best.total_s)}")
     if len(ranked) > 1:
         other = ranked[1]
         why += f", against {other.strategy}'s {fmt_time(other.total_s)}"
-        if within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
+        if other.strategy in same and (other.strategy in held) == (best.strategy in held):
+            why += "; their steady states are within noise: the start-up decides"
+        elif within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
             why += f" (within {TOLERANCE:.0%}: a tie)"
         if other.strategy not in same:  # a break-even of steady states within noise is no figure
             why += _break_even(best, other) + _break_even(other, best)

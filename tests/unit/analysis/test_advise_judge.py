@@ -178,3 +178,13 @@ def test_a_shapes_spec_snippet_for_a_wrapper_frame_keys_its_inputs_as_the_frame_
             ns["compiled"](ids=torch.ones(2, seq), mask=torch.ones(2, seq))
     torch.compiler.reset()
     assert w.compiles == 1
+
+
+def test_a_proposal_for_compile_time_is_accepted_on_its_compile_time():
+    regional = Proposal("Block", "regional", StrategyOptions(), ("compile time",), Snippet("compiled = model"),
+                        target="compile_s")
+    report = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 2.0, 0.5e-3),
+                     _trial("regional", 0.5, 0.5e-3, variant="Block"))
+    row = next(r for r in judge(report, [regional], "total", None, []).rows if r.proposal is regional)
+    assert row.verdict in ("accepted", "recommended")
+    assert row.why.startswith("measured: 0.5 s compiling against the default's 2.0 s; 1 compile(s) against 1"), row.why

@@ -374,3 +374,17 @@ def test_a_compiles_failed_guards_are_grouped_by_the_entry_that_failed_them():
     assert entries[0] == "0/1" and set(entries) == {"0/0", "0/1"}, entries
     assert entries == sorted(entries, key=entries.index), entries  # each entry's guards together
     assert len(entries) >= 4, entries  # more than each entry's first failure
+
+
+def test_a_repeated_shape_runs_the_first_entry_that_accepts_it_as_the_real_lookup_does():
+    from compilescope.execute.trial import run_trial
+
+    stream = tuple({"n": n} for n in (16, 32, 16, 64, 16))
+    report = forecast("sincos", stream, "default", backend="eager")
+    (s,) = report.strategies
+    # 16 compiles a static entry, 32 a dynamic one that accepts 16 too: the repeats run the dynamic one,
+    # tried first, as the real trial's lookups do
+    real = run_trial(TrialSpec("sincos", "default", "cold", stream, StrategyOptions(backend="eager"),
+                               MeasureOptions(steady=False, numerics=False, guards=False)))[0]
+    assert [c.graphs_run for c in real.calls] == [("0/0",), ("0/1",), ("0/1",), ("0/1",), ("0/1",)]
+    assert [r.entries_tried for r in s.requests if r.outcome == "hit"] == [1, 1, 1]

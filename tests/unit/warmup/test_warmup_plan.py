@@ -290,6 +290,13 @@ def test_the_verdict_adds_start_up_and_lifetime_steady_and_trusts_no_steady_diff
     # within noise: no break-even is claimed
     noisy = verdict([measured("dynamic", 1.0, 30e-6, 8e-6), measured("static", 5.0, 20e-6, 8e-6)], 1000, 10)
     assert "overtakes" not in noisy.why and "within noise" in noisy.steady_noise[0]
+    # ... and over a lifetime long enough for the noisy steady difference to outweigh the start-up,
+    # the start-up still decides: the steady part is no measured difference
+    long_noisy = verdict([measured("dynamic", 1.0, 30e-6, 8e-6), measured("static", 5.0, 20e-6, 8e-6)], 10_000_000, 10)
+    assert long_noisy.recommended == "dynamic" and "the start-up decides" in long_noisy.why
+    assert long_noisy.steady_noise == ("dynamic and static: steady state within noise (IQRs overlap): the start-up "
+                                       "decides (1 s against 5 s); static's steady figure, 100 s less over "
+                                       "10,000,000 requests, is not a measured difference",)
     # a plan that compiled after start-up comes after one that held, whatever its total
     broken = measured("dynamic", 0.1, 30e-6, 1e-6, (AfterStartup(3, "16", "compile 0/1"),))
     assert verdict([broken, measured("static", 5.0, 20e-6, 1e-6)], 1000, 10).recommended == "static"
