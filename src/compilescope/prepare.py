@@ -13,7 +13,7 @@ from .errors import OptionError, WorkloadError
 from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, Shape, StrategyOptions, TrialSpec, call_arguments
 from .options import check_backend, check_device, check_sizes, parse_dynamic_sources, parse_strategies
 from .strategies import apply_marks
-from .stream import parse_stream
+from .stream import check_syntax, parse_stream
 from .workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
 
 
@@ -38,6 +38,8 @@ def prepare_run_with_target(
     measure: MeasureOptions = MeasureOptions(),
 ) -> tuple[Workload, Any, TrialSpec, tuple[str, ...]]:
     """:func:`prepare_run`, also returning the target it built (so a caller needing it builds once)."""
+    if isinstance(stream, str):
+        check_syntax(stream)  # at once, before a workload that takes seconds to load
     if isinstance(workload, Workload):
         if workload.ref is None:
             raise WorkloadError(

@@ -252,6 +252,41 @@ def _varying(shapes: list[Shape]) -> list[str]:
     return out
 
 
+def check_syntax(spec: str) -> None:
+    """Refuse a ``--stream`` spec whose syntax is wrong before the workload is loaded (which
+    can take seconds: a model's library imported): the checks :func:`parse_stream` makes that
+    need no dimension names, with its words. A stream file is only looked for."""
+    import os
+
+    text = spec.strip()
+    if not text:
+        raise StreamError("empty stream spec")
+    if text.startswith("@"):
+        try:
+            os.stat(text[1:])
+        except OSError as exc:
+            raise StreamError(f"cannot read stream file {text[1:]!r}: {exc.strerror}") from None
+        except ValueError as exc:  # a NUL byte in the path
+            raise StreamError(f"cannot read {text[1:]!r}: {exc}") from None
+        return
+    for kind in ("product:", "random:"):
+        if text.startswith(kind):
+            for key, value, token in _pairs(text[len(kind):], ";"):
+                _values(value, token)
+            return
+    kind, colon, _ = text.partition(":")
+    if colon and kind.isidentifier():
+        raise StreamError(f"bad stream token {kind + ':'!r}: unknown stream kind (use product:, random: or @file)")
+    if "=" not in text:
+        for t in text.split(","):
+            if t.strip():
+                _int(t, t)
+        return
+    for request in (r.strip() for r in text.split(";")):
+        for _, value, token in _pairs(request, ",") if request else ():
+            _int(value, token)
+
+
 def parse_stream(spec: str, dims: tuple[str, ...], recorded: Mapping[str, str] | None = None) -> tuple[Shape, ...]:
     """Parse a ``--stream`` spec for a workload whose shape dimensions are ``dims``
     (``recorded``: its ``recorded_dims``, how a recording names them)."""

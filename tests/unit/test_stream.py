@@ -73,3 +73,29 @@ def test_jsonl_errors_name_the_line(tmp_path):
 def test_distinct_shapes_in_first_seen_order():
     stream = parse_stream("16,32,16,64,32", ("n",))
     assert distinct_shapes(stream) == [{"n": 16}, {"n": 32}, {"n": 64}]
+
+
+@pytest.mark.parametrize("spec", ["batch=1,seq=x", "16,x,32", "product:n=4..2", "random:n=1|y;count=3", "bogus:1",
+                                  "n", "@no-such-recording.jsonl", "  "])
+def test_a_streams_syntax_is_refused_before_the_workload_loads_in_parse_streams_words(spec, tmp_path, monkeypatch):
+    from compilescope.stream import check_syntax
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(StreamError) as early:
+        check_syntax(spec)
+    with pytest.raises(StreamError) as late:
+        parse_stream(spec, ("batch", "seq", "n") if "=" in spec else ("n",))  # bare sizes: a one-dim workload
+    assert str(early.value) == str(late.value)
+
+
+def test_a_streams_syntax_that_needs_the_workload_passes_the_early_check():
+    from compilescope.stream import check_syntax
+
+    for spec in ("16,32", "batch=1,seq=4;batch=2,seq=4", "product:n=1|2", "random:count=2;n=1..4", "wat=3"):
+        check_syntax(spec)  # the dimension names are the workload's to judge
+
+
+@pytest.mark.parametrize("command", ["run", "advise", "forecast", "warmup"])
+def test_every_command_refuses_a_bad_stream_before_loading_the_workload(main, command):
+    code, _, err = main(command, "no_such_file.py:w", "--stream", "n=x")
+    assert code == 2 and err.strip() == "compilescope: error: bad stream token 'n=x': 'x' is not an integer", err

@@ -215,7 +215,7 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
     if not s.significant or s.extra_s is None or s.extra_s <= 0:
         return base + f": no difference beyond the noise (±{fmt_time(s.noise_s or 0.0)})"
     return (base + f": ×{ratio:.1f}, +{fmt_time(s.extra_s)} a request ({fmt_time(s.extra_total_s or 0.0)} over "
-            f"{len(hits)} requests) — the entries other sizes' compiles added are tried before the request's own")
+            f"{len(hits)} request(s)) — the entries other sizes' compiles added are tried before the request's own")
 
 
 def _top_text(top: Sequence[GuardSourceRow]) -> str:

@@ -109,13 +109,14 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
                chosen: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice,
                guard_filters: bool | None = None) -> int:
     """``advise`` and ``run --advise``: the run saved in its results file, then its report and advice."""
+    streams = stream_inputs((stream, "--stream"))  # its syntax refused at once, before torch is imported
     from ..app.advise import advise_workload
     from ..app.run import default_results_path, exit_status
     from ..options import check_writable
 
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
-    check_outputs(chosen, others=results_outputs(results), inputs=stream_inputs((stream, "--stream")))
+    check_outputs(chosen, others=results_outputs(results), inputs=streams)
     lock_results(results)
     file = advise_workload(
         workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,

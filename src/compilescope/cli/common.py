@@ -169,9 +169,15 @@ def check_outputs(chosen: list[Output], *, others: Any = (), inputs: Any = ()) -
 
 def stream_inputs(*specs: tuple[str | None, str]) -> list[tuple[Path, str]]:
     """The files ``@FILE`` stream specs read, as (path, option) inputs for :func:`check_outputs`:
-    an output on a recording the command reads would destroy it."""
+    an output on a recording the command reads would destroy it. A spec whose syntax is wrong
+    is refused here, at once (:func:`compilescope.stream.check_syntax`), not after the
+    workload has loaded."""
+    from ..stream import check_syntax
+
     found = []
     for spec, option in specs:
+        if spec is not None:
+            check_syntax(spec)
         text = (spec or "").strip()
         if text.startswith("@") and len(text) > 1:
             found.append((Path(text[1:]), f"{option} @{text[1:]}"))

@@ -75,6 +75,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                 outs: tuple[Path, ...], threads: int, warmup: int, samples: int, budget: float,
                 device: str, python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
+    streams = stream_inputs((stream, "--stream"))  # its syntax refused at once, before torch is imported
     from ..app.run import default_results_path, exit_status, resume, run_workload
     from ..options import check_writable
     from ..report import RunFile
@@ -93,7 +94,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     if qps is not None and lifetime is None:
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
     check_outputs(chosen, others=results_outputs(resume_path or (None if json_path == STDOUT else json_path)),
-                  inputs=stream_inputs((stream, "--stream")))
+                  inputs=streams)
     if resume_path is not None:
         lock_results(resume_path)
         file = resume(resume_path, executor=executor.start, progress=ConsoleProgress(out))

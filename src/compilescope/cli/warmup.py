@@ -62,6 +62,7 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     run, in seconds), the recompile limit it needs, then — measured by trials — its start-up cost
     cold, warm and from mega-cache artifacts, its steady state, and which strategy pays over
     --lifetime."""
+    streams = stream_inputs((stream, "--stream"), (heldout, "--verify"))  # refused at once, before torch loads
     from ..app.warmup import warmup
     from ..options import parse_cache_modes
     from ..report.warmup import WarmupReport
@@ -73,7 +74,7 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     caches = parse_cache_modes(cache)
     _check_warmup_paths(plan_out, artifacts_dir, no_measure, caches, backend)
     check_outputs(chosen, others=[(plan_out, "--plan-out")],
-                  inputs=stream_inputs((stream, "--stream"), (heldout, "--verify")))
+                  inputs=streams)
 
     def planned(report: WarmupReport) -> None:
         # written before the verification starts, so a failing replay loses nothing (stdout once, at the end)

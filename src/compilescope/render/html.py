@@ -172,10 +172,12 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
         rows.append([
             (t.label, ""), (fmt_time(t.first_call_s) + (f", {t.call_errors} of {t.requests} raised" if t.call_errors else ""),
                             "num bad" if t.call_errors else "num"), (counts if t.compiles_code else "", "num"),
-            (fmt_time(t.stream.compile_s) if t.compiles_code else "", "num"), (str(len(t.graph_breaks)), "num"),
-            (f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks else str(t.fallbacks),
-             "num bad" if t.fallbacks or t.partial_fallbacks else "num"),
-            (f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})", "num"),
+            (fmt_time(t.stream.compile_s) if t.compiles_code else "", "num"),
+            (str(len(t.graph_breaks)) if t.compiles_code else "", "num"),  # as the console: none for eager
+            (("" if not t.compiles_code else f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks
+              else str(t.fallbacks)), "num bad" if t.fallbacks or t.partial_fallbacks else "num"),
+            (f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})" if t.compiles_code else fmt_time(t.stream_s),
+             "num"),
             ("" if not t.compiles_code else "not within the stream" if t.break_even_request is None
              else f"after request {t.break_even_request}", ""),
             (n_star if t.compiles_code else "", "num"),
@@ -194,9 +196,10 @@ def _banner(report: RunReport) -> str:
     if not items:
         return ""
     head = ("Not every trial succeeded." if report.failed else "Some requests ran eagerly.")
+    raised = (" Requests that raised are marked ✕ in the plots; their figures are left out of the compiled ones."
+              if any(t.call_errors for t in report.trials) else "")
     return (f'<div class="banner{"" if report.failed else " warnonly"}" id="failure-banner" role="alert">'
-            f"<b>{e(head)}</b> Requests that raised are marked ✕ in the plots; their figures are left out of "
-            f"the compiled ones.<ul>{''.join(items)}</ul></div>")
+            f"<b>{e(head)}</b>{raised}<ul>{''.join(items)}</ul></div>")
 
 
 ERROR_MARK = {"symbol": "x", "size": 12, "color": "#d62728", "line": {"width": 1, "color": "#5f0010"}}
