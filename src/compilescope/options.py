@@ -136,6 +136,16 @@ def parse_buckets(text: str) -> tuple[int, ...]:
     return values
 
 
+def split_dynamic_sources(text: str) -> list[tuple[str, str]]:
+    """Each ``--dynamic-sources`` item and the pattern in it (its ``:N`` dim cut off)."""
+    out = []
+    for item in (t.strip() for t in text.split(",")):
+        if item:
+            suffix = _DIM_SUFFIX.match(item)
+            out.append((item, suffix["pattern"] if suffix is not None and suffix["tail"].isdigit() else item))
+    return out
+
+
 def parse_dynamic_sources(text: str | None) -> str | None:
     """``L['x'],L['y']:0``: each comma-separated item must compile as a pattern, as torch
     matches sources against them (exact names or regular expressions)."""

@@ -560,6 +560,37 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
     return tuple(out)
 
 
+def input_sources(trial: Any) -> list[str]:
+    """The sources of the compiled frames' inputs the trial's entries guard, as recorded
+    (an input of a wrapper frame named by its parameter, ``L['ids']``)."""
+    return list(dict.fromkeys(g.source for r in trial.compiles for g in r.entry_guards
+                              if g.source and g.kind == "tensor"))
+
+
+def unmatched_sources(trial: Any) -> list[str]:
+    """The ``--dynamic-sources`` items that match none of the inputs' sources, as torch
+    matches them (the exact name, or a regular expression from the start), each source also
+    tried in the wrapper's words (:func:`compilescope.strategies.through_wrapper`). Nothing
+    when an entry's guards were not recorded (nothing to tell by)."""
+    from ..options import split_dynamic_sources
+    from ..strategies import through_wrapper
+
+    made = [r for r in trial.compiles if r.made_entry]
+    if not made or any(not r.entry_guards or r.entry_guards_cut for r in made):
+        return []
+    params = next((r.target.params for r in made if r.target is not None), ())
+    names = through_wrapper(",".join(input_sources(trial)), params).split(",")
+    out = []
+    for item, pattern in split_dynamic_sources(trial.spec.options.dynamic_sources or ""):
+        try:
+            found = any(n == pattern or re.match(pattern, n) for n in names if n)
+        except re.error:
+            found = True  # refused when given; not ours to judge here
+        if not found:
+            out.append(item)
+    return out
+
+
 def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
     """What the reader must know before trusting the trial's figures, worst first."""
     trial, limit = rec.trial, rec.limit
@@ -596,6 +627,10 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
             parts.append(f"{t.later.refused} recompile-limit hit(s){lim}")
         out.append(Note("warning", f"{t.label}: the steady-state/numerics phases caused {' and '.join(parts)} "
                                    "that the stream did not; shown apart from the stream's counts"))
+    if trial.spec.strategy == "dynamic-sources" and (unmatched := unmatched_sources(trial)):
+        out.append(Note("warning", f"{t.label}: --dynamic-sources {', '.join(unmatched)} matched no input of a "
+                                   "compiled frame, so it changed nothing there (the inputs' sources: "
+                                   f"{', '.join(input_sources(trial)[:6])})"))
     stateful = [s for s in trial.steady if s.changed_inputs]
     if stateful:
         paths = list(dict.fromkeys(p for s in stateful for p in s.changed_inputs))

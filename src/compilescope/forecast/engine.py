@@ -40,17 +40,17 @@ from pathlib import Path
 from typing import Any
 
 from .. import compat
-from ..analysis.advice import guard_kind
 from ..analysis.counts import count_compiles
 from ..analysis.outcomes import dry_run_word, limit_in_force, repeat_word
-from ..errors import OptionError, ResultsError
+from ..errors import OptionError
 from ..model import (
-    CallRecord, CompileId, CompileRecord, GuardFailure, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult,
+    CallRecord, CompileRecord, MeasureOptions, RunResult, Shape, StrategyOptions, TrialResult,
     TrialSpec, shape_key, shape_label,
 )
 from ..stream import distinct_shapes
+from .shared import forecast_guard, load_run, measured_compile_times, predict_compile_s
 from ..report.forecast import (
-    CompileTimes, ForecastReport, ForecastRequest, ForecastGuard, Lookups, Outcome, StrategyForecast,
+    ForecastReport, ForecastRequest, ForecastGuard, Lookups, Outcome, StrategyForecast,
 )
 
 DRY_BACKENDS = {"eager": "eager", "aot_eager": "aot_eager", "inductor": compat.DRY_INDUCTOR}
@@ -96,12 +96,6 @@ class Observed:
     guards: tuple[ForecastGuard, ...]
     error: str | None
     why: str | None = None
-
-
-def forecast_guard(entry: str, g: GuardFailure) -> ForecastGuard:
-    """A failed guard as a forecast's request shows it (its kind: :func:`guard_kind`)."""
-    return ForecastGuard(entry, g.reason, guard_kind(g.kind, g.source), g.source, g.dim,
-                         None if g.expected is None else str(g.expected), None if g.actual is None else str(g.actual))
 
 
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
@@ -182,60 +176,6 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
 
 
 # ----------------------------------------------------------------------------- compile times
-
-
-def load_run(path: str | Path, workload_ref: str) -> RunResult:
-    """A ``run`` results file of ``workload_ref``, or a one-line error."""
-    from ..schema import load
-
-    result = load(path)
-    if not isinstance(result, RunResult):
-        raise ResultsError(f"{path} is a probe result, not a run's; --results needs a file written by run")
-    if result.workload != workload_ref:
-        raise ResultsError(f"{path} measured workload {result.workload!r}, not {workload_ref!r}")
-    return result
-
-
-def measured_compile_times(result: RunResult, path: str | Path, strategy: str) -> CompileTimes | None:
-    """Medians of the measured stream compiles of ``strategy`` in a ``run`` result (its cold
-    trial when there is one); None when it has no compile times for it."""
-    trials = sorted((t for t in result.trials if t.spec.strategy == strategy and t.spec.variant == ""),
-                    key=lambda t: t.spec.cache != "cold")
-    for trial in trials:
-        firsts, recompiles = _times(trial)
-        if firsts or recompiles:
-            return CompileTimes(f"{path} [{trial.label}, backend {trial.spec.options.backend}]",
-                                statistics.median(firsts) if firsts else None, len(firsts),
-                                statistics.median(recompiles) if recompiles else None, len(recompiles))
-    return None
-
-
-def _times(trial: TrialResult) -> tuple[list[float], list[float]]:
-    done = [r for r in trial.compiles if r.phase == "stream" and r.is_compile and r.compile_time_s is not None]
-    return ([r.compile_time_s for r in done if not r.compile_id.is_recompile],  # type: ignore[misc]
-            [r.compile_time_s for r in done if r.compile_id.is_recompile])  # type: ignore[misc]
-
-
-def _predicted(requests: list[ForecastRequest], times: CompileTimes | None) -> tuple[list[ForecastRequest], float | None]:
-    if times is None:
-        return requests, None
-    total, out, known = 0.0, [], True
-    for r in requests:
-        if r.outcome != "compile":
-            out.append(r)
-            continue
-        seconds = 0.0
-        for text in r.compile_ids:
-            cid = CompileId.parse(text)
-            each = times.recompile_s if cid is not None and cid.is_recompile else times.first_s
-            each = each if each is not None else (times.first_s or times.recompile_s)
-            if each is None:
-                known = False
-                continue
-            seconds += each
-        total += seconds
-        out.append(dataclasses.replace(r, compile_s=seconds))
-    return out, total if known else None
 
 
 # ----------------------------------------------------------------------------- running
@@ -481,7 +421,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     times = measured_compile_times(results[0], results[1], strategy) if results is not None else None
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
-    requests, predicted = _predicted(requests, times)
+    requests, predicted = predict_compile_s(requests, times)
     requests, lookups = with_lookups(requests, stream, trial, results, strategy,
                                      acceptance(workload, trial) if workload is not None else None)
     counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}

@@ -274,7 +274,7 @@ def check(guards: Sequence[EntryGuard], request: Request) -> tuple[list[str], li
 
 
 def _forecast_guards(entry: str, texts: Sequence[str]) -> list[ForecastGuard]:
-    from .engine import forecast_guard
+    from .shared import forecast_guard
 
     return [forecast_guard(entry, parse_guard_failure(t)) for t in texts]
 
@@ -631,10 +631,10 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
 
 
 def _with_times(s: StrategyForecast, path: Any, workload: str) -> StrategyForecast:
-    from .engine import _predicted, load_run, measured_compile_times
+    from .shared import load_run, measured_compile_times, predict_compile_s
 
     measured = measured_compile_times(load_run(path, workload), path, s.strategy)
-    requests, predicted = _predicted(list(s.requests), measured)
+    requests, predicted = predict_compile_s(list(s.requests), measured)
     return dataclasses.replace(s, requests=tuple(requests), predicted_compile_s=predicted, compile_times=measured)
 
 

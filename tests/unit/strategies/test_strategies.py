@@ -76,6 +76,24 @@ def test_a_shapes_spec_reaches_the_inputs_of_a_wrapper_frame():
 
 
 @needs("dynamic_sources")
+def test_a_dynamic_source_that_matches_no_input_is_said_to_change_nothing():
+    from compilescope.analysis.build import build_run_report
+    from compilescope.model import RunResult
+
+    stream = tuple({"n": n} for n in (16, 32))
+
+    def notes(sources):  # type: ignore[no-untyped-def]
+        result = trial("dynamic-sources", stream=stream, backend="eager", dynamic_sources=sources)
+        report = build_run_report(RunResult(workload="sincos", stream=stream, trials=(result,)))
+        return [n.text for t in report.trials for n in t.notes]
+
+    (said,) = [n for n in notes("L['x']:0,L['y']") if "matched no input" in n]
+    assert said.startswith("dynamic-sources (cold): --dynamic-sources L['y'] matched no input")
+    assert "(the inputs' sources: L['x'])" in said
+    assert not [n for n in notes("L\\['x.*") if "matched no input" in n]  # a pattern torch matches from the start
+
+
+@needs("dynamic_sources")
 def test_dynamic_sources_setting_is_undone_after_the_trial():
     import torch
 
