@@ -776,6 +776,19 @@ class StrategyPlan:
         return shape_key(shape) in {shape_key(s) for s in self.covers}
 
     @property
+    def past_limit(self) -> bool:
+        """The limit given refused a frame's compiles: it asked for more entries than the limit,
+        how many more the dry run could not see (each refusal ends there)."""
+        return self.recompile_limit is not None and self.frame_entries > self.recompile_limit
+
+    @property
+    def entries_text(self) -> str:
+        """Cache entries per frame as the plan's table shows them ("—", "8", "> 3")."""
+        if self.forecast_failed:
+            return "—"
+        return f"> {self.recompile_limit}" if self.past_limit else str(self.frame_entries)
+
+    @property
     def forecast_failed(self) -> bool:
         """Every recorded shape's dry run failed: nothing was forecast, so the plan's entries
         per frame and recompile limit are no figures at all."""

@@ -591,6 +591,15 @@ def unmatched_sources(trial: Any) -> list[str]:
     return out
 
 
+def _unmatched_note(trial: Any, label: str) -> list[Note]:
+    unmatched = unmatched_sources(trial) if trial.spec.strategy == "dynamic-sources" else []
+    if not unmatched:
+        return []
+    return [Note("warning", f"{label}: --dynamic-sources {', '.join(unmatched)} matched no input of a compiled "
+                            f"frame, so it changed nothing there (the inputs' sources: "
+                            f"{', '.join(input_sources(trial)[:6])})")]
+
+
 def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
     """What the reader must know before trusting the trial's figures, worst first."""
     trial, limit = rec.trial, rec.limit
@@ -627,10 +636,7 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
             parts.append(f"{t.later.refused} recompile-limit hit(s){lim}")
         out.append(Note("warning", f"{t.label}: the steady-state/numerics phases caused {' and '.join(parts)} "
                                    "that the stream did not; shown apart from the stream's counts"))
-    if trial.spec.strategy == "dynamic-sources" and (unmatched := unmatched_sources(trial)):
-        out.append(Note("warning", f"{t.label}: --dynamic-sources {', '.join(unmatched)} matched no input of a "
-                                   "compiled frame, so it changed nothing there (the inputs' sources: "
-                                   f"{', '.join(input_sources(trial)[:6])})"))
+    out += _unmatched_note(trial, t.label)
     stateful = [s for s in trial.steady if s.changed_inputs]
     if stateful:
         paths = list(dict.fromkeys(p for s in stateful for p in s.changed_inputs))

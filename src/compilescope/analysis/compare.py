@@ -146,10 +146,11 @@ def _lookup_samples(trial: TrialResult) -> dict[str, list[float]]:
 
 def _tried(g: GuardSummary) -> dict[str, float]:
     """Per shape, the entries its stream requests tried in the stream's order (the passing one
-    included), on average over the requests that compiled nothing."""
+    included), on average over the requests that compiled nothing and ran a compiled graph (one
+    that ran eagerly, refused at the recompile limit, passed no entry: it has no such count)."""
     by: dict[str, list[int]] = {}
     for p in g.points:
-        if not p.compiled:
+        if not p.compiled and p.tried > 0:
             by.setdefault(p.shape, []).append(p.tried)
     return {shape: statistics.mean(v) for shape, v in by.items()}
 

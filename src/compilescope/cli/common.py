@@ -172,12 +172,16 @@ def stream_inputs(*specs: tuple[str | None, str]) -> list[tuple[Path, str]]:
     an output on a recording the command reads would destroy it. A spec whose syntax is wrong
     is refused here, at once (:func:`compilescope.stream.check_syntax`), not after the
     workload has loaded."""
+    from ..errors import StreamError
     from ..stream import check_syntax
 
     found = []
     for spec, option in specs:
-        if spec is not None:
-            check_syntax(spec)
+        try:
+            if spec is not None:
+                check_syntax(spec)
+        except StreamError as exc:  # named by its option, but for the one every command has
+            raise exc if option == "--stream" else StreamError(f"{option}: {exc}") from None
         text = (spec or "").strip()
         if text.startswith("@") and len(text) > 1:
             found.append((Path(text[1:]), f"{option} @{text[1:]}"))

@@ -93,6 +93,8 @@ class _Frame:
         self.entries = compat.cache_entries(call.code)[:MAX_ENTRIES]
         self.ids = [compat.entry_compile_id(e) or "?" for e in self.entries]
         self.checks = [compat.entry_guard_check(e) for e in self.entries]
+        self.fresh = at_entry is not None  # its inputs read at its start, in a call made afresh
+        self.unread = self.fresh and not at_entry[0]  # type: ignore[index]  # that start not reached
         if at_entry is not None:
             self.inputs, passed = at_entry
             self.passed = self.ids.index(passed) if passed in self.ids and passed != "?" else None
@@ -139,9 +141,11 @@ class _Frame:
     def record(self) -> FrameGuards:
         frame = next((int(i.split("/")[0]) for i in self.ids if i != "?"), None)
         if self.passed is None:
-            return FrameGuards(_frame_name(self.call.code), frame, self.calls, tuple(self.ids),
-                               error="no cache entry's guards passed on the inputs outside the call "
-                                     "(state the call sets around the compiled frame?)")
+            return FrameGuards(_frame_name(self.call.code), frame, self.calls, tuple(self.ids), error=(
+                "the frame's start was not reached on inputs made afresh" if self.unread else
+                "no cache entry's guards passed on the inputs read at the frame's start" if self.fresh else
+                "no cache entry's guards passed on the inputs outside the call (state the call sets around the "
+                "compiled frame?)"))
         checks = tuple(EntryCheck(self.ids[i], i == self.passed, tuple(self.samples[i])) for i in range(len(self.ids)))
         groups = tuple(g if not s else _with_samples(g, s) for (g, _), s in zip(self.groups, self.part_samples))
         return FrameGuards(_frame_name(self.call.code), frame, self.calls, tuple(self.ids), checks, self.guards,
@@ -197,6 +201,9 @@ def measure_guard_cost(call: Callable[[], Any], shape: Shape, *, min_rounds: int
     measured = list(first.items())[:MAX_FRAMES]
     try:
         entry = _read_at_entry(make(), [fc.code for _, fc in measured]) if fresh is not None else {}
+    except Exception as exc:  # noqa: BLE001 - the user's call: recorded, not re-raised
+        return GuardCost(shape, error=f"the call raised {type(exc).__name__}: {str(exc)[:200]}")
+    try:
         frames = [_Frame(fc, counts[key], parts, entry.get(key, ({}, None)) if fresh is not None else None)
                   for key, fc in measured]
         timers = [(id(f.call.code), *t) for f in frames if f.passed is not None for t in f.timers()]

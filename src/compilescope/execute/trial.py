@@ -449,6 +449,8 @@ def run_trial(
         reason = strategy.unavailable(target, spec.options)
         if reason is not None:
             return TrialResult(spec, "unavailable", error=reason, env=env, build_s=build_s), None
+    if workload.step is not None and strategy.not_through_step is not None:
+        return TrialResult(spec, "unavailable", error=strategy.not_through_step, env=env, build_s=build_s), None
 
     def make_inputs(shape: Shape) -> tuple[tuple[Any, ...], dict[str, Any]]:
         return call_arguments(_to_device(seeded_inputs(workload, shape), measure.device))

@@ -491,9 +491,11 @@ def with_lookups(requests: list[ForecastRequest], stream: Sequence[Shape], dry: 
     if not hits:
         return out, None
     timed = [r.lookup_s for r in hits if r.lookup_s is not None]
+    untold = sum(1 for r in out if r.outcome == "hit" and r.entries_tried is None)
     return out, Lookups(statistics.mean(r.entries_tried or 0 for r in hits), max(r.entries_tried or 0 for r in hits),
                         statistics.mean(timed) if timed else None, len(timed),
-                        f"{results[1]} ({measured.spec.label})" if measured is not None and results is not None else None)
+                        f"{results[1]} ({measured.spec.label})" if measured is not None and results is not None else None,
+                        untold)
 
 
 def forecast(

@@ -94,6 +94,9 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
                         f"({lk.timed} hits timed)", "dim")
         else:
             line.append("; their time is unknown without a measured run of this strategy (--results)", "dim")
+        if lk.untold:
+            line.append(f"; {lk.untold} hit(s) left out: which entry they run, the recorded guards could not tell",
+                        "dim")
         parts.append(line)
     for note in s.notes:
         parts.append(Text(f"  note: {note}", "dim"))

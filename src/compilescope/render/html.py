@@ -605,7 +605,7 @@ def _warmup_rows(report: WarmupReport) -> list[list[tuple[str, str]]]:
             limit = "— (every dry run failed)"
         forecast = [(p.strategy, ""), (f"{len(p.shapes)}: {_warmup_shapes(p.shapes)}", "text"),
                     (str(len(p.covers)), "num"), (str(len(p.uncovered)), "num bad" if p.uncovered else "num"),
-                    ("—" if p.forecast_failed else str(p.frame_entries), "num"),
+                    (p.entries_text, "num"),
                     (limit, "warn" if p.recompile_limit is not None and not p.forecast_failed else "")]
         measured = report.measured_for(p.strategy)
         for s in (measured.starts if measured is not None else ()) or (None,):
@@ -613,7 +613,7 @@ def _warmup_rows(report: WarmupReport) -> list[list[tuple[str, str]]]:
                 rows.append(forecast + [("not measured", "dim")] + [("", "")] * 4)
                 continue
             rows.append(forecast + [(s.cache, ""), (fmt_time(s.total_s), "num"), (fmt_time(s.load_s), "num"),
-                                    (str(len(s.after)), "num bad" if s.after else "num good"),
+                                    (s.after_text, "num bad" if s.after else "num good"),
                                     (fmt_time(measured.steady_s), "num")])
     return rows
 
@@ -622,7 +622,7 @@ def render_warmup(report: WarmupReport) -> str:
     """A plain page (no plot, no script): the plan (forecast) beside the trials (measured)."""
     plan = report.plan
     head = ["strategy", "start-up shapes (forecast)", "covers", "uncovered", "entries/frame", "recompile_limit",
-            "start (measured)", "start-up", "artifact load", "compiles after start-up", "steady / request"]
+            "start (measured)", "start-up", "artifact load", "after start-up", "steady / request"]
     parts = [f"<h1>warmup — {e(plan.workload)}</h1><p class=\"dim\">recording {e(plan.stream)} "
              f"({plan.requests} requests), backend {e(plan.backend)}, torch {e(plan.torch_version)}; replayed: "
              f"{e(report.trial_stream or 'not measured')}</p>", _table(head, _warmup_rows(report), ' class="warmup"')]

@@ -40,7 +40,7 @@ def _plan_table(plan: Any) -> Grid:
     for p in plan.plans:
         table.add_row(T(p.strategy), T(f"{len(p.shapes)}: {shapes_text(p.shapes)}"), T(len(p.covers)),
                       T(len(p.uncovered), "red" if p.uncovered else ""),
-                      T("—" if p.forecast_failed else p.frame_entries),
+                      T(p.entries_text),
                       T(limit_text(p), "yellow" if p.recompile_limit is not None else ""))
     return table
 
@@ -59,14 +59,14 @@ def _plan_details(plan: Any) -> list[RenderableType]:
 def _measured_table(report: WarmupReport) -> Grid:
     table = Grid(T(f"measured (trials: start-up, then {report.trial_stream})"), (
         ("strategy", "left"), ("start", "left"), ("start-up (+ load)", "right"), ("artifact load", "right"),
-        ("start-up compiles", "right"), ("compiles after start-up", "right"), ("steady / request", "right"),
+        ("start-up compiles", "right"), ("after start-up", "right"), ("steady / request", "right"),
         ("status", "left")), keys=2,
-        keep=("start-up (+ load)", "artifact load", "start-up compiles", "compiles after start-up",
+        keep=("start-up (+ load)", "artifact load", "start-up compiles", "after start-up",
               "steady / request", "status"))
     for m in report.measured:
         for s in m.starts:
             table.add_row(T(m.strategy), T(s.cache), T(fmt_time(s.total_s)), T(fmt_time(s.load_s)),
-                          T(s.startup_compiles), T(len(s.after), "red" if s.after else "green"),
+                          T(s.startup_compiles), T(s.after_text, "red" if s.after else "green"),
                           T(fmt_time(m.steady_s)), T(s.status))
     return table
 

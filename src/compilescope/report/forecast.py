@@ -102,6 +102,7 @@ class Lookups:
     per_request_s: float | None = None  # mean over the hits whose every check was measured
     timed: int = 0  # those hits
     source: str | None = None
+    untold: int = 0  # hits left out: which entry they run the recorded guards could not tell
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,14 @@ class MeasuredStart:
     artifacts_bytes: int | None = None
 
     @property
+    def after_text(self) -> str:
+        """What happened after start-up, counted apart: "0", "2 compile(s)", "5 eager", "1 compile(s), 3 eager"."""
+        compiled = sum(1 for a in self.after if a.what.startswith("compile "))
+        eager = len(self.after) - compiled
+        return ", ".join(p for p in (f"{compiled} compile(s)" if compiled else "", f"{eager} eager" if eager else "")
+                         if p) or "0"
+
+    @property
     def total_s(self) -> float | None:
         if self.startup_s is None:
             return None

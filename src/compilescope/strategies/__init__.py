@@ -112,6 +112,9 @@ class Strategy:
     takes: tuple[str, ...] = ()  # options only this strategy reads ("marks", "dynamic_sources")
     dynamic: DynamicMode = "automatic"
     dynamic_with_marks: DynamicMode | None = None  # the mode when marks are given, where they change it
+    # why the strategy cannot run a workload that calls the model through a step of its own
+    # (a training step: loss, backward, optimizer); None: it can
+    not_through_step: str | None = None
 
     def mode(self, options: StrategyOptions | None = None) -> DynamicMode:
         """The dynamic mode under ``options``."""
@@ -255,7 +258,8 @@ def through_wrapper(value: str, params: Sequence[str]) -> str:
     ``forward``): ``L['kwargs']['name']…``, and ``L['args'][i]…`` for the target's i-th
     parameter. The reports name such an input by its parameter
     (:func:`compilescope.collect.records.rename_source`), so the name they print works as
-    given; an entry that names nothing adds nothing Dynamo would match."""
+    given. Used only for a target whose frame is such a wrapper (:func:`wraps_variadic`):
+    another frame's ``*args``/``**kwargs`` would match the added names too."""
     entries = [e for e in value.replace(" ", "").split(",") if e]
     out = list(entries)
     if "args" in params or "kwargs" in params:  # the target's own *args/**kwargs: those names are its
@@ -272,14 +276,31 @@ def through_wrapper(value: str, params: Sequence[str]) -> str:
     return ",".join(out)
 
 
+def wraps_variadic(target: Any) -> bool:
+    """Whether the frame torch.compile enters for ``target`` is a decorator's ``(*args,
+    **kwargs)`` around the function the reports name the inputs by (a Hugging Face model's
+    ``forward``)."""
+    import torch
+
+    fn = target.forward if isinstance(target, torch.nn.Module) else target
+    try:
+        outer, inner = inspect.signature(fn, follow_wrapped=False), inspect.signature(fn)
+    except (TypeError, ValueError):
+        return False
+    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    return outer != inner and bool(outer.parameters) and all(p.kind in variadic for p in outer.parameters.values())
+
+
 def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOptions, ctx: PrepareContext) -> Prepared:
     from .. import compat
     from ..collect.records import TargetInfo
 
     # torch reads dynamic_sources when a call compiles, not when torch.compile() wraps the
     # target, so the setting stays in force for the whole trial (a process of its own).
-    close = _closing(compat.dynamic_sources(through_wrapper(options.dynamic_sources or "",
-                                                            TargetInfo(target).target.params)))
+    value = options.dynamic_sources or ""
+    if wraps_variadic(target):  # only then: another frame's *args/**kwargs must not match by accident
+        value = through_wrapper(value, TargetInfo(target).target.params)
+    close = _closing(compat.dynamic_sources(value))
     return Prepared(ctx.compile(target, options), close=close)
 
 
@@ -391,10 +412,14 @@ def spec_params(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[s
     under the ``"*args"`` / ``"**kwargs"`` keys by how the call passes it; inputs are named by
     the wrapped function's parameters, as the reports name them."""
     inner = inspect.signature(fn)  # follows __wrapped__
-    outer = inspect.signature(fn, follow_wrapped=False)
-    variadic = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
-    if outer == inner or any(p.kind not in variadic for p in outer.parameters.values()):
-        named = inner.bind(*args, **kwargs).arguments
+    if not wraps_variadic(fn):
+        # a workload's step may take more than the model does (a training step's labels): those are not its inputs
+        taken = [p for p in inner.parameters.values() if p.kind != inspect.Parameter.VAR_KEYWORD]
+        if len(taken) == len(inner.parameters):
+            kwargs = {k: v for k, v in kwargs.items() if k in inner.parameters}
+        if not any(p.kind == inspect.Parameter.VAR_POSITIONAL for p in taken):
+            args = args[:len([p for p in taken if p.kind != inspect.Parameter.KEYWORD_ONLY])]
+        named = inner.bind_partial(*args, **kwargs).arguments
         return {n: spec for n, v in named.items() if (spec := spec_of(n, v)) is not None}
     names = list(inner.parameters)
     params: dict[str, Any] = {}
@@ -513,7 +538,10 @@ register(Strategy("nested", "compile the whole model with the repeated block in 
                   dynamic="automatic"))
 register(Strategy("bucket", "pad the varying dims up to bucket sizes, compile static, slice outputs back",
                   compiles=True, prepare=_prepare_bucket, validate=_validate_compile, dynamic="static",
-                  dynamic_with_marks="marked"))
+                  dynamic_with_marks="marked",
+                  not_through_step="bucket pads the model's inputs with zeros, and this workload calls the model "
+                                   "through a step of its own (a training step): its loss and gradients would count "
+                                   "the padding"))
 register(Strategy("shapes-spec", "torch.compile(shapes_spec=ParamsSpec) from --mark (unbacked dynamic dims)",
                   compiles=True, prepare=_prepare_shapes_spec, validate=_needs_marks("shapes-spec"),
                   unavailable=_shapes_spec_unavailable, takes=("marks",), dynamic="marked"))

@@ -167,17 +167,23 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
     if not ranked:
         return Verdict(life, basis, tuple(rows), None, "no strategy has both a start-up and a steady-state figure")
     held = {m.strategy for m in measured if all(not s.after for s in m.starts)}
-    ranked = sorted(ranked, key=lambda r: (r.strategy not in held, r.total_s))
     spread = {m.strategy: (m.steady_q1_s, m.steady_q3_s) for m in measured}
 
     def alike(a: VerdictRow, b: VerdictRow) -> bool:
         x, y = spread[a.strategy], spread[b.strategy]
         return None not in (*x, *y) and not iqr_separated(x, y)  # type: ignore[arg-type]
 
-    # steady states the noise cannot tell apart are no difference to rank by: the start-up decides
-    if len(ranked) > 1 and alike(ranked[0], ranked[1]) and (ranked[0].strategy in held) == (ranked[1].strategy in held) \
-            and ranked[1].startup_s < ranked[0].startup_s:
-        ranked[0], ranked[1] = ranked[1], ranked[0]
+    def order(candidates: Sequence[VerdictRow]) -> list[VerdictRow]:
+        """By total, the plans that held first; of the first and those whose steady state the
+        noise cannot tell from its own (no difference to rank by), the least start-up first."""
+        out = sorted(candidates, key=lambda r: (r.strategy not in held, r.total_s))
+        if not out:
+            return out
+        tied = [r for r in out if r is out[0] or (alike(out[0], r) and (r.strategy in held) == (out[0].strategy in held))]
+        first = min(tied, key=lambda r: r.startup_s)
+        return [first, *(r for r in out if r is not first)]
+
+    ranked = order(ranked)
     best = ranked[0]
     noise, same = [], set()
     for r in ranked[1:]:
@@ -200,10 +206,10 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         if other.strategy not in same:  # a break-even of steady states within noise is no figure
             why += _break_even(best, other) + _break_even(other, best)
     if best.strategy not in held:
-        why += "; no plan held: every strategy compiled after start-up"
+        why += "; no plan held: every strategy compiled or ran eagerly after start-up"
     others = []
     for other_cache in dict.fromkeys(r.cache for r in rows if r.cache != best.cache):
-        theirs = sorted((r for r in rows if r.cache == other_cache), key=lambda r: (r.strategy not in held, r.total_s))
+        theirs = order([r for r in rows if r.cache == other_cache])
         if theirs and theirs[0].strategy != best.strategy:
             others.append(f"from a {other_cache} start {theirs[0].strategy} pays instead: {fmt_time(theirs[0].startup_s)} "
                           f"start-up + {life:,} × {fmt_time(theirs[0].steady_s)} = {fmt_time(theirs[0].total_s)}")

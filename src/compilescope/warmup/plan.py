@@ -290,9 +290,9 @@ def limit_note(p: StrategyPlan) -> str | None:
     """What a plan's recompile limit asks of the service, in one line (None: PyTorch's default holds)."""
     if p.recompile_limit is None:
         return None
-    if p.frame_entries > p.recompile_limit:
-        return (f"{p.strategy}: one frame needs {p.frame_entries} cache entries but the limit given is "
-                f"{p.recompile_limit}: the shapes past it run eagerly")
+    if p.past_limit:
+        return (f"{p.strategy}: one frame needs more cache entries than the limit given ({p.recompile_limit}; how "
+                "many more the dry run cannot see past it): the shapes past it run eagerly")
     return (f"{p.strategy}: needs recompile_limit={p.recompile_limit}; PyTorch's default is "
             f"{p.recompile_limit_default} (one frame holds {p.frame_entries} cache entries): set it, as the plan's "
             "options do")

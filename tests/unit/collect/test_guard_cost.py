@@ -296,3 +296,13 @@ def test_a_forecast_replays_both_frames_a_call_with_a_graph_break_compiled():
     assert [tried for tried, _ in got] == [p.tried for p in g.points] == [0, 2, 4, 4, 2, 6, 6]
     hits = [lookup for (_, lookup), p in zip(got, g.points) if not p.compiled]
     assert len(hits) == 4 and all(lookup is not None and lookup > 0 for lookup in hits)
+
+
+def test_a_request_that_ran_eagerly_has_no_entries_tried_to_compare():
+    from compilescope.analysis.compare import _tried
+    from compilescope.report.guards import GuardPoint, GuardSummary
+
+    points = (GuardPoint(0, "8", 0, None, None, compiled=True), GuardPoint(1, "8", 1, 1e-5, 1e-5),
+              GuardPoint(2, "16", 0, None, None))  # 16: refused at the recompile limit, ran eagerly
+    summary = GuardSummary((), points, 1, None, None, None, None, None, None, False, None, None, (), "", "")
+    assert _tried(summary) == {"8": 1}

@@ -388,3 +388,24 @@ def test_a_repeated_shape_runs_the_first_entry_that_accepts_it_as_the_real_looku
                                MeasureOptions(steady=False, numerics=False, guards=False)))[0]
     assert [c.graphs_run for c in real.calls] == [("0/0",), ("0/1",), ("0/1",), ("0/1",), ("0/1",)]
     assert [r.entries_tried for r in s.requests if r.outcome == "hit"] == [1, 1, 1]
+
+
+def test_hits_whose_entry_the_recorded_guards_cannot_tell_are_left_out_of_the_lookups_and_said_so(monkeypatch):
+    import dataclasses
+
+    from compilescope.forecast import engine
+    from compilescope.render.forecast import _stalls
+    from compilescope.render.grid import to_text
+
+    monkeypatch.setattr(engine, "acceptance", lambda workload, dry: (0, lambda entry, shape: None))
+    stream = tuple({"n": n} for n in (16, 32, 16, 64, 16))
+    s = engine.forecast_strategy("sincos", "default", stream, StrategyOptions(backend="eager"),
+                                 workload=load_workload("sincos"))
+    hits = [r for r in s.requests if r.outcome == "hit"]
+    assert [r.entries_tried for r in hits] == [None, None, None] and s.lookups is None  # none told: no figure
+    monkeypatch.setattr(engine, "acceptance", lambda workload, dry: (0, lambda entry, shape: entry == "0/1" or None))
+    s = engine.forecast_strategy("sincos", "default", stream, StrategyOptions(backend="eager"),
+                                 workload=load_workload("sincos"))
+    assert [r.entries_tried for r in s.requests if r.outcome == "hit"] == [1, 1, 1] and s.lookups.untold == 0
+    told = dataclasses.replace(s, lookups=dataclasses.replace(s.lookups, untold=2))
+    assert "2 hit(s) left out: which entry they run, the recorded guards could not tell" in to_text(_stalls(told), 200)

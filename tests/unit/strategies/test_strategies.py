@@ -93,6 +93,15 @@ def test_a_dynamic_source_that_matches_no_input_is_said_to_change_nothing():
     assert not [n for n in notes("L\\['x.*") if "matched no input" in n]  # a pattern torch matches from the start
 
 
+@needs("shapes_spec")
+def test_a_training_step_gets_a_shapes_spec_on_the_models_inputs_and_no_padding():
+    stream = tuple({"batch": n} for n in (8, 12, 16))
+    spec = trial("shapes-spec", workload="mlp-train", stream=stream, backend="eager", marks=(MarkSpec("x", 0),))
+    assert spec.ok and len(stream_compiles(spec)) == 1, spec.error  # the step's labels are no input of the model
+    bucket = trial("bucket", workload="mlp-train", stream=stream, backend="eager")
+    assert bucket.status == "unavailable" and "its loss and gradients would count the padding" in bucket.error
+
+
 @needs("dynamic_sources")
 def test_dynamic_sources_setting_is_undone_after_the_trial():
     import torch

@@ -15,7 +15,7 @@ import pytest
 from compilescope.model import MeasureOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.warmup import load_plan, save_plan
-from compilescope.warmup.plan import plan_warmup
+from compilescope.warmup.plan import limit_note, plan_warmup
 from compilescope.workload import load_workload
 
 SINCOS = "16,16,32,32,64,16,8,128,3,5,6,7,16,64"  # 9 distinct sizes: static needs more than 8 entries
@@ -363,3 +363,36 @@ def test_the_planning_phase_tells_its_progress_strategy_by_strategy():
     # every phase of a strategy comes before its end, and the next strategy's after it
     assert events.index(("finished", "plan default")) < min(
         i for i, e in enumerate(events) if e[:2] == ("working", "plan static"))
+
+
+def test_of_plans_whose_steady_states_the_noise_cannot_tell_apart_the_least_start_up_is_picked_in_every_start():
+    from compilescope.report.warmup import MeasuredStart, StrategyMeasured
+    from compilescope.warmup.measure import verdict
+
+    def measured(name, cold, warm, steady):
+        return StrategyMeasured(name, (MeasuredStart("cold", "ok", cold, None, 1, ()),
+                                       MeasuredStart("warm", "ok", warm, None, 1, ())), steady, steady - 8e-6,
+                                steady + 8e-6, 1)
+
+    plans = [measured("a", 5.0, 2.0, 20e-6), measured("b", 4.0, 3.0, 21e-6), measured("c", 1.0, 1.5, 30e-6)]
+    judged = verdict(plans, 10_000_000, 10)
+    assert judged.recommended == "c" and all(n.startswith("c and ") for n in judged.steady_noise)
+    assert judged.other_starts == ()  # from a warm start too the least start-up (c's 1.5 s) is the pick
+
+
+def test_what_happened_after_start_up_counts_compiles_and_eager_requests_apart():
+    from compilescope.report.warmup import AfterStartup, MeasuredStart
+
+    def start(*whats):  # type: ignore[no-untyped-def]
+        return MeasuredStart("cold", "ok", 1.0, None, 3, tuple(AfterStartup(i, "16", w) for i, w in enumerate(whats)))
+
+    assert start().after_text == "0"
+    assert start("refused 0/3 (recompile limit): eager", "eager fallback").after_text == "2 eager"
+    assert start("compile 0/3", "eager fallback").after_text == "1 compile(s), 1 eager"
+
+
+def test_a_plan_past_the_limit_given_does_not_claim_how_many_entries_it_needs(tmp_path):
+    plan = plan_warmup("sincos", "4,8,12,16,20,24", "static", backend="eager", recompile_limit=3)
+    p = plan.plan("static")
+    assert p.past_limit and p.entries_text == "> 3", (p.frame_entries, p.recompile_limit)
+    assert limit_note(p).startswith("static: one frame needs more cache entries than the limit given (3;")
