@@ -15,7 +15,7 @@ import pytest
 from compilescope.model import MeasureOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.warmup import load_plan, save_plan
-from compilescope.warmup.plan import limit_note, plan_warmup
+from compilescope.warmup.plan import plan_warmup
 from compilescope.workload import load_workload
 
 SINCOS = "16,16,32,32,64,16,8,128,3,5,6,7,16,64"  # 9 distinct sizes: static needs more than 8 entries
@@ -94,7 +94,8 @@ def test_a_limit_given_below_the_need_leaves_the_shapes_past_it_uncovered_and_sa
     p = plan.plan("static")
     assert len(p.shapes) == 4 and len(p.covers) == 4 and len(p.uncovered) == 5
     assert {u.outcome for u in p.uncovered} == {"eager"} and p.uncovered[0].why == "eager: recompile limit (4)"
-    assert p.recompile_limit == 4 and "the limit given is 4" in " ".join(plan.notes)
+    assert p.recompile_limit == 4 and "than the limit given (4; how many more" in " ".join(plan.notes)
+    assert p.past_limit and p.entries_text == "> 4"  # 9 shapes: the dry run sees 5 asked for, not how many more
 
 
 def test_the_check_is_a_dry_run_a_shape_its_own_entry_refuses_again_stays_uncovered_with_that_guard():
@@ -390,9 +391,3 @@ def test_what_happened_after_start_up_counts_compiles_and_eager_requests_apart()
     assert start("refused 0/3 (recompile limit): eager", "eager fallback").after_text == "2 eager"
     assert start("compile 0/3", "eager fallback").after_text == "1 compile(s), 1 eager"
 
-
-def test_a_plan_past_the_limit_given_does_not_claim_how_many_entries_it_needs(tmp_path):
-    plan = plan_warmup("sincos", "4,8,12,16,20,24", "static", backend="eager", recompile_limit=3)
-    p = plan.plan("static")
-    assert p.past_limit and p.entries_text == "> 3", (p.frame_entries, p.recompile_limit)
-    assert limit_note(p).startswith("static: one frame needs more cache entries than the limit given (3;")
