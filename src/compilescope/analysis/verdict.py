@@ -71,8 +71,10 @@ def steady_clauses(t: TrialReport) -> list[str]:
             few = f"; too few samples to test {'it' if s.too_few == 1 else 'them'}"
         elif s.too_few:
             few = f"; {s.too_few} of them with too few samples to test"
+        together = ("; the stream's mix, all its samples together, could" if t.saving_significant
+                    and s.indistinct.count == s.shapes else "")
         out.append(f"{s.indistinct.count} of {s.shapes} shapes could not be told apart from eager "
-                   f"({_range(s.indistinct)} inside the noise{few})")
+                   f"({_range(s.indistinct)} inside the noise{few}){together}")
     return out
 
 

@@ -188,3 +188,19 @@ def test_a_proposal_for_compile_time_is_accepted_on_its_compile_time():
     row = next(r for r in judge(report, [regional], "total", None, []).rows if r.proposal is regional)
     assert row.verdict in ("accepted", "recommended")
     assert row.why.startswith("measured: 0.5 s compiling against the default's 2.0 s; 1 compile(s) against 1"), row.why
+
+
+def test_a_slowdown_the_mix_tells_apart_but_no_shape_alone_says_which_told_it():
+    from types import SimpleNamespace
+
+    from compilescope.analysis.verdict import steady_clauses
+    from compilescope.report.run import SpeedGroup, SteadySummary
+
+    none = SpeedGroup(0, None, None, ())
+    summary = SteadySummary(3, 0.88, 0.89, none, none, none, "", False, SpeedGroup(3, 0.84, 0.94, ("8", "16", "32")), 3)
+    head, shapes = steady_clauses(SimpleNamespace(steady=summary, saving_significant=True))
+    assert head.startswith("steady-state execution was slower than eager on this stream's mix of shapes")
+    assert shapes == ("3 of 3 shapes could not be told apart from eager (×0.84–0.94 inside the noise; too few "
+                      "samples to test them); the stream's mix, all its samples together, could")
+    _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False))
+    assert "together" not in alone
