@@ -223,8 +223,11 @@ def _top_text(top: Sequence[GuardSourceRow]) -> str:
     for r in top:
         what = f"{source_label(r)}: {r.guards:,} guards ({r.count_share:.0%})"
         if r.share is not None:
-            what += f", {r.share:.0%} of the lookup"
+            what += f", the lookup {r.share:.0%} shorter without them"
         parts.append(what)
+    if sum(r.share or 0.0 for r in top) > 1.0:  # each group's saving is measured alone
+        parts[-1] += (" (each saving measured alone: the groups share parts of the guard tree, so the savings "
+                      "overlap and do not add up)")
     return "; ".join(parts)
 
 

@@ -34,6 +34,12 @@ def _range(g: SpeedGroup) -> str:
     return f"×{g.lo:.2f}" if abs(g.hi - g.lo) < 0.005 else f"×{g.lo:.2f}–{g.hi:.2f}"
 
 
+def _beyond_band(t: TrialReport) -> bool:
+    """The steady-state difference lies outside the IQR band (which the test still did not bear out)."""
+    return (t.saving_per_request_s is not None and t.saving_noise_s is not None
+            and abs(t.saving_per_request_s) > t.saving_noise_s)
+
+
 def steady_clauses(t: TrialReport) -> list[str]:
     s = t.steady
     if s is None:
@@ -54,6 +60,10 @@ def steady_clauses(t: TrialReport) -> list[str]:
                 f"but beyond the noise ({where})")
     elif side == 0:
         head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, inside the noise ({where})"
+    elif _beyond_band(t):
+        # outside the IQR band, yet the samples' test does not support it (too few, or too spread)
+        head = (f"steady-state execution was not measurably different from eager: the samples' test does not bear "
+                f"the difference out ({where})")
     else:
         # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,
         # and the ratio is never called a match
@@ -73,8 +83,9 @@ def steady_clauses(t: TrialReport) -> list[str]:
             few = f"; {s.too_few} of them with too few samples to test"
         together = ("; the stream's mix, all its samples together, could" if t.saving_significant
                     and s.indistinct.count == s.shapes else "")
+        noise = "" if s.too_few == s.indistinct.count else " inside the noise"  # none was testable: no noise told
         out.append(f"{s.indistinct.count} of {s.shapes} shapes could not be told apart from eager "
-                   f"({_range(s.indistinct)} inside the noise{few}){together}")
+                   f"({_range(s.indistinct)}{noise}{few}){together}")
     return out
 
 
@@ -141,7 +152,7 @@ def payback_clauses(t: TrialReport) -> list[str]:
     """Whether compiling pays for itself: the saving beyond the noise, the break-even, the lifetime."""
     out: list[str] = []
     if t.saving_per_request_s is not None and t.saving_noise_s is not None:
-        if not t.saving_significant and abs(t.saving_per_request_s) > t.saving_noise_s:
+        if not t.saving_significant and _beyond_band(t):
             out.append(
                 f"the steady-state difference ({_t(t.saving_per_request_s)} per request, IQR band "
                 f"±{_t(t.saving_noise_s)}) is not borne out by the samples' test: no break-even is projected"

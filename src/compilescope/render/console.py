@@ -294,7 +294,7 @@ def guard_table(report: RunReport) -> Grid | None:
         for i, r in enumerate(t.guards.rows):
             top = r.top_source
             top_text = "" if top is None else f"{top.label}: {top.guards} guards" + (
-                f", {top.share:.0%} of the lookup" if top.share is not None else " (the most guards; no time of its own told)")
+                f", the lookup {top.share:.0%} shorter without them" if top.share is not None else " (the most guards; no time of its own told)")
             table.add_row(T(t.label), T(r.shape), _count_cell(r.entries), _lookup_cell(r.lookup),
                           T(f"{r.share:.0%}" if r.share is not None else ""), T(fmt_time(r.miss_s) if r.miss_s else ""),
                           _count_cell(r.guards), T(r.kinds_text, "dim"),

@@ -401,7 +401,7 @@ def _guard_table(t: TrialReport) -> str:
              (f"{r.share:.0%}" if r.share is not None else "", "num"), (fmt_time(r.miss_s) if r.miss_s else "", "num"),
              ("—" if r.guards is None else str(r.guards), "num"), (", ".join(f"{k} {n}" for k, n in r.kinds), "text"),
              (fmt_time(r.pytorch_latency_s) if r.pytorch_latency_s is not None else "", "num"),
-             ("; ".join(f"{s.label}: {s.guards} guards" + (f", {s.share:.0%} of the lookup" if s.share is not None
+             ("; ".join(f"{s.label}: {s.guards} guards" + (f", the lookup {s.share:.0%} shorter without them" if s.share is not None
                                                            else "") for s in r.sources[:3]) or r.note, "text")]
             for r in t.guards.rows]
     return _table(["shape", "cache entries", "lookup, entry first (p50 ±IQR/2)", "of the call", "one rejecting entry",

@@ -82,6 +82,9 @@ def _after(m: StrategyMeasured) -> list[RenderableType]:
             parts.append(Text(f"  … and {len(s.after) - MAX_LISTED} more after start-up", "dim"))
     for missing in m.steady_missing:
         parts.append(Text(f"  {m.strategy}: no steady state for {missing}", "dim"))
+    if m.steady_eager:
+        parts.append(Text(f"  {m.strategy}: its steady / request holds {m.steady_eager_requests} request(s) that run "
+                          f"eagerly, at their eager time: {', '.join(m.steady_eager)}", "dim"))
     for note in m.notes:
         parts.append(Text(f"  note: {note}", "dim"))
     return parts

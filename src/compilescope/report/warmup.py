@@ -64,6 +64,10 @@ class StrategyMeasured:
     steady_shapes: int  # distinct shapes with steady samples
     steady_missing: tuple[str, ...] = ()  # shapes without (label: why)
     notes: tuple[str, ...] = ()
+    # shapes whose steady calls ran eagerly (past the recompile limit), "label (N requests)": their
+    # eager time is in steady_s, as it is what their requests cost under the plan
+    steady_eager: tuple[str, ...] = ()
+    steady_eager_requests: int = 0  # how many of the recording's requests those shapes are
 
     def start(self, cache: str) -> MeasuredStart | None:
         for s in self.starts:

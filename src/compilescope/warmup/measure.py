@@ -110,29 +110,34 @@ def start_row(trial: TrialResult) -> MeasuredStart:
     )
 
 
-SteadyRow = tuple[float | None, float | None, float | None, int, tuple[str, ...]]
+SteadyRow = tuple[float | None, float | None, float | None, int, tuple[str, ...], tuple[tuple[str, int], ...]]
 
 
 def steady_row(trial: TrialResult | None, recorded: Sequence[Shape]) -> SteadyRow:
-    """Steady state per request: each shape's median (and quartiles) weighted by how often the
-    recording has the shape; the shapes without samples, with why."""
+    """Steady state per request under the plan: each shape's median (and quartiles) weighted by
+    how often the recording has the shape — a shape whose calls ran eagerly (past the recompile
+    limit) weighs in at its eager time, which is what its requests cost there, and is returned
+    with its request count; the shapes without samples, with why."""
     from ..analysis.regimes import summarize_samples, weighted_mean
 
     if trial is None or not trial.steady:
-        return None, None, None, 0, ("no steady-state samples",)
+        return None, None, None, 0, ("no steady-state samples",), ()
     weights = Counter(shape_key(s) for s in recorded)
-    measured, missing = [], []
+    measured, missing, eager = [], [], []
     for s in trial.steady:
         stats = summarize_samples(s.compiled_s)
-        if stats is None or s.error or s.ran_eagerly:
-            missing.append(f"{shape_label(s.shape)}: {s.error or ('ran eagerly' if s.ran_eagerly else 'no samples')}")
+        if stats is None or s.error:
+            missing.append(f"{shape_label(s.shape)}: {s.error or 'no samples'}")
             continue
-        measured.append((stats, weights.get(shape_key(s.shape), 0)))
+        n = weights.get(shape_key(s.shape), 0)
+        measured.append((stats, n))
+        if s.ran_eagerly and n:
+            eager.append((shape_label(s.shape), n))
     w = [n for _, n in measured]
     if not sum(w):
-        return None, None, None, len(measured), tuple(missing)
+        return None, None, None, len(measured), tuple(missing), tuple(eager)
     return (weighted_mean([st.median for st, _ in measured], w), weighted_mean([st.q1 for st, _ in measured], w),
-            weighted_mean([st.q3 for st, _ in measured], w), len(measured), tuple(missing))
+            weighted_mean([st.q3 for st, _ in measured], w), len(measured), tuple(missing), tuple(eager))
 
 
 def _rows(measured: Sequence[StrategyMeasured], lifetime: int) -> list[VerdictRow]:
@@ -194,11 +199,16 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
                          f"decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)}); {r.strategy}'s "
                          f"steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} over "
                          f"{life:,} requests, is not a measured difference")
+    eager = {m.strategy: m.steady_eager_requests / requests for m in measured if m.steady_eager_requests and requests}
+
+    def mix(strategy: str) -> str:  # a steady figure that holds eager requests says so
+        return f" (eager for {eager[strategy]:.0%} of requests)" if strategy in eager else ""
+
     why = (f"{best.strategy} pays over {basis}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
-           f"{fmt_time(best.steady_s)} = {fmt_time(best.total_s)}")
+           f"{fmt_time(best.steady_s)}{mix(best.strategy)} = {fmt_time(best.total_s)}")
     if len(ranked) > 1:
         other = ranked[1]
-        why += f", against {other.strategy}'s {fmt_time(other.total_s)}"
+        why += f", against {other.strategy}'s {fmt_time(other.total_s)}{mix(other.strategy)}"
         if other.strategy in same and (other.strategy in held) == (best.strategy in held):
             why += "; their steady states are within noise: the start-up decides"
         elif within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
@@ -212,7 +222,8 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         theirs = order([r for r in rows if r.cache == other_cache])
         if theirs and theirs[0].strategy != best.strategy:
             others.append(f"from a {other_cache} start {theirs[0].strategy} pays instead: {fmt_time(theirs[0].startup_s)} "
-                          f"start-up + {life:,} × {fmt_time(theirs[0].steady_s)} = {fmt_time(theirs[0].total_s)}")
+                          f"start-up + {life:,} × {fmt_time(theirs[0].steady_s)}{mix(theirs[0].strategy)} = "
+                          f"{fmt_time(theirs[0].total_s)}")
     return Verdict(life, basis, tuple(rows), best.strategy, why, tuple(noise), tuple(others))
 
 
@@ -230,10 +241,12 @@ def _strategy_rows(plan: WarmupPlan, results: Sequence[TrialResult],
     for p in plan.plans:
         mine = [t for t in results if t.spec.strategy == p.strategy]
         cold = next((t for t in mine if t.spec.cache == "cold"), None)
-        steady, q1, q3, n, missing = steady_row(cold, recorded)
+        steady, q1, q3, n, missing, eager = steady_row(cold, recorded)
         notes = tuple(f"{p.strategy} ({t.spec.cache}): {t.status}: {t.error}" for t in mine
                       if t.status not in ("ok",) and t.error)
-        out.append(StrategyMeasured(p.strategy, tuple(start_row(t) for t in mine), steady, q1, q3, n, missing, notes))
+        out.append(StrategyMeasured(
+            p.strategy, tuple(start_row(t) for t in mine), steady, q1, q3, n, missing, notes,
+            tuple(f"{label} ({k} request{'s' if k != 1 else ''})" for label, k in eager), sum(k for _, k in eager)))
     return tuple(out)
 
 

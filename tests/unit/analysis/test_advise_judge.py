@@ -200,7 +200,8 @@ def test_a_slowdown_the_mix_tells_apart_but_no_shape_alone_says_which_told_it():
     summary = SteadySummary(3, 0.88, 0.89, none, none, none, "", False, SpeedGroup(3, 0.84, 0.94, ("8", "16", "32")), 3)
     head, shapes = steady_clauses(SimpleNamespace(steady=summary, saving_significant=True))
     assert head.startswith("steady-state execution was slower than eager on this stream's mix of shapes")
-    assert shapes == ("3 of 3 shapes could not be told apart from eager (×0.84–0.94 inside the noise; too few "
+    assert shapes == ("3 of 3 shapes could not be told apart from eager (×0.84–0.94; too few "
                       "samples to test them); the stream's mix, all its samples together, could")
-    _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False))
+    _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False, saving_per_request_s=None,
+                                              saving_noise_s=None))
     assert "together" not in alone

@@ -391,3 +391,28 @@ def test_what_happened_after_start_up_counts_compiles_and_eager_requests_apart()
     assert start("refused 0/3 (recompile limit): eager", "eager fallback").after_text == "2 eager"
     assert start("compile 0/3", "eager fallback").after_text == "1 compile(s), 1 eager"
 
+
+
+def test_a_plans_steady_figure_per_request_holds_its_eager_requests_at_their_eager_time_and_says_so():
+    """Past the recompile limit a shape's requests run eagerly under the plan: their steady
+    samples (of the compiled callable, which ran no graph) are what those requests cost, so the
+    per-request figure weighs them in — before, it left them out, and the verdict's
+    "30 × 42 µs" applied the compiled figure to requests that ran eagerly."""
+    from types import SimpleNamespace
+
+    from compilescope.model import SteadyState
+    from compilescope.report.warmup import MeasuredStart, StrategyMeasured
+    from compilescope.warmup.measure import steady_row, verdict
+
+    a, b = {"n": 16}, {"n": 32}
+    trial = SimpleNamespace(steady=(SteadyState(a, 1, (10e-6,) * 5, ()),
+                                    SteadyState(b, 1, (40e-6,) * 5, (), ran_eagerly=True)))
+    steady, q1, q3, shapes, missing, eager = steady_row(trial, [a, b, b, b])
+    assert steady == pytest.approx((10e-6 + 3 * 40e-6) / 4) and shapes == 2 and missing == ()
+    assert eager == (("32", 3),)
+    rows = [StrategyMeasured("static", (MeasuredStart("cold", "ok", 1.0, None, 1, ()),), steady, q1, q3, 2,
+                             steady_eager=("32 (3 requests)",), steady_eager_requests=3),
+            StrategyMeasured("dynamic", (MeasuredStart("cold", "ok", 2.0, None, 1, ()),), 20e-6, 19e-6, 21e-6, 1)]
+    judged = verdict(rows, 1000, 4)
+    assert judged.recommended == "static"
+    assert "1,000 × 32.5 µs (eager for 75% of requests) = 1.03 s" in judged.why, judged.why
