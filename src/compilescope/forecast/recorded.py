@@ -232,19 +232,20 @@ def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
         if src in request.sizes:
             return _tensor_failures(g, request), None
         return [f"{name} is {held}, not a tensor"], None
+    # a failure says what the entry expected and what the request has, as PyTorch's tensor messages do
     if g.kind == "value":
         if src not in request.scalars:
-            return [f"{name} is {held}, not {g.expected!r}"], None
+            return [f"{name} mismatch. expected {g.expected!r}, actual a {held}"], None
         if _same(g.expected, request.scalars[src]):
             return [], None
-        return [f"{name} is {g.expected!r}" if g.expected is None or isinstance(g.expected, bool)
-                else f"{name} == {g.expected!r}"], None
+        return [f"{name} mismatch. expected {g.expected!r}, actual {request.scalars[src]!r}"], None
     if g.kind == "type":
-        return ([] if held == g.expected else [f"type({name}) is {g.expected}"]), None
+        return ([] if held == g.expected else [f"type({name}) mismatch. expected {g.expected}, actual {held}"]), None
     if g.kind == "length":
         if src not in request.lengths:
             return [f"{name} is {held}, not a container"], None
-        return ([] if request.lengths[src] == g.expected else [f"len({name}) == {g.expected}"]), None
+        found = request.lengths[src]
+        return ([] if found == g.expected else [f"len({name}) mismatch. expected {g.expected}, actual {found}"]), None
     if g.text and g.kind != "other":
         try:
             return ([] if evaluate(g.text, request) else [_name(g.text)]), None

@@ -284,4 +284,30 @@ def test_a_parameter_no_request_passes_keeps_the_default_it_was_compiled_with():
               EntryGuard("tensor", "L['x']", sizes=(None,), example=(4,), dtype="float32"))
     assert check(guards, request_of({"x": torch.zeros(5)})) == ([], [])
     assert check(guards, request_of({"x": torch.zeros(5), "mask": torch.ones(5)})) == (
-        ["mask is torch.Tensor, not None"], [])
+        ["mask mismatch. expected None, actual a torch.Tensor"], [])
+
+
+def test_a_failing_value_type_or_length_guard_says_what_the_entry_expected_and_what_the_request_has():
+    """Before, a failing value guard printed the entry's expectation alone ('….is_initialized
+    is False' on a request whose cache is initialised) beside lines that printed the request's
+    state ('… is NoneType, not a tensor'): a reader could not tell which was which."""
+    from compilescope.forecast.recorded import check, request_of
+    from compilescope.model import EntryGuard
+
+    class Layer:
+        def __init__(self, ready):
+            self.is_initialized, self.keys = ready, torch.zeros(1, 2, 3) if ready else None
+
+    request = request_of({"cache": [Layer(True)], "n": 4})
+    failed, unknown = check([
+        EntryGuard("value", "L['cache'][0].is_initialized", expected=False),
+        EntryGuard("value", "L['n']", expected=3),
+        EntryGuard("type", "L['cache'][0].keys", expected="builtins.NoneType"),
+        EntryGuard("length", "L['cache']", expected=2),
+        EntryGuard("value", "L['n']", expected=4),
+    ], request)
+    assert unknown == []
+    assert failed == ["cache[0].is_initialized mismatch. expected False, actual True",
+                      "n mismatch. expected 3, actual 4",
+                      "type(cache[0].keys) mismatch. expected builtins.NoneType, actual torch.Tensor",
+                      "len(cache) mismatch. expected 2, actual 1"]
