@@ -192,3 +192,9 @@ def two_inputs() -> Workload:
 
     return Workload(name="two-inputs", build=build, make_inputs=make_inputs, dims=("b", "n"),
                     default_stream=({"b": 4, "n": 8}, {"b": 6, "n": 8}, {"b": 6, "n": 10}))
+
+
+def wrong_width() -> Workload:
+    """A Linear(4, 4) given inputs 5 wide: every request raises, compiled or not."""
+    return Workload(name="wrong-width", build=lambda: torch.nn.Linear(4, 4),
+                    make_inputs=lambda s: (torch.randn(s["n"], 5),), dims=("n",), default_stream=({"n": 2}, {"n": 3}))

@@ -1421,6 +1421,25 @@ def quiet_recompile_limit_warnings() -> Callable[[], None]:
     return lambda: logger.removeFilter(drop)  # type: ignore[arg-type]
 
 
+class _DropMetaFailures:
+    def filter(self, record: Any) -> bool:
+        return not str(record.msg).startswith("failed while attempting to run meta for")
+
+
+def quiet_fake_kernel_errors() -> Callable[[], None]:
+    """Drop the fake-tensor mode's "failed while attempting to run meta for <op>" error logs,
+    with their tracebacks, until the undo: in a dry run an op that raises on fake tensors is an
+    outcome the forecast reports (the request computed for real, or an error), not a crash.
+    Logged by ``torch._subclasses.fake_tensor``'s module logger (``log.exception``) — checked on
+    2.13.0."""
+    import logging
+
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    drop = _DropMetaFailures()
+    logger.addFilter(drop)  # type: ignore[arg-type]
+    return lambda: logger.removeFilter(drop)  # type: ignore[arg-type]
+
+
 # ----------------------------------------------------------------------------- pytree containers
 
 

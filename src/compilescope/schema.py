@@ -509,8 +509,12 @@ def _decode(data: Any, origin: str, owned: bool) -> RunResult | ProbeResult:
     if version != SCHEMA_VERSION:
         data = migrate(data, origin)
     kind = data.get("kind", "run")
+    if isinstance(kind, str) and kind not in KINDS and kind in document_types():
+        raise ResultsError(f"{origin} is a {kind} file, not a run's or a probe's results")
     if not isinstance(kind, str) or kind not in KINDS:
         raise ResultsError(f"{origin} has an unknown kind {str(kind)[:20]!r} (run or probe)")
+    if kind == "run" and "trials" not in data:
+        raise ResultsError(f"{origin} is a run's results without its trials (no \"trials\" list)")
     if kind == "probe" and "graph_break_occurrences" in data:
         data = {**data, "graph_breaks": data["graph_break_occurrences"]}
     try:

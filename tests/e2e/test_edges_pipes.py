@@ -180,3 +180,25 @@ def test_a_piped_demo_shows_every_value_and_guard_on_one_line(tmp_path, monkeypa
         assert_summary_shown(data["summary"], out)
         assert not _missing(reasons, out), (_missing(reasons, out), out)  # grep finds each guard
         assert "…" not in out
+
+
+@pytest.mark.processes
+def test_a_run_whose_reader_stops_reading_goes_on_saves_every_trial_and_exits_with_its_own_status(tmp_path):
+    """``run … | head -1``: before, click ended the run at the next write (status 1, no word)
+    and its results stayed in the journal; the line it had printed said each trial is saved."""
+    import subprocess
+    import sys
+
+    from compilescope.schema import load
+
+    out = tmp_path / "r.json"
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=str(tmp_path / "inductor-cache"), COLUMNS="150")
+    proc = subprocess.Popen([sys.executable, "-m", "compilescope.cli", "run", "sincos", "--stream", "16,32",
+                             "--backend", "eager", "--strategies", "default,static", "--samples", "3", "--json",
+                             str(out)], cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader leaves, as head -1 does
+    assert proc.wait(timeout=600) == 0
+    assert first.startswith(b"results: ")
+    assert sorted(t.spec.strategy for t in load(out).trials) == ["default", "eager", "static"]

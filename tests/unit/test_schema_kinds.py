@@ -147,7 +147,7 @@ def test_another_kind_or_version_is_one_line(runs, plan):
     data["kind"], data["plans"] = "warmup-plan", [{"strategy": 3}]
     with pytest.raises(ResultsError, match=r"plans\[0\]\.strategy: expected a string"):
         loads_document(json.dumps(data))
-    with pytest.raises(ResultsError, match="unknown kind 'warmup-plan'"):
+    with pytest.raises(ResultsError, match="is a warmup-plan file, not a run's or a probe's results"):
         load_text = dumps_plan(plan)
         from compilescope.schema import loads
 

@@ -553,11 +553,21 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
         groups.setdefault(failure_key(g), []).append(g)
     out = []
     for items in groups.values():
-        text = items[0].reason
-        if len(items) > 1:
-            text += f" (the same guard on {len(items) - 1} older cache entr{'y' if len(items) == 2 else 'ies'})"
+        items = sorted(items, key=_entry_age)  # the newest entry's first
+        text, older = items[0].reason, items[1:]
+        if older:
+            n = f"{len(older)} older cache entr{'y' if len(older) == 1 else 'ies'}"
+            others = list(dict.fromkeys(str(g.expected) for g in older if g.expected != items[0].expected))
+            text += (f" (it failed on {n} too, which expected {', '.join(others)})" if others
+                     else f" (the same guard on {n})")
         out.append(text)
     return tuple(out)
+
+
+def _entry_age(g: GuardFailure) -> int:
+    """How old the entry that failed is, as a sort key: its number in its frame, newest first."""
+    _, _, number = (g.failed_entry or "").partition("/")
+    return -int(number) if number.isdigit() else 0
 
 
 def input_sources(trial: Any) -> list[str]:
@@ -711,8 +721,9 @@ def build_run_report(result: RunResult) -> RunReport:
             if r.shape not in shapes:
                 shapes.append(r.shape)
     modes = tuple(m for m in START_MODES if any(t.spec.cache == m for t in result.trials))
-    spread = [abs(r.eager_trial.median / r.eager.median - 1.0)
-              for t in trials for r in t.rows if r.eager is not None and r.eager_trial is not None and r.eager.median > 0]
+    spread = [max(r.eager_trial.median / r.eager.median, r.eager.median / r.eager_trial.median)
+              for t in trials for r in t.rows if r.eager is not None and r.eager_trial is not None
+              and r.eager.median > 0 and r.eager_trial.median > 0]
     notes = []
     if result.missing:
         notes.append(Note("warning", f"{len(result.missing)} planned trial(s) did not finish: {', '.join(result.missing)}"))

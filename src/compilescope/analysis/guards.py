@@ -61,22 +61,30 @@ def lookup_stats(cost: GuardCost) -> Stats | None:
     return summarize_samples(lookup_samples(cost))
 
 
-def source_rows(frame: FrameGuards) -> tuple[GuardSourceRow, ...]:
-    """The passing entry's guards by source, costliest first: a group's time is the copied
-    whole tree's median minus the copy without the group, kept only when the two samples'
-    IQRs are apart (otherwise it is inside the noise, and the rows order by count)."""
-    total = sum(g.guards for g in frame.groups) or 1
-    base = summarize_samples(frame.copy_s)
-    rows = []
-    for g in frame.groups:
-        time_s = share = None
-        without = summarize_samples(g.samples_s)
-        if base is not None and without is not None and base.median > without.median \
-                and iqr_separated((base.q1, base.q3), (without.q1, without.q3)):
-            time_s = base.median - without.median
-            share = time_s / base.median
-        rows.append(GuardSourceRow(g.category, g.owner, g.owners, g.guards, tuple(g.kinds.items()),
-                                   g.guards / total, time_s, share))
+def source_rows(frames: Sequence[FrameGuards]) -> tuple[GuardSourceRow, ...]:
+    """The passing entries' guards by source, over every frame a call enters (each frame's
+    guards times its calls, as the shape's guard count is), costliest first: a group's time is
+    its frame's copied whole tree's median minus the copy without the group, kept only when the
+    two samples' IQRs are apart (otherwise it is inside the noise, and the rows order by count);
+    its share is of every frame's copied tree together. A source in more than one frame is one
+    row."""
+    total = sum(g.guards * f.calls for f in frames for g in f.groups) or 1
+    bases = [summarize_samples(f.copy_s) for f in frames]
+    whole = sum(b.median * f.calls for b, f in zip(bases, frames) if b is not None)
+    merged: dict[tuple[str, str], dict] = {}
+    for f, base in zip(frames, bases):
+        for g in f.groups:
+            row = merged.setdefault((g.category, g.owner), {"owners": 0, "guards": 0, "kinds": [], "time": None})
+            row["owners"] = max(row["owners"], g.owners)
+            row["guards"] += g.guards * f.calls
+            row["kinds"].append(_kinds([g], f.calls))
+            without = summarize_samples(g.samples_s)
+            if base is not None and without is not None and base.median > without.median \
+                    and iqr_separated((base.q1, base.q3), (without.q1, without.q3)):
+                row["time"] = (row["time"] or 0.0) + (base.median - without.median) * f.calls
+    rows = [GuardSourceRow(category, owner, r["owners"], r["guards"], _merge_kinds(r["kinds"]), r["guards"] / total,
+                           r["time"], r["time"] / whole if r["time"] is not None and whole else None)
+            for (category, owner), r in merged.items()]
     return tuple(sorted(rows, key=lambda r: (-(r.share or 0.0), -r.guards)))
 
 
@@ -105,7 +113,7 @@ def shape_guard_row(cost: GuardCost, row: ShapeRow | None, compiles: Sequence[Co
     misses = [m for f in frames for c in f.checks if not c.passed and (m := _median(c.samples_s)) is not None]
     steady = row.steady.median if row is not None and row.steady is not None else None
     groups = [(f.calls, g) for f in frames for g in f.groups]
-    sources = source_rows(frames[0]) if frames and frames[0].groups else ()
+    sources = source_rows(frames) if any(f.groups for f in frames) else ()
     return GuardShapeRow(
         shape=label, frames=len(frames), entries=max((len(f.order) for f in frames), default=None), lookup=lookup,
         guards=sum(f.guards * f.calls for f in frames) if frames and not any(f.error for f in frames) else None,
@@ -214,8 +222,9 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
             f"(its entry tried first)")
     if not s.significant or s.extra_s is None or s.extra_s <= 0:
         return base + f": no difference beyond the noise (±{fmt_time(s.noise_s or 0.0)})"
-    return (base + f": ×{ratio:.1f}, +{fmt_time(s.extra_s)} a request ({fmt_time(s.extra_total_s or 0.0)} over "
-            f"{len(hits)} request(s)) — the entries other sizes' compiles added are tried before the request's own")
+    return (base + f": ×{ratio:.1f}, +{fmt_time(s.extra_s)} a request that hit ({fmt_time(s.extra_total_s or 0.0)} "
+            f"over the stream's {len(hits)} hit(s)) — the entries other sizes' compiles added are tried before the "
+            "request's own")
 
 
 def _top_text(top: Sequence[GuardSourceRow]) -> str:
@@ -273,8 +282,9 @@ def soundness_row(check: SoundnessCheck) -> SoundnessRow:
     elif check.stale is False:
         verdict, detail = "sound", (f"after `{check.mutation}` the compiled call followed the change"
                                     + (" (it compiled again)" if check.recompiled else ""))
-    else:
-        verdict, detail = "unknown", check.detail or "not told"
+    else:  # which change it was is part of the finding (it may be the change that raised)
+        told = check.detail or "not told"
+        verdict, detail = "unknown", (f"after `{check.mutation}`: {told}" if check.mutation not in ("", "—") else told)
     return SoundnessRow(check.mutation, check.kind, check.guard, shape_label(check.shape), verdict,  # type: ignore[arg-type]
                         detail)
 

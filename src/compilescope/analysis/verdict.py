@@ -109,8 +109,9 @@ def guard_clauses(t: TrialReport) -> list[str]:
         out.append(f"guard checks took {g.share:.0%} of a compiled call ({_t(g.repeated_s)} a call with its entry "
                    "tried first)")
     if g.significant and g.extra_s is not None and g.extra_s > 0 and g.mean_tried is not None:
-        out.append(f"recompiles also slowed later calls: on this stream's order a request tried "
-                   f"{g.mean_tried:.1f} cache entries on average, +{_t(g.extra_s)} of guard checks a request")
+        out.append(f"recompiles also slowed later calls: on this stream's order a request that hit tried "
+                   f"{g.mean_tried:.1f} cache entries on average, +{_t(g.extra_s)} of guard checks a request "
+                   f"(over the stream's {g.requests} hit(s))")
     return out
 
 
@@ -163,7 +164,7 @@ def payback_clauses(t: TrialReport) -> list[str]:
                 f"(±{_t(t.saving_noise_s)}): no break-even is projected"
             )
         elif t.n_star is not None:
-            net = (f" net of the {_t(t.guard_extra_s)} of guard checks this stream's order adds"
+            net = (f" net of the {_t(t.guard_extra_s)} of guard checks this stream's order adds to a hit"
                    if t.guard_extra_s else "")
             clause = (
                 f"compile cost is repaid after ~{t.n_star:,} requests ({_t(t.compile_cost_s)} of compile stalls, "
@@ -173,7 +174,8 @@ def payback_clauses(t: TrialReport) -> list[str]:
                 clause += f"; within this stream from request {t.break_even_request}"
             out.append(clause)
         else:
-            net = (f", {_t(t.guard_extra_s)} of it guard checks this stream's order adds" if t.guard_extra_s else "")
+            net = (f", {_t(t.guard_extra_s)} of it guard checks this stream's order adds to a hit" if t.guard_extra_s
+                   else "")
             out.append(
                 f"compile cost is never repaid on this shape mix (compiled requests are "
                 f"{_t(-t.saving_per_request_s)} slower on average{net}; {_t(t.compile_cost_s)} of compile stalls)"

@@ -79,3 +79,10 @@ def _watched_forecast(progress: Progress, work: Callable[[Callable[[Any], None]]
         return report
     finally:
         progress.end()
+
+
+def exit_status(report: ForecastReport) -> int:
+    """1 when every request of every strategy forecast is to raise (as ``run`` exits 1 when
+    every compiled trial failed): the workload as given cannot run at all; else 0."""
+    rows = report.strategies
+    return 1 if rows and all(s.requests and s.errors == len(s.requests) for s in rows) else 0

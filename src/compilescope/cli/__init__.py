@@ -58,6 +58,40 @@ def _loaded(module: str, name: str) -> type[BaseException]:
     return getattr(found, name) if found is not None else _NeverRaised
 
 
+class _ReaderMayLeave:
+    """Standard output for a reader that may stop reading (``compilescope run … | head -1``):
+    a write or flush after the pipe closed sends the rest to the null device instead of raising
+    into the command, so a run goes on to the end and saves every trial, and the command exits
+    with its own status (click alone would end it at once with status 1, the run's last results
+    left in its journal). Everything else is the stream's own."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _gone(self) -> None:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, self._stream.fileno())  # what is still buffered goes there too
+        finally:
+            os.close(null)
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._gone()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._gone()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 def _ended(code: int, program: bool) -> int:
     """An interrupted command's exit status. When this process is the program (``argv`` None:
     the ``compilescope`` command), it ends at once: the command's own resources are released
@@ -80,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     INVOKED[:] = list(sys.argv[1:] if argv is None else argv)
     program = argv is None
     _install_signal_handlers()
+    if program and not isinstance(sys.stdout, _ReaderMayLeave) and hasattr(sys.stdout, "fileno"):
+        sys.stdout = _ReaderMayLeave(sys.stdout)  # type: ignore[assignment]
     try:
         rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

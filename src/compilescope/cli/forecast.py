@@ -63,10 +63,11 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     shapes' tracing, not its requests.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
-    run recorded (no model, no Dynamo); --method both runs the dry run too and compares them."""
+    run recorded (no model, no Dynamo); --method both runs the dry run too and compares them.
+    Exit 1 when every request of every strategy is forecast to raise."""
     if python is not None:
         return in_interpreter(python)
-    from ..app.forecast import forecast_stream
+    from ..app.forecast import exit_status, forecast_stream
     from ..report import ForecastReport
 
     method = method or ("recorded" if recorded_path is not None else "dry-run")
@@ -92,4 +93,4 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         recorded=recorded_path, function=function, compute=not no_compute, progress=ConsoleProgress(out),
     )
     show(report, out, chosen)
-    return 0
+    return exit_status(report)

@@ -136,15 +136,25 @@ def _user_frame(chain: list[BaseException]) -> str | None:
     return None
 
 
+# Dynamo's explanation of an op that failed on fake tensors names the error the op raised:
+# "Explanation: Dynamo failed to run FX node with fake tensors: call_function …: got RuntimeError('…')"
+_GOT = re.compile(r"^Explanation: .*: got (?P<type>\w+)\((?P<q>['\"])(?P<message>.*)(?P=q)\)\s*$")
+
+
 def headline(type_name: str, message: str) -> str:
     """``Type: first line`` of a message, the next line joined when the first only
-    announces it (``backend='inductor' raised:``)."""
+    announces it (``backend='inductor' raised:``); when Dynamo's explanation names the error an
+    op raised (its first line only says ``RuntimeError when making fake tensor call``), that
+    error too."""
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
     first = lines[0] if lines else ""
     for nxt in lines[1:3]:
         if not first.endswith(":"):
             break
         first = f"{first} {nxt}"
+    got = next((m for ln in lines[1:4] if (m := _GOT.match(ln))), None)
+    if got is not None:
+        first = f"{first}: {got['type']}: {got['message']}"
     return f"{type_name}: {first}"[:500] if first else type_name
 
 

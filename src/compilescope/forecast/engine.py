@@ -225,7 +225,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
     from ..execute.inprocess import InProcessExecutor
     from ..execute.task import TrialTask
 
-    loud = compat.quiet_recompile_limit_warnings()  # the forecast says where the limit refuses
+    quiet = (compat.quiet_recompile_limit_warnings(),  # the forecast says where the limit refuses
+             compat.quiet_fake_kernel_errors())  # and which requests raise
     compat.dry_lowering_failures()
     compute = compat.DryCompute(fake)
     clock = _DryClock(compute)
@@ -234,7 +235,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
         try:
             result = executor.submit(TrialTask(spec, cache), math.inf).result().result
         finally:
-            loud()
+            for undo in quiet:
+                undo()
             failed = compat.dry_lowering_failures()
     if failed:
         note = (f"inductor could not lower {len(failed)} graph(s) in the dry run (the first: {failed[0]}): they were "

@@ -294,7 +294,8 @@ def guard_table(report: RunReport) -> Grid | None:
         for i, r in enumerate(t.guards.rows):
             top = r.top_source
             top_text = "" if top is None else f"{top.label}: {top.guards} guards" + (
-                f", the lookup {top.share:.0%} shorter without them" if top.share is not None else " (the most guards; no time of its own told)")
+                f", the lookup {top.share:.0%} shorter without them" if top.share is not None
+                else " (the most guards; its time not told apart from the noise)")
             table.add_row(T(t.label), T(r.shape), _count_cell(r.entries), _lookup_cell(r.lookup),
                           T(f"{r.share:.0%}" if r.share is not None else ""), T(fmt_time(r.miss_s) if r.miss_s else ""),
                           _count_cell(r.guards), T(r.kinds_text, "dim"),
@@ -331,7 +332,7 @@ def renderables(report: RunReport) -> list[RenderableType]:
     if report.eager_spread is not None:
         parts.append(T(
             "speedup = eager p50 / compiled p50, both sampled interleaved in the same trial process; the eager "
-            f"trial's own process measured up to {report.eager_spread:.0%} apart from it on these shapes", "dim"))
+            f"trial's own process measured up to ×{report.eager_spread:.2f} apart from it on these shapes", "dim"))
     parts.append(summary_table(report))
     starts = start_table(report)
     if starts is not None:

@@ -464,7 +464,7 @@ def render_run(report: RunReport, *, title: str | None = None, command: str | No
     page.figure(_steady_figure(report), "steady state")
     page.add("<p class=\"dim\">speedup = eager p50 / compiled p50, both sampled interleaved in the same trial "
              "process: the hatched bar beside each compiled bar is that eager sample"
-             + (f"; the eager trial's own process measured up to {report.eager_spread:.0%} apart (its p50 is in "
+             + (f"; the eager trial's own process measured up to ×{report.eager_spread:.2f} apart (its p50 is in "
                 "the tables, not drawn here)" if report.eager_spread is not None else "")
              + f". ~ marks a figure whose IQR/median is above {IQR_WARN_THRESHOLD:.0%}.</p>")
     rows = [(f"{t.label} · {c.compile_id}" + (f" (epoch {c.epoch})" if c.epoch else "") + f" · {c.name}", c)

@@ -306,7 +306,7 @@ class RunReport:
     shapes: tuple[str, ...]
     start_modes: tuple[str, ...]
     start_rows: tuple[StartRow, ...]
-    eager_spread: float | None  # max |eager trial p50 / same-process eager p50 − 1| over shapes
+    eager_spread: float | None  # the largest ratio, ≥ 1, between the eager trial's p50 and the same-process eager p50 of a shape
     missing: tuple[str, ...]  # planned trials not finished (an interrupted run)
     notes: tuple[Note, ...]
     command: str = ""  # the command that made the run

@@ -184,7 +184,10 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         out = sorted(candidates, key=lambda r: (r.strategy not in held, r.total_s))
         if not out:
             return out
-        tied = [r for r in out if r is out[0] or (alike(out[0], r) and (r.strategy in held) == (out[0].strategy in held))]
+        tied = [out[0]]  # the noise must not tell any two of them apart (an overlap is not transitive)
+        for r in out[1:]:
+            if (r.strategy in held) == (out[0].strategy in held) and all(alike(t, r) for t in tied):
+                tied.append(r)
         first = min(tied, key=lambda r: r.startup_s)
         return [first, *(r for r in out if r is not first)]
 
@@ -195,10 +198,12 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         if alike(best, r):
             same.add(r.strategy)
             steady = life * (r.steady_s - best.steady_s)
-            noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap): the start-up "
-                         f"decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)}); {r.strategy}'s "
-                         f"steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} over "
-                         f"{life:,} requests, is not a measured difference")
+            decides = (f"the start-ups, {fmt_time(best.startup_s)} against {fmt_time(r.startup_s)} (one sample each), "
+                       f"are within {TOLERANCE:.0%} of each other: a tie" if within_tolerance(r.startup_s, best.startup_s)
+                       else f"the start-up decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)})")
+            noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap): {decides}; "
+                         f"{r.strategy}'s steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} "
+                         f"over {life:,} requests, is not a measured difference")
     eager = {m.strategy: m.steady_eager_requests / requests for m in measured if m.steady_eager_requests and requests}
 
     def mix(strategy: str) -> str:  # a steady figure that holds eager requests says so
@@ -210,9 +215,14 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         other = ranked[1]
         why += f", against {other.strategy}'s {fmt_time(other.total_s)}{mix(other.strategy)}"
         if other.strategy in same and (other.strategy in held) == (best.strategy in held):
-            why += "; their steady states are within noise: the start-up decides"
+            why += ("; their steady states are within noise and their start-ups within "
+                    f"{TOLERANCE:.0%}: a tie" if within_tolerance(other.startup_s, best.startup_s)
+                    else "; their steady states are within noise: the start-up decides")
         elif within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
             why += f" (within {TOLERANCE:.0%}: a tie)"
+        elif other.strategy not in held and best.strategy in held:
+            why += (f"; {other.strategy} ranks after whatever its total: its plan did not hold (requests compiled or "
+                    "ran eagerly after start-up)")
         if other.strategy not in same:  # a break-even of steady states within noise is no figure
             why += _break_even(best, other) + _break_even(other, best)
     if best.strategy not in held:

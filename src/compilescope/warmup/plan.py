@@ -293,6 +293,11 @@ def limit_note(p: StrategyPlan) -> str | None:
     if p.past_limit:
         return (f"{p.strategy}: one frame needs more cache entries than the limit given ({p.recompile_limit}; how "
                 "many more the dry run cannot see past it): the shapes past it run eagerly")
+    if p.recompile_limit_default is not None and p.frame_entries <= p.recompile_limit_default:
+        # a limit given, which PyTorch's default would hold as well: nothing more to set
+        return (f"{p.strategy}: one frame holds {p.frame_entries} cache entr{'y' if p.frame_entries == 1 else 'ies'}, "
+                f"within the limit given ({p.recompile_limit}) and PyTorch's default ({p.recompile_limit_default}); "
+                "the plan's options keep the limit given")
     return (f"{p.strategy}: needs recompile_limit={p.recompile_limit}; PyTorch's default is "
             f"{p.recompile_limit_default} (one frame holds {p.frame_entries} cache entries): set it, as the plan's "
             "options do")

@@ -42,3 +42,67 @@ def test_guard_group_savings_that_overlap_are_not_presented_as_adding_up():
     assert overlapping.startswith("module self.a: 100 guards (30%), the lookup 37% shorter without them;")
     assert overlapping.endswith("so the savings overlap and do not add up)")
     assert "overlap" not in _top_text([row("self.a", 0.5), row("self.b", 0.2), row("self.c", None)])
+
+
+def test_guard_sources_cover_every_frame_a_call_enters_and_share_its_whole_count():
+    """A call through a graph break enters two frames (40 + 53 guards): the sources are both
+    frames', and a source's count share is of the 93 the shape's row shows — before, frame 0's
+    alone ('module self.c1: 15 guards (38%)' beside 'guards: 93')."""
+    from compilescope.analysis.guards import source_rows
+    from compilescope.model import FrameGuards, GuardGroup
+
+    base = (10e-6,) * 9
+    first = FrameGuards("forward", 0, 1, guards=40, copy_s=base, groups=(
+        GuardGroup("module", "self.c1", 1, {"TYPE_MATCH": 15}, (6e-6,) * 9),
+        GuardGroup("input", "x", 1, {"TENSOR_MATCH": 25}, (9.9e-6,) * 9)))
+    second = FrameGuards("resume", 1, 1, guards=53, copy_s=base, groups=(
+        GuardGroup("module", "self.c2", 1, {"TYPE_MATCH": 38}, (8e-6,) * 9),
+        GuardGroup("module", "self.c1", 1, {"ID_MATCH": 15}, (10e-6,) * 9)))
+    rows = {r.owner: r for r in source_rows([first, second])}
+    assert sum(r.guards for r in rows.values()) == 93
+    c1 = rows["self.c1"]  # one row for the source both frames guard
+    assert c1.guards == 30 and c1.count_share == pytest.approx(30 / 93)
+    assert c1.time_s == pytest.approx(4e-6) and c1.share == pytest.approx(4e-6 / 20e-6)
+    assert rows["self.c2"].share == pytest.approx(2e-6 / 20e-6)
+    assert dict(c1.kinds) == {"TYPE_MATCH": 15, "ID_MATCH": 15}
+
+
+def test_the_guard_checks_a_streams_order_adds_are_said_per_request_that_hit_with_how_many_hit():
+    """The figure is a mean over the stream's hits (the compiling requests pay a compile
+    instead): one hit of eight requests is said as one, not spread as 'a request'."""
+    from types import SimpleNamespace
+
+    from compilescope.analysis.verdict import guard_clauses
+
+    g = SimpleNamespace(share=None, repeated_s=14.8e-6, significant=True, extra_s=69.5e-6, mean_tried=6.0, requests=1)
+    assert guard_clauses(SimpleNamespace(guards=g)) == [
+        "recompiles also slowed later calls: on this stream's order a request that hit tried 6.0 cache entries on "
+        "average, +69.5 µs of guard checks a request (over the stream's 1 hit(s))"]
+
+
+def test_a_guard_that_failed_on_several_entries_is_shown_with_the_newest_and_the_others_expectations():
+    """'(the same guard on 5 older cache entries)' beside one entry's 'expected 10' read as if
+    every entry expected 10; and which entry's text was shown hung on the order recorded."""
+    from compilescope.analysis.build import grouped_reasons
+    from compilescope.torchtext import parse_guard_failure
+
+    found = [parse_guard_failure(f"0/{i}: tensor 'x' size mismatch at index 0. expected {size}, actual 6")
+             for i, size in ((1, 4), (3, 10), (2, 8), (0, 2))]
+    found.append(parse_guard_failure("0/2: GLOBAL_STATE changed: grad_mode "))
+    found.append(parse_guard_failure("0/0: GLOBAL_STATE changed: grad_mode "))
+    shown = grouped_reasons(found)
+    assert shown[0] == ("tensor 'x' size mismatch at index 0. expected 10, actual 6 (it failed on 3 older cache "
+                        "entries too, which expected 8, 4, 2)")
+    assert shown[1].endswith("(the same guard on 1 older cache entry)")
+
+
+def test_a_soundness_check_that_told_nothing_names_the_change_it_made():
+    """'UNKNOWN not told: RuntimeError: Given groups=2, weight of size …' read as a bug in the
+    user's model: the change that raised (model.c2.groups = 2) is part of the finding."""
+    from compilescope.analysis.guards import soundness_row
+    from compilescope.model import SoundnessCheck
+
+    row = soundness_row(SoundnessCheck("model.c2.groups = 2", "module_attribute", "EQUALS_MATCH on self.c2.groups",
+                                       {"x": 4}, None, None, detail="RuntimeError: Given groups=2, weight …"))
+    assert row.verdict == "unknown"
+    assert row.detail == "after `model.c2.groups = 2`: RuntimeError: Given groups=2, weight …"

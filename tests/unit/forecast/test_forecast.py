@@ -323,7 +323,7 @@ def test_a_value_guard_inside_an_argument_is_named_the_arguments_not_a_modules()
 def test_a_request_that_raises_for_real_is_an_error_and_the_headline_says_no_prediction(main, tmp_path):
     code, out, err = main("forecast", f"{FORECAST_WORKLOADS}:always_raises", "--strategies", "default",
                           "--backend", "eager")
-    assert code == 0, err
+    assert code == 1, err  # every request of every strategy raises: as run, exit 1
     assert "no request predicted (0 compile, 0 hit, 3 error)" in out
     assert "0 request(s) compile" not in out and "ValueError: no such row" in out
 
@@ -409,3 +409,29 @@ def test_hits_whose_entry_the_recorded_guards_cannot_tell_are_left_out_of_the_lo
     assert [r.entries_tried for r in s.requests if r.outcome == "hit"] == [1, 1, 1] and s.lookups.untold == 0
     told = dataclasses.replace(s, lookups=dataclasses.replace(s.lookups, untold=2))
     assert "2 hit(s) left out: which entry they run, the recorded guards could not tell" in to_text(_stalls(told), 200)
+
+
+def test_a_workload_whose_every_request_raises_is_forecast_so_with_the_ops_own_error_and_exits_1(tmp_path):
+    """Before: exit 0, the error as Dynamo's title alone ('RuntimeError when making fake tensor
+    call'), and some 200 lines of the fake-tensor mode's error log with tracebacks."""
+    import logging
+
+    from tests.conftest import cli_here
+
+    heard: list[logging.LogRecord] = []
+
+    class Ear(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            heard.append(record)
+
+    ear = Ear(level=logging.DEBUG)
+    logger = logging.getLogger("torch._subclasses.fake_tensor")
+    logger.addHandler(ear)
+    try:
+        ref = f"{Path(__file__).resolve().parents[2] / 'workloads_forecast.py'}:wrong_width"
+        proc = cli_here("forecast", ref, "--backend", "aot_eager", "--strategies", "default,dynamic", cwd=tmp_path)
+    finally:
+        logger.removeHandler(ear)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "2 error" in proc.stdout and "a and b must have same reduction dim" in proc.stdout, proc.stdout
+    assert not [r for r in heard if "failed while attempting to run meta" in r.getMessage()]

@@ -416,3 +416,43 @@ def test_a_plans_steady_figure_per_request_holds_its_eager_requests_at_their_eag
     judged = verdict(rows, 1000, 4)
     assert judged.recommended == "static"
     assert "1,000 × 32.5 µs (eager for 75% of requests) = 1.03 s" in judged.why, judged.why
+
+
+def test_a_noise_tie_is_among_plans_no_two_of_which_the_noise_tells_apart():
+    """An overlap of IQRs is not transitive: static's overlaps dynamic's, not default's, so
+    static (least start-up, most total) is no tie with the pair; before, it was picked from a
+    warm start ('from a warm start static pays instead … 10.4 s' beside default's 10 s)."""
+    from compilescope.report.warmup import AfterStartup, MeasuredStart, StrategyMeasured
+    from compilescope.warmup.measure import verdict
+
+    def measured(name, warm, steady, q1, q3, after=()):
+        return StrategyMeasured(name, (MeasuredStart("warm", "ok", warm, None, 1, after),), steady, q1, q3, 1)
+
+    plans = [measured("dynamic", 2.0, 780e-6, 700e-6, 830e-6), measured("default", 2.5, 750e-6, 698e-6, 766e-6),
+             measured("static", 1.87, 849e-6, 821e-6, 871e-6)]
+    judged = verdict(plans, 10_000, 10, cache="warm")
+    assert judged.recommended == "dynamic", judged.why
+    # start-ups within 5% of each other, one sample each, decide nothing: a tie, said as one
+    close = verdict([measured("a", 2.18, 750e-6, 700e-6, 800e-6), measured("b", 2.2, 760e-6, 700e-6, 800e-6)],
+                    10_000, 10, cache="warm")
+    assert "their steady states are within noise and their start-ups within 5%: a tie" in close.why
+    assert "are within 5% of each other: a tie" in close.steady_noise[0]
+    # a plan that did not hold ranks after one that did, and the verdict says why
+    broken = measured("static", 0.9, 488e-6, 480e-6, 495e-6, (AfterStartup(4, "35", "eager fallback"),))
+    held = verdict([broken, measured("default", 2.27, 736e-6, 700e-6, 760e-6)], 10_000, 10, cache="warm")
+    assert held.recommended == "default"
+    assert "static ranks after whatever its total: its plan did not hold" in held.why
+
+
+def test_a_limit_given_that_pytorchs_default_holds_too_asks_nothing_to_be_set():
+    from compilescope.model import StrategyOptions, StrategyPlan
+    from compilescope.warmup.plan import limit_note
+
+    def plan(limit, entries):
+        return StrategyPlan(strategy="default", options=StrategyOptions(recompile_limit=limit), shapes=(), covers=(),
+                            uncovered=(), compiles=entries, frame_entries=entries, recompile_limit=limit,
+                            recompile_limit_default=8)
+
+    assert limit_note(plan(3, 3)) == ("default: one frame holds 3 cache entries, within the limit given (3) and "
+                                      "PyTorch's default (8); the plan's options keep the limit given")
+    assert limit_note(plan(9, 9)).startswith("default: needs recompile_limit=9; PyTorch's default is 8")
