@@ -359,9 +359,10 @@ def forecast_lookups(stream: Sequence[Shape], dry: TrialResult, measured: TrialR
             ran = _first_accepting(ran, shape, order, accepts)
             if ran is None:
                 lost = i
-        if lost is None and not new:
+        if lost is None:  # a compiling request's hits in its other frames move their entries first too
+            fresh = {str(r.compile_id) for r in made[traced.index]} if new else set()
             for g in dict.fromkeys(ran or ()):
-                if (cid := CompileId.parse(g)) is not None:
+                if g not in fresh and (cid := CompileId.parse(g)) is not None:
                     order.hit(cid.frame, g)
         calls.append(CallRecord(i, dict(shape), None, graphs_run=ran if ran is not None else traced.graphs_run))
     trial = TrialResult(dry.spec, "ok", calls=tuple(calls), compiles=tuple(compiles),
