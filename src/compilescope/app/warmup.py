@@ -137,3 +137,13 @@ def _verify(report: WarmupReport, heldout: str, executor: ExecutorStart | None, 
     verified: VerifyReport = _watched(progress, 2, lambda on_progress, on_call: verify_plan(  # with and without
         report.plan, heldout, strategy=which, executor=runner, on_progress=on_progress, on_call=on_call))
     return verified
+
+
+def exit_status(report: WarmupReport) -> int:
+    """1 when the verification's replay did not hold, or when every strategy's dry run failed
+    on every recorded shape (no plan at all: as ``run`` exits 1 when every compiled trial
+    failed); else 0."""
+    if report.verified is not None and not report.verified.passed:
+        return 1
+    plans = report.plan.plans
+    return 1 if plans and all(p.forecast_failed for p in plans) else 0

@@ -1,6 +1,6 @@
 """``compilescope warmup``: parse the options, call :func:`compilescope.app.warmup.warmup`,
 render the plan and what measured it (written before a ``--verify`` replay starts), then the
-verification; exit 1 when the replay did not hold."""
+verification; exit 1 when the replay did not hold, or every strategy's dry run failed."""
 
 from __future__ import annotations
 
@@ -61,9 +61,9 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     start-up so that replaying the recorded stream compiles nothing after start-up (found by dry
     run, in seconds), the recompile limit it needs, then — measured by trials — its start-up cost
     cold, warm and from mega-cache artifacts, its steady state, and which strategy pays over
-    --lifetime."""
+    --lifetime. Exit 1 when every strategy's dry run failed on every recorded shape."""
     streams = stream_inputs((stream, "--stream"), (heldout, "--verify"))  # refused at once, before torch loads
-    from ..app.warmup import warmup
+    from ..app.warmup import exit_status, warmup
     from ..options import parse_cache_modes
     from ..report.warmup import WarmupReport
 
@@ -88,12 +88,11 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
         timeout_s=timeout, measure=not no_measure, plan_out=plan_out, artifacts=artifacts_dir, heldout=heldout,
         executor=executor.start, on_report=planned, progress=ConsoleProgress(out),
     )
-    if report.verified is None:
-        return 0
-    show(report.verified, out, [])
-    for what, path in write_outputs(report, chosen):
-        say(out, f"{what} (with the verification): {shown(path)}")
-    return 0 if report.verified.passed else 1  # a replay the plan did not keep off the request path is a failure
+    if report.verified is not None:
+        show(report.verified, out, [])
+        for what, path in write_outputs(report, chosen):
+            say(out, f"{what} (with the verification): {shown(path)}")
+    return exit_status(report)  # a replay the plan did not keep off the request path, or no plan at all: 1
 
 
 def _check_warmup_paths(plan_out: Path | None, artifacts_dir: Path | None, no_measure: bool,
