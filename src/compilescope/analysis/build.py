@@ -557,9 +557,9 @@ def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
         text, older = items[0].reason, items[1:]
         if older:
             n = f"{len(older)} older cache entr{'y' if len(older) == 1 else 'ies'}"
-            others = list(dict.fromkeys(str(g.expected) for g in older if g.expected != items[0].expected))
-            text += (f" (it failed on {n} too, which expected {', '.join(others)})" if others
-                     else f" (the same guard on {n})")
+            others = list(dict.fromkeys(str(g.expected) for g in older))
+            text += (f" (the same guard on {n})" if others == [str(items[0].expected)]
+                     else f" (it failed on {n} too, which expected {', '.join(others)})")
         out.append(text)
     return tuple(out)
 

@@ -217,7 +217,7 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
     if s.stream_s is None or s.repeated_s is None or not hits:
         return ""
     ratio = s.stream_s / s.repeated_s if s.repeated_s > 0 else None
-    base = (f"on this stream's order a request's guard checks took {fmt_time(s.stream_s)} on average "
+    base = (f"on this stream's order a hit's guard checks took {fmt_time(s.stream_s)} on average "
             f"({s.mean_tried:.1f} entries tried) against {fmt_time(s.repeated_s)} when its size repeats "
             f"(its entry tried first)")
     if not s.significant or s.extra_s is None or s.extra_s <= 0:

@@ -93,6 +93,10 @@ def test_a_guard_that_failed_on_several_entries_is_shown_with_the_newest_and_the
     shown = grouped_reasons(found)
     assert shown[0] == ("tensor 'x' size mismatch at index 0. expected 10, actual 6 (it failed on 3 older cache "
                         "entries too, which expected 8, 4, 2)")
+    again = [parse_guard_failure(f"0/{i}: tensor 'x' size mismatch at index 0. expected {size}, actual 2")
+             for i, size in ((3, 8), (2, 8), (1, 4))]
+    assert grouped_reasons(again) == ("tensor 'x' size mismatch at index 0. expected 8, actual 2 (it failed on 2 older "
+                                      "cache entries too, which expected 8, 4)",)
     assert shown[1].endswith("(the same guard on 1 older cache entry)")
 
 

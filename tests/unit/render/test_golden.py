@@ -125,7 +125,7 @@ def _guards() -> GuardSummary:
     points = (GuardPoint(0, "16", 0, None, 3e-5, True), GuardPoint(1, "32", 1, None, 3.2e-5, True),
               GuardPoint(2, "32", 1, 3.2e-5, 3.2e-5))
     return GuardSummary(rows, points, 1, 3.8e-5, 3.2e-5, 1.5, 6e-6, 6e-6, 1e-6, True, 0.35, 0.3, (source,),
-                        "on this stream's order a request's guard checks took 38 µs on average (1.5 entries tried)",
+                        "on this stream's order a hit's guard checks took 38 µs on average (1.5 entries tried)",
                         f"48 modules self.layers[*] {HOSTILE}: 288 guards (41%), the lookup 71% shorter without them")
 
 
