@@ -195,7 +195,7 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
     best = ranked[0]
     noise, same = [], set()
     for r in ranked[1:]:
-        if alike(best, r):
+        if alike(best, r) and (r.strategy in held) == (best.strategy in held):  # else held-ness ranked them
             same.add(r.strategy)
             steady = life * (r.steady_s - best.steady_s)
             decides = (f"the start-ups, {fmt_time(best.startup_s)} against {fmt_time(r.startup_s)} (one sample each), "
