@@ -49,6 +49,11 @@ _OBJ_ID = re.compile(r"^___check_obj_id\((?P<src>[^,()]+), (?P<id>\d+)\)$")
 _SINGLETONS = {id(True): True, id(False): False, id(None): None}
 _GLOBAL = re.compile(r"^G\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<attr>\S*)\s*==\s*(?P<exp>.+)$")
 _VALUE = re.compile(r"^(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]+\])*)\s*==\s*(?P<exp>.+)$")
+# compilescope's own words for a recorded guard a request fails (forecast --from-results), in the
+# form of PyTorch's tensor messages: "n mismatch. expected 3, actual 4", "len(cache) mismatch. …"
+_VALUE_MISMATCH = re.compile(r"^(?P<src>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*|\[[^\]]+\])*) mismatch\. "
+                             r"expected (?P<exp>.+), actual (?P<act>.+)$")
+_LEN_MISMATCH = re.compile(r"^len\((?P<src>[^)]+)\) mismatch\. expected (?P<exp>\d+), actual (?P<act>\d+)$")
 
 
 def split_entry_reasons(text: str) -> list[str]:
@@ -164,6 +169,11 @@ def _parse_guard_failure(text: str) -> GuardFailure:
         return _symbolic(reason, entry, text)
     if m := _LEN.match(reason):
         return make("length", source=local_source(m["src"]), expected=int(m["exp"]))
+    if m := _LEN_MISMATCH.match(reason):
+        return make("length", source=local_source(m["src"]), expected=int(m["exp"]), actual=int(m["act"]))
+    if m := _VALUE_MISMATCH.match(reason):
+        kind = "module_attribute" if "." in m["src"] else "value"
+        return make(kind, source=local_source(m["src"]), expected=_literal(m["exp"]), actual=_literal(m["act"]))
     if m := _DICT_KEYS.match(reason) or _DICT_KEYS_26.match(reason):
         return make("dict_keys", source=local_source(m["src"]), dim=int(m["idx"]), expected=_literal(m["exp"]))
     if (m := _OBJ_ID.match(reason)) and int(m["id"]) in _SINGLETONS:  # ids of this process: a live capture

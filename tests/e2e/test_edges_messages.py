@@ -32,7 +32,10 @@ def test_report_writes_the_results_json_to_stdout_with_the_report_on_stderr(main
 def test_report_fail_on_gates_a_saved_result(main):
     errors, clean = str(DATA / "run_request_errors.json"), str(DATA / "run_sincos.json")
     assert main("report", errors)[0] == 0  # without --fail-on a report is only a report
-    assert main("report", errors, "--fail-on", "crash")[0] == 1
+    code, out, _ = main("report", errors, "--fail-on", "crash")
+    assert code == 1 and "exit 1: --fail-on crash: " in out and "request(s) raised" in out, out  # why, said
+    code, out, _ = main("report", str(DATA / "run_recompile_limit.json"), "--fail-on", "fallback")
+    assert code == 1 and "exit 1: --fail-on fallback: static (cold): 3 request(s) ran eagerly" in " ".join(out.split()), out
     assert main("report", clean, "--fail-on", "crash,numerics,fallback")[0] == 0
     code, _, err = main("report", str(DATA / "probe_two_dims.json"), "--fail-on", "crash")
     assert code == 2 and "apply to run results, not a probe's" in err

@@ -202,3 +202,24 @@ def test_a_run_whose_reader_stops_reading_goes_on_saves_every_trial_and_exits_wi
     assert proc.wait(timeout=600) == 0
     assert first.startswith(b"results: ")
     assert sorted(t.spec.strategy for t in load(out).trials) == ["default", "eager", "static"]
+
+
+@pytest.mark.processes
+def test_a_probed_program_meets_a_closed_pipe_as_it_would_alone(tmp_path):
+    """The CLI's own guard against a reader leaving is not the program's: a program that prints
+    until its reader leaves gets BrokenPipeError and ends, under probe as alone (same status)."""
+    import subprocess
+    import sys
+
+    (tmp_path / "gen.py").write_text("i = 0\nwhile True:\n    print(i)\n    i += 1\n")
+
+    def ended(*argv: str) -> int:
+        proc = subprocess.Popen([sys.executable, *argv], cwd=tmp_path, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, env=dict(os.environ, COLUMNS="150"))
+        assert proc.stdout is not None
+        proc.stdout.readline()
+        proc.stdout.close()
+        return proc.wait(timeout=300)
+
+    alone = ended("gen.py")
+    assert alone == 1 and ended("-m", "compilescope.cli", "probe", "gen.py") == alone

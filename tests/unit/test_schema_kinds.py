@@ -152,3 +152,12 @@ def test_another_kind_or_version_is_one_line(runs, plan):
         from compilescope.schema import loads
 
         loads(load_text)  # a results file's reader (report, compare) reads runs and probes, as before
+
+
+def test_a_file_of_another_kind_or_a_run_without_trials_is_refused_in_one_line_naming_it():
+    from compilescope.schema import decode
+
+    with pytest.raises(ResultsError, match="^x.json is a warmup file, not a run's or a probe's results$"):
+        decode({"schema_version": SCHEMA_VERSION, "kind": "warmup"}, origin="x.json")
+    with pytest.raises(ResultsError, match=r"^x.json is a run's results without its trials \(no \"trials\" list\)$"):
+        decode({"schema_version": SCHEMA_VERSION, "kind": "run"}, origin="x.json")

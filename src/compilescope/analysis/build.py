@@ -395,11 +395,13 @@ def steady_summary(rows: Sequence[ShapeRow], trial: TrialResult) -> SteadySummar
 
 def saving(rows: Sequence[ShapeRow]) -> tuple[float | None, float | None, bool]:
     """(saving per request, its noise, whether it is beyond the noise): the stream-weighted
-    eager − compiled p50, and the stream-weighted mean of the two IQRs around it."""
+    eager − compiled p50, and the stream-weighted mean of the two IQRs around it, per request
+    of the stream — a request of a shape that ran eagerly (past the recompile limit, or after
+    a failed compile) saves nothing, and counts in the mean as such."""
     measured = measured_rows(rows)
     if not measured:
         return None, None, False
-    n = sum(r.requests for r in measured)
+    n = sum(r.requests for r in measured) + sum(r.requests for r in rows if r.status == "eager fallback")
     value = sum(r.requests * (r.eager.median - r.steady.median) for r in measured if r.eager and r.steady) / n
     noise = sum(r.requests * (r.eager.iqr + r.steady.iqr) / 2 for r in measured if r.eager and r.steady) / n
     return value, noise, abs(value) > noise and backed(measured, value > 0)
@@ -545,29 +547,34 @@ def _changes(rec: TrialRecords) -> list[ChangeRow]:
 
 
 def grouped_reasons(failures: Sequence[GuardFailure]) -> tuple[str, ...]:
-    """One line per distinct guard: PyTorch's text for the newest rejecting entry, and how
-    many older entries rejected the input on the same guard (``dynamic=False`` keeps one
-    entry per size, so the same guard fails on each)."""
+    """One line per distinct guard of a frame: PyTorch's text for the frame's newest rejecting
+    entry, and how many older entries of that frame rejected the input on the same guard
+    (``dynamic=False`` keeps one entry per size, so the same guard fails on each) — with what
+    each of them expected, when any expected something else."""
     groups: dict[tuple[object, ...], list[GuardFailure]] = {}
     for g in failures:
-        groups.setdefault(failure_key(g), []).append(g)
+        groups.setdefault((failure_key(g), _entry_number(g)[0]), []).append(g)
     out = []
     for items in groups.values():
-        items = sorted(items, key=_entry_age)  # the newest entry's first
+        items = sorted(items, key=lambda g: -_entry_number(g)[1])  # the newest entry's first
         text, older = items[0].reason, items[1:]
         if older:
             n = f"{len(older)} older cache entr{'y' if len(older) == 1 else 'ies'}"
-            others = list(dict.fromkeys(str(g.expected) for g in older))
-            text += (f" (the same guard on {n})" if others == [str(items[0].expected)]
-                     else f" (it failed on {n} too, which expected {', '.join(others)})")
+            said = [str(g.expected) for g in older]
+            shown = ", ".join(said[:OLDER_SHOWN]) + (", …" if len(said) > OLDER_SHOWN else "")
+            text += (f" (the same guard on {n})" if set(said) == {str(items[0].expected)}
+                     else f" (it failed on {n} too, which expected {shown})")
         out.append(text)
     return tuple(out)
 
 
-def _entry_age(g: GuardFailure) -> int:
-    """How old the entry that failed is, as a sort key: its number in its frame, newest first."""
-    _, _, number = (g.failed_entry or "").partition("/")
-    return -int(number) if number.isdigit() else 0
+OLDER_SHOWN = 6  # older entries' expectations listed, newest first
+
+
+def _entry_number(g: GuardFailure) -> tuple[str, int]:
+    """The frame of the entry that failed and its number in the frame (-1 when not told)."""
+    frame, _, number = (g.failed_entry or "").partition("/")
+    return frame, int(number) if number.isdigit() else -1
 
 
 def input_sources(trial: Any) -> list[str]:

@@ -66,15 +66,18 @@ def source_rows(frames: Sequence[FrameGuards]) -> tuple[GuardSourceRow, ...]:
     guards times its calls, as the shape's guard count is), costliest first: a group's time is
     its frame's copied whole tree's median minus the copy without the group, kept only when the
     two samples' IQRs are apart (otherwise it is inside the noise, and the rows order by count);
-    its share is of every frame's copied tree together. A source in more than one frame is one
-    row."""
+    its share is of every frame's copied tree together. A module, global or the ambient state
+    guarded in more than one frame is one row; a frame's inputs are its own (a resume frame's
+    ``x`` is an intermediate value, not the call's ``x``), named with their frame after the
+    first."""
     total = sum(g.guards * f.calls for f in frames for g in f.groups) or 1
     bases = [summarize_samples(f.copy_s) for f in frames]
     whole = sum(b.median * f.calls for b, f in zip(bases, frames) if b is not None)
     merged: dict[tuple[str, str], dict] = {}
-    for f, base in zip(frames, bases):
+    for i, (f, base) in enumerate(zip(frames, bases)):
         for g in f.groups:
-            row = merged.setdefault((g.category, g.owner), {"owners": 0, "guards": 0, "kinds": [], "time": None})
+            owner = f"{g.owner} of {f.function}" if g.category == "input" and i else g.owner
+            row = merged.setdefault((g.category, owner), {"owners": 0, "guards": 0, "kinds": [], "time": None})
             row["owners"] = max(row["owners"], g.owners)
             row["guards"] += g.guards * f.calls
             row["kinds"].append(_kinds([g], f.calls))
@@ -223,8 +226,8 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
     if not s.significant or s.extra_s is None or s.extra_s <= 0:
         return base + f": no difference beyond the noise (±{fmt_time(s.noise_s or 0.0)})"
     return (base + f": ×{ratio:.1f}, +{fmt_time(s.extra_s)} a request that hit ({fmt_time(s.extra_total_s or 0.0)} "
-            f"over the stream's {len(hits)} hit(s)) — the entries other sizes' compiles added are tried before the "
-            "request's own")
+            f"over {len(hits)} hit(s) of the stream whose lookups were timed) — the entries other sizes' compiles added "
+            "are tried before the request's own")
 
 
 def _top_text(top: Sequence[GuardSourceRow]) -> str:

@@ -64,6 +64,7 @@ def finish_row(r: ShapeRow, t: TrialReport) -> ShapeRow:
     text, state = shape_numerics(r.numerics)
     steady_failed = bool(r.steady_note) and r.steady_note != "not measured"
     return replace(r, numerics_text=text, numerics_state=state,
+                   numerics_pass={"pass": True, "fail": False}.get(state),
                    recompiled=r.status == "compiled" and r.first_call_index > 0,
                    other_fallback_calls=0 if r.status == "eager fallback" else r.fallback_calls,
                    other_partial_fallback_calls=0 if r.status == "partial eager fallback" else r.partial_fallback_calls,

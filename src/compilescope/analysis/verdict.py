@@ -58,8 +58,9 @@ def steady_clauses(t: TrialReport) -> list[str]:
         way = "faster" if w > 1 else "slower"
         head = (f"steady-state execution was marginally {way} than eager: under {TOLERANCE:.0%}, "
                 f"but beyond the noise ({where})")
-    elif side == 0:
-        head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, inside the noise ({where})"
+    elif side == 0:  # within the tolerance; where the difference lies outside the IQR band, no "inside the noise"
+        how = "a difference the samples' test does not bear out" if _beyond_band(t) else "inside the noise"
+        head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, {how} ({where})"
     elif _beyond_band(t):
         # outside the IQR band, yet the samples' test does not support it (too few, or too spread)
         head = (f"steady-state execution was not measurably different from eager: the samples' test does not bear "
@@ -111,7 +112,7 @@ def guard_clauses(t: TrialReport) -> list[str]:
     if g.significant and g.extra_s is not None and g.extra_s > 0 and g.mean_tried is not None:
         out.append(f"recompiles also slowed later calls: on this stream's order a request that hit tried "
                    f"{g.mean_tried:.1f} cache entries on average, +{_t(g.extra_s)} of guard checks a request "
-                   f"(over the stream's {g.requests} hit(s))")
+                   f"(over the {g.requests} hit(s) of the stream whose lookups were timed)")
     return out
 
 
@@ -166,9 +167,10 @@ def payback_clauses(t: TrialReport) -> list[str]:
         elif t.n_star is not None:
             net = (f" net of the {_t(t.guard_extra_s)} of guard checks this stream's order adds to a hit"
                    if t.guard_extra_s else "")
+            eager = ", the stream's requests that ran eagerly counted as saving nothing" if t.fallbacks else ""
             clause = (
                 f"compile cost is repaid after ~{t.n_star:,} requests ({_t(t.compile_cost_s)} of compile stalls, "
-                f"{_t(t.saving_per_request_s)} saved per request{net})"
+                f"{_t(t.saving_per_request_s)} saved per request{net}{eager})"
             )
             if t.break_even_request is not None:
                 clause += f"; within this stream from request {t.break_even_request}"

@@ -296,12 +296,34 @@ def _watched(progress: Progress, total: int | None, work: Callable[[ProgressFn, 
         progress.end()
 
 
-def exit_status(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> int:
-    """1 when every compiled trial failed (a trial whose every request raised included), and
-    under ``--fail-on``: crash (a trial failed or timed out, or any request raised), numerics,
-    fallback (a request ran eagerly, wholly or partly); else 0."""
+def failure(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> str | None:
+    """Why the command fails, in one line, or None: every compiled trial failed (a trial whose
+    every request raised included), or under ``--fail-on``: crash (a trial failed or timed
+    out, or any request raised), numerics, fallback (a request ran eagerly, wholly or partly)."""
     if report is None:
-        return 0
+        return None
+    compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
+    if compiled and all(t.status not in ("ok", "partial") for t in compiled):
+        return f"every compiled trial failed ({', '.join(f'{t.label}: {t.status}' for t in compiled)})"
+    crashed = [t for t in report.trials if t.status in ("failed", "timeout", "partial") or t.call_errors]
+    if "crash" in fail_on and crashed:
+        return "--fail-on crash: " + ", ".join(
+            f"{t.label}: {t.status}" + (f", {t.call_errors} request(s) raised" if t.call_errors else "") for t in crashed)
+    wrong = [t for t in report.trials if t.numerics_failed]
+    if "numerics" in fail_on and wrong:
+        return "--fail-on numerics: " + ", ".join(
+            f"{t.label}: outputs differed from eager on {t.numerics_failed} shape(s)" for t in wrong)
+    eager = [t for t in report.trials if t.fallbacks or t.partial_fallbacks]
+    if "fallback" in fail_on and eager:
+        return "--fail-on fallback: " + ", ".join(
+            f"{t.label}: {t.fallbacks} request(s) ran eagerly"
+            + (f", {t.partial_fallbacks} partly" if t.partial_fallbacks else "") for t in eager)
+    return None
+
+
+def exit_status(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> int:
+    """1 when :func:`failure` names a reason, else 0."""
+    return EXIT_FAILED if failure(report, fail_on) is not None else 0
     compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
     if compiled and all(t.status not in ("ok", "partial") for t in compiled):
         return EXIT_FAILED

@@ -59,14 +59,17 @@ def _loaded(module: str, name: str) -> type[BaseException]:
 
 
 class _ReaderMayLeave:
-    """Standard output for a reader that may stop reading (``compilescope run … | head -1``):
-    a write or flush after the pipe closed sends the rest to the null device instead of raising
-    into the command, so a run goes on to the end and saves every trial, and the command exits
-    with its own status (click alone would end it at once with status 1, the run's last results
-    left in its journal). Everything else is the stream's own."""
+    """Standard output or error for a reader that may stop reading (``compilescope run … |
+    head -1``, ``2>&1 | head``): a write or flush after the pipe closed sends the rest to the
+    null device instead of raising into the command, so a run goes on to the end and saves
+    every trial, and the command exits with its own status (click, or rich, alone would end it
+    at once with status 1, the run's last results left in its journal). Everything else is the
+    stream's own. ``reader_may_leave_of`` is the stream it wraps: a program ``probe`` runs gets
+    that one back (:func:`compilescope.probe.launch.run_probed`), as it would have it."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
+        self.reader_may_leave_of = stream
 
     def _gone(self) -> None:
         null = os.open(os.devnull, os.O_WRONLY)
@@ -114,8 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     INVOKED[:] = list(sys.argv[1:] if argv is None else argv)
     program = argv is None
     _install_signal_handlers()
-    if program and not isinstance(sys.stdout, _ReaderMayLeave) and hasattr(sys.stdout, "fileno"):
-        sys.stdout = _ReaderMayLeave(sys.stdout)  # type: ignore[assignment]
+    if program:
+        for name in ("stdout", "stderr"):
+            stream = getattr(sys, name)
+            if stream is not None and not isinstance(stream, _ReaderMayLeave) and hasattr(stream, "fileno"):
+                setattr(sys, name, _ReaderMayLeave(stream))
     try:
         rv = cli.main(args=argv, prog_name="compilescope", standalone_mode=False)
     except click.exceptions.NoArgsIsHelpError as exc:

@@ -19,6 +19,7 @@ from .common import (
     check_outputs,
     command_line,
     console,
+    ended,
     lock_results,
     outputs,
     refuse_given,
@@ -111,7 +112,7 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
     """``advise`` and ``run --advise``: the run saved in its results file, then its report and advice."""
     streams = stream_inputs((stream, "--stream"))  # its syntax refused at once, before torch is imported
     from ..app.advise import advise_workload
-    from ..app.run import default_results_path, exit_status
+    from ..app.run import default_results_path
     from ..options import check_writable
 
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
@@ -126,4 +127,4 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
     )
     results_to_stdout(json_path, results)
     show(file, out, chosen)
-    return exit_status(file.report)
+    return ended(out, file.report)

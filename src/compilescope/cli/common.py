@@ -244,3 +244,15 @@ def refuse_given(what: str, allowed: set[str], why: str) -> None:
             continue
         if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
             raise OptionError(f"{param.opts[0]} cannot be combined with {what}: {why}")
+
+
+def ended(out: Console, report: Any, failing: frozenset[str] = frozenset()) -> int:
+    """The run command's exit status (:func:`compilescope.app.run.failure`), its reason said
+    in one line when it is not 0."""
+    from ..app.run import failure
+
+    why = failure(report, failing)
+    if why is None:
+        return 0
+    say(out, f"exit {EXIT_FAILED}: {why}", "bold red")
+    return EXIT_FAILED

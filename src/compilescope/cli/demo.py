@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..errors import OptionError
 from ..options import parse_lifetime
-from .common import Output, console, lock_results, show
+from .common import Output, console, ended, lock_results, show
 from .progress import ConsoleProgress
 from .root import cli
 
@@ -26,7 +26,6 @@ from .root import cli
 def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> int:
     """The main job on a built-in workload: eager vs default/static/dynamic with inductor."""
     from ..app.demo import demo
-    from ..app.run import exit_status
     from ..options import check_writable
 
     shown_on = console()
@@ -52,4 +51,4 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     if html_path is not None:
         chosen.append(Output(html_path, "html", "html report"))
     show(file, shown_on, chosen)
-    return exit_status(file.report)
+    return ended(out, file.report)

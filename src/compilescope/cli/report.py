@@ -9,7 +9,7 @@ import click
 
 from ..errors import OptionError
 from ..options import parse_fail_on, parse_lifetime
-from .common import check_kinds, check_outputs, console, outputs, say, show, stdout_output
+from .common import check_kinds, check_outputs, console, ended, outputs, say, show, stdout_output
 from .options import options
 from .root import cli
 
@@ -37,7 +37,6 @@ def report_command(result: Path | None, store_path: Path | None, where: tuple[st
     advice included), or of the runs in a results store (one report per workload, stream,
     backend and torch version)."""
     from ..app.report import report_file, report_store
-    from ..app.run import exit_status
     from ..report import ProbeFile, RunFile
 
     failing = parse_fail_on(fail_on)
@@ -52,7 +51,7 @@ def report_command(result: Path | None, store_path: Path | None, where: tuple[st
         for file in report_store(store_path, where, requests):
             say(out, f"{file.result.workload}: {len(file.result.trials)} trial(s) from {store_path}", "bold")
             show(file, out, chosen)
-            statuses.append(exit_status(file.report, failing))
+            statuses.append(ended(out, file.report, failing) if fail_on is not None else 0)
         return max(statuses) if fail_on is not None else 0  # without --fail-on a report is only a report
     assert result is not None
     found = report_file(result, requests)
@@ -64,4 +63,4 @@ def report_command(result: Path | None, store_path: Path | None, where: tuple[st
         return 0
     check_kinds(chosen, RunFile, "a run")
     show(found, out, chosen)  # a run made by advise: its advice again, judged from the records
-    return exit_status(found.report, failing) if fail_on is not None else 0
+    return ended(out, found.report, failing) if fail_on is not None else 0

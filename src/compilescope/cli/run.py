@@ -17,6 +17,7 @@ from .common import (
     check_outputs,
     command_line,
     console,
+    ended,
     lock_results,
     outputs,
     refuse_given,
@@ -76,7 +77,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                 device: str, python: str | None, timeout: float, json_path: Path | None, csv_path: Path | None) -> int:
     """Run WORKLOAD (file.py:name, package.module:name or a built-in) over a shape stream."""
     streams = stream_inputs((stream, "--stream"))  # its syntax refused at once, before torch is imported
-    from ..app.run import default_results_path, exit_status, resume, run_workload
+    from ..app.run import default_results_path, resume, run_workload
     from ..options import check_writable
     from ..report import RunFile
 
@@ -100,7 +101,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
         file = resume(resume_path, executor=executor.start, progress=ConsoleProgress(out))
         results_to_stdout(json_path, resume_path)
         show(file, out, chosen)
-        return exit_status(file.report, failing)
+        return ended(out, file.report, failing)
     if workload is None:
         raise click.UsageError("give a WORKLOAD (or --resume RESULT.json)")
     if advise_flag:
@@ -126,4 +127,4 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     )
     results_to_stdout(json_path, results)
     show(file, out, chosen)
-    return exit_status(file.report, failing)
+    return ended(out, file.report, failing)

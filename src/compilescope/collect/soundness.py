@@ -76,12 +76,6 @@ def _as_code(source: str, inputs: dict[str, Any]) -> str:
     return text
 
 
-def _locals(frame: compat.FrameCall) -> dict[str, Any]:
-    """The frame's locals as its guards read them: as they were at its start (a wrapper that
-    adds to its ``kwargs`` while it runs changes the dict after), else as the call left them."""
-    return frame.at_entry or frame.inputs
-
-
 def _value_changes(guard: compat.DroppedGuard, frame: compat.FrameCall) -> list[Change]:
     """Changes of the Python value a dropped guard held (a module attribute, a global)."""
     values = _changed(guard.value)
@@ -92,7 +86,7 @@ def _value_changes(guard: compat.DroppedGuard, frame: compat.FrameCall) -> list[
     if m is None:
         return []
     try:
-        owner = eval(m["owner"], {"L": _locals(frame), "G": frame.globals})  # noqa: S307 - Dynamo's own source text
+        owner = eval(m["owner"], {"L": frame.inputs, "G": frame.globals})  # noqa: S307 - Dynamo's own source text
         old = getattr(owner, m["attr"]) if m["attr"] is not None else owner[m["key"]]
     except Exception:  # noqa: BLE001 - a source this frame cannot resolve: no change from it
         return []
@@ -100,7 +94,7 @@ def _value_changes(guard: compat.DroppedGuard, frame: compat.FrameCall) -> list[
         return []
     put = _setter(owner, m["attr"], m["key"])
     kind = "global" if guard.is_global else "module_attribute"
-    return [Change(kind, f"{guard.kind} on {readable(source)}", f"{_as_code(source, _locals(frame))} = {new!r}",
+    return [Change(kind, f"{guard.kind} on {readable(source)}", f"{_as_code(source, frame.inputs)} = {new!r}",
                    lambda new=new: put(new), lambda: put(old)) for new in values]
 
 
@@ -111,7 +105,7 @@ def _requires_grad_change(guard: compat.DroppedGuard, frame: compat.FrameCall) -
     if guard.kind != "TENSOR_MATCH" or not isinstance(p, torch.nn.Parameter):
         return None
     before = p.requires_grad
-    source = _as_code(compat.local_scope_name(guard.name), _locals(frame))
+    source = _as_code(compat.local_scope_name(guard.name), frame.inputs)
     return Change("requires_grad", f"TENSOR_MATCH on {readable(compat.local_scope_name(guard.name))}",
                   f"{source}.requires_grad_({not before})", lambda: p.requires_grad_(not before),
                   lambda: p.requires_grad_(before))

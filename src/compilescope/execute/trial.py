@@ -8,6 +8,7 @@ is recorded with its phase instead of being mixed into the stream.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import importlib.util
 import os
@@ -138,7 +139,7 @@ def _user_frame(chain: list[BaseException]) -> str | None:
 
 # Dynamo's explanation of an op that failed on fake tensors names the error the op raised:
 # "Explanation: Dynamo failed to run FX node with fake tensors: call_function …: got RuntimeError('…')"
-_GOT = re.compile(r"^Explanation: .*: got (?P<type>\w+)\((?P<q>['\"])(?P<message>.*)(?P=q)\)\s*$")
+_GOT = re.compile(r"^Explanation: .*: got (?P<type>\w+)\((?P<message>(?P<q>['\"]).*(?P=q))\)\s*$")
 
 
 def headline(type_name: str, message: str) -> str:
@@ -154,7 +155,12 @@ def headline(type_name: str, message: str) -> str:
         first = f"{first} {nxt}"
     got = next((m for ln in lines[1:4] if (m := _GOT.match(ln))), None)
     if got is not None:
-        first = f"{first}: {got['type']}: {got['message']}"
+        try:  # the exception's repr: its message as a Python literal
+            said = ast.literal_eval(got["message"])
+        except (ValueError, SyntaxError):
+            said = None
+        if isinstance(said, str):
+            first = f"{first}: {got['type']}: {said.splitlines()[0] if said else said}"
     return f"{type_name}: {first}"[:500] if first else type_name
 
 

@@ -99,6 +99,10 @@ def _child(script: str, args: list[str], settings: dict[str, Any], journal: Path
             default = signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL
             signal.signal(sig, signal.SIG_IGN if sig in ignored else default)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        for name in ("stdout", "stderr"):  # the program's own streams, not the CLI's pipe guard
+            inner = getattr(getattr(sys, name), "reader_may_leave_of", None)
+            if inner is not None:
+                setattr(sys, name, inner)
         code = _run_as_python(script, args, settings, journal, record_shapes)
     except BaseException:  # compilescope's own fault, outside the script
         traceback.print_exc()

@@ -83,6 +83,7 @@ class ShapeRow:
     p_value: float | None = None  # Mann–Whitney U of the compiled against the eager samples (two-sided)
     numerics_text: str = "—"  # the numerics cell: "1.5e-07", "FAIL 3.0e-02", "eager: not counted"…
     numerics_state: NumericsState = ""
+    numerics_pass: bool | None = None  # the check passed (False: failed); None when not counted or not run
     # made by analysis/presented.py's finish_row:
     recompiled: bool = False  # its first call compiled after the stream's first request (a recompile or a new frame's)
     other_fallback_calls: int = 0  # calls that ran eagerly besides what its status says

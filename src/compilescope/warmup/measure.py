@@ -178,24 +178,30 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         x, y = spread[a.strategy], spread[b.strategy]
         return None not in (*x, *y) and not iqr_separated(x, y)  # type: ignore[arg-type]
 
-    def order(candidates: Sequence[VerdictRow]) -> list[VerdictRow]:
-        """By total, the plans that held first; of the first and those whose steady state the
-        noise cannot tell from its own (no difference to rank by), the least start-up first."""
-        out = sorted(candidates, key=lambda r: (r.strategy not in held, r.total_s))
-        if not out:
-            return out
-        tied = [out[0]]  # the noise must not tell any two of them apart (an overlap is not transitive)
+    def tie(out: Sequence[VerdictRow]) -> list[VerdictRow]:
+        """The first of ``out`` and those whose steady state the noise cannot tell from its own nor
+        from each other's (an overlap is not transitive), of the same held-ness."""
+        tied = list(out[:1])
         for r in out[1:]:
             if (r.strategy in held) == (out[0].strategy in held) and all(alike(t, r) for t in tied):
                 tied.append(r)
-        first = min(tied, key=lambda r: r.startup_s)
+        return tied
+
+    def order(candidates: Sequence[VerdictRow]) -> list[VerdictRow]:
+        """By total, the plans that held first; of the tie at the top (no steady difference to
+        rank by), the least start-up first."""
+        out = sorted(candidates, key=lambda r: (r.strategy not in held, r.total_s))
+        if not out:
+            return out
+        first = min(tie(out), key=lambda r: r.startup_s)
         return [first, *(r for r in out if r is not first)]
 
+    top = tie(sorted(ranked, key=lambda r: (r.strategy not in held, r.total_s)))
     ranked = order(ranked)
     best = ranked[0]
     noise, same = [], set()
     for r in ranked[1:]:
-        if alike(best, r) and (r.strategy in held) == (best.strategy in held):  # else held-ness ranked them
+        if r in top:  # only where the start-up did decide (a plan ranked by its total, or by holding, is not)
             same.add(r.strategy)
             steady = life * (r.steady_s - best.steady_s)
             decides = (f"the start-ups, {fmt_time(best.startup_s)} against {fmt_time(r.startup_s)} (one sample each), "
@@ -204,10 +210,10 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
             noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap): {decides}; "
                          f"{r.strategy}'s steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} "
                          f"over {life:,} requests, is not a measured difference")
-    eager = {m.strategy: m.steady_eager_requests / requests for m in measured if m.steady_eager_requests and requests}
+    eager = {m.strategy: m.steady_eager_requests for m in measured if m.steady_eager_requests}
 
     def mix(strategy: str) -> str:  # a steady figure that holds eager requests says so
-        return f" (eager for {eager[strategy]:.0%} of requests)" if strategy in eager else ""
+        return f" ({eager[strategy]:,} of {requests:,} recorded requests eager)" if strategy in eager else ""
 
     why = (f"{best.strategy} pays over {basis}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
            f"{fmt_time(best.steady_s)}{mix(best.strategy)} = {fmt_time(best.total_s)}")

@@ -288,7 +288,7 @@ def plan_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], opt
 
 def limit_note(p: StrategyPlan) -> str | None:
     """What a plan's recompile limit asks of the service, in one line (None: PyTorch's default holds)."""
-    if p.recompile_limit is None:
+    if p.recompile_limit is None or p.forecast_failed:  # no plan, no limit it needs
         return None
     if p.past_limit:
         return (f"{p.strategy}: one frame needs more cache entries than the limit given ({p.recompile_limit}; how "

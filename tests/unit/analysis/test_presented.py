@@ -65,6 +65,10 @@ def test_guard_sources_cover_every_frame_a_call_enters_and_share_its_whole_count
     assert c1.time_s == pytest.approx(4e-6) and c1.share == pytest.approx(4e-6 / 20e-6)
     assert rows["self.c2"].share == pytest.approx(2e-6 / 20e-6)
     assert dict(c1.kinds) == {"TYPE_MATCH": 15, "ID_MATCH": 15}
+    # a resume frame's inputs are its own, named with it
+    third = FrameGuards("resume", 1, 1, guards=5, copy_s=base, groups=(GuardGroup("input", "x", 1, {"TENSOR_MATCH": 5}),))
+    owners = {(r.category, r.owner) for r in source_rows([first, third])}
+    assert ("input", "x") in owners and ("input", "x of resume") in owners
 
 
 def test_the_guard_checks_a_streams_order_adds_are_said_per_request_that_hit_with_how_many_hit():
@@ -77,7 +81,7 @@ def test_the_guard_checks_a_streams_order_adds_are_said_per_request_that_hit_wit
     g = SimpleNamespace(share=None, repeated_s=14.8e-6, significant=True, extra_s=69.5e-6, mean_tried=6.0, requests=1)
     assert guard_clauses(SimpleNamespace(guards=g)) == [
         "recompiles also slowed later calls: on this stream's order a request that hit tried 6.0 cache entries on "
-        "average, +69.5 µs of guard checks a request (over the stream's 1 hit(s))"]
+        "average, +69.5 µs of guard checks a request (over the 1 hit(s) of the stream whose lookups were timed)"]
 
 
 def test_a_guard_that_failed_on_several_entries_is_shown_with_the_newest_and_the_others_expectations():
@@ -97,6 +101,9 @@ def test_a_guard_that_failed_on_several_entries_is_shown_with_the_newest_and_the
              for i, size in ((3, 8), (2, 8), (1, 4))]
     assert grouped_reasons(again) == ("tensor 'x' size mismatch at index 0. expected 8, actual 2 (it failed on 2 older "
                                       "cache entries too, which expected 8, 4)",)
+    # entries of another frame are not "older": each frame's failures are their own line
+    frames = [parse_guard_failure("1/0: tensor 'x' size mismatch at index 0. expected 5, actual 2"), *again]
+    assert grouped_reasons(frames)[0] == "tensor 'x' size mismatch at index 0. expected 5, actual 2"
     assert shown[1].endswith("(the same guard on 1 older cache entry)")
 
 
@@ -110,3 +117,38 @@ def test_a_soundness_check_that_told_nothing_names_the_change_it_made():
                                        {"x": 4}, None, None, detail="RuntimeError: Given groups=2, weight …"))
     assert row.verdict == "unknown"
     assert row.detail == "after `model.c2.groups = 2`: RuntimeError: Given groups=2, weight …"
+
+
+def test_a_shape_whose_numerics_check_ran_eagerly_is_no_pass_in_the_csv():
+    """The console says 'eager: not counted'; the CSV said numerics_pass=True, which a CI job
+    would count as a pass of the compiled code."""
+    import csv
+    import io
+    from pathlib import Path
+
+    from compilescope.analysis.build import build_run_report
+    from compilescope.render import csv as csv_render
+    from compilescope.schema import load
+
+    data = Path(__file__).resolve().parents[2] / "data" / "derivations" / "run_recompile_limit.json"
+    rows = list(csv.DictReader(io.StringIO(csv_render.render(build_run_report(load(data))))))
+    eager = [r for r in rows if r["how_it_ran"] == "eager fallback"]
+    assert eager and all(r["numerics_pass"] == "" and r["numerics_ran_eagerly"] == "True" for r in eager)
+    assert any(r["numerics_pass"] == "True" for r in rows if r["how_it_ran"] == "compiled")
+
+
+def test_the_saving_per_request_counts_the_requests_that_ran_eagerly_as_saving_nothing():
+    """Past the recompile limit 3 of static's 5 shapes run eagerly: the break-even was projected
+    from the compiled shapes' saving alone, as if every request saved it."""
+    from pathlib import Path
+
+    from compilescope.analysis.build import build_run_report, measured_rows
+    from compilescope.schema import load
+
+    data = Path(__file__).resolve().parents[2] / "data" / "derivations" / "run_recompile_limit.json"
+    static = next(t for t in build_run_report(load(data)).trials if t.strategy == "static")
+    measured = measured_rows(static.rows)
+    eager = [r for r in static.rows if r.status == "eager fallback"]
+    assert measured and eager
+    saved = sum(r.requests * (r.eager.median - r.steady.median) for r in measured)
+    assert static.saving_per_request_s == pytest.approx(saved / sum(r.requests for r in [*measured, *eager]))

@@ -435,3 +435,15 @@ def test_a_workload_whose_every_request_raises_is_forecast_so_with_the_ops_own_e
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "2 error" in proc.stdout and "a and b must have same reduction dim" in proc.stdout, proc.stdout
     assert not [r for r in heard if "failed while attempting to run meta" in r.getMessage()]
+
+
+def test_dynamos_fake_tensor_failure_is_headlined_with_the_ops_own_error_read_as_python_reads_it():
+    from compilescope.execute.trial import headline
+
+    said = ("RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with fake tensors: "
+            "call_function <built-in function linear>(*(FakeTensor(..., size=(2, 5)),), **{}): got "
+            "RuntimeError(\"it's [2, 5] X [4, 4]\\nmore\")\n  Hint: …")
+    assert headline("TorchRuntimeError", said) == (
+        "TorchRuntimeError: RuntimeError when making fake tensor call: RuntimeError: it's [2, 5] X [4, 4]")
+    assert headline("TorchRuntimeError", "RuntimeError when making fake tensor call") == (
+        "TorchRuntimeError: RuntimeError when making fake tensor call")

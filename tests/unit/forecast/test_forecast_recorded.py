@@ -311,3 +311,8 @@ def test_a_failing_value_type_or_length_guard_says_what_the_entry_expected_and_w
                       "n mismatch. expected 3, actual 4",
                       "type(cache[0].keys) mismatch. expected builtins.NoneType, actual torch.Tensor",
                       "len(cache) mismatch. expected 2, actual 1"]
+    # read back as the forecast reads its failures: each keeps its kind, source and both values
+    from compilescope.forecast.recorded import _forecast_guards
+
+    told = [(g.kind, g.source, g.expected, g.actual) for g in _forecast_guards("0/0", [failed[1], failed[3]])]
+    assert told == [("value", "L['n']", "3", "4"), ("length", "L['cache']", "2", "1")]
