@@ -146,6 +146,14 @@ def test_pairs_that_differ_in_backend_or_threads_are_warned_per_pair(runs):
     assert "default (cold): threads differs (A 1, B 2)" in report.warnings
     assert "eager: threads differs (A 1, B 2)" in report.warnings
     assert not any(w.startswith("eager: backend") for w in report.warnings)  # eager compiles nothing
+    # a recompile limit refuses compiles: a pair under another limit says so (it explains every count that moved)
+    base = load(paths["cold"])
+    limited = dataclasses.replace(base, trials=tuple(
+        dataclasses.replace(t, spec=dataclasses.replace(t.spec, options=dataclasses.replace(t.spec.options,
+                                                                                          recompile_limit=2)))
+        for t in base.trials))
+    assert ("default (cold): recompile limit differs (A PyTorch's default, B 2)"
+            in compare_runs(base, limited).warnings)
     proc = _cli("compare", str(paths["cold"]), str(paths["aot"]), cwd=tmp)
     assert proc.returncode == 0, proc.stderr
     # the line may wrap at the pipe's width: compare its words

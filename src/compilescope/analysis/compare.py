@@ -494,8 +494,11 @@ def _differences(a: TrialResult, b: TrialResult, compiles: bool) -> tuple[str, .
     compiled one, the start mode, and their environments (:meth:`TrialEnv.differences`)."""
     fields: list[tuple[str, object, object]] = []
     if compiles:
-        fields += [("backend", a.spec.options.backend, b.spec.options.backend),
-                   ("mode", a.spec.options.mode or "default", b.spec.options.mode or "default")]
+        oa, ob = a.spec.options, b.spec.options
+        fields += [("backend", oa.backend, ob.backend), ("mode", oa.mode or "default", ob.mode or "default"),
+                   # a limit refuses compiles: fewer compiles and more eager requests follow from it alone
+                   ("recompile limit", oa.recompile_limit or "PyTorch's default", ob.recompile_limit or "PyTorch's default"),
+                   ("--dynamic-sources", oa.dynamic_sources or "none", ob.dynamic_sources or "none")]
     fields += [("start mode", a.spec.cache, b.spec.cache)]
     own = tuple(f"{name} differs (A {va}, B {vb})" for name, va, vb in fields if str(va) != str(vb))
     return own + _effective_env(a).differences(_effective_env(b))

@@ -223,6 +223,10 @@ def _stream_text(s: GuardSummary, hits: Sequence[GuardPoint]) -> str:
     base = (f"on this stream's order a hit's guard checks took {fmt_time(s.stream_s)} on average "
             f"({s.mean_tried:.1f} entries tried) against {fmt_time(s.repeated_s)} when its size repeats "
             f"(its entry tried first)")
+    if s.extra_s is not None and s.noise_s is not None and s.extra_s < -s.noise_s:
+        # more entries tried cannot cost less: a difference the wrong way is the measurement's own
+        return base + (f": could not tell (the stream's order measured {fmt_time(-s.extra_s)} less, beyond the "
+                       f"±{fmt_time(s.noise_s)} band, which trying more entries cannot cause)")
     if not s.significant or s.extra_s is None or s.extra_s <= 0:
         return base + f": no difference beyond the noise (±{fmt_time(s.noise_s or 0.0)})"
     return (base + f": ×{ratio:.1f}, +{fmt_time(s.extra_s)} a request that hit ({fmt_time(s.extra_total_s or 0.0)} "

@@ -262,16 +262,17 @@ def through_wrapper(value: str, params: Sequence[str]) -> str:
     another frame's ``*args``/``**kwargs`` would match the added names too."""
     entries = [e for e in value.replace(" ", "").split(",") if e]
     out = list(entries)
-    if "args" in params or "kwargs" in params:  # the target's own *args/**kwargs: those names are its
-        return ",".join(out)
+    positional = list(params[:params.index("args")] if "args" in params else params)  # before a *args of its own
     for e in entries:
         m = _PARAM_SOURCE.match(e)
         if m is None or m["name"] in ("args", "kwargs", "self"):
             continue
         rest, dim = m["rest"], m["dim"] or ""
+        # passed by keyword, in the wrapper's **kwargs (whatever **kwargs of its own the target has,
+        # as the reports rename it: compilescope.collect.records.rename_source); by position, in its *args
         more = [f"L['kwargs']['{m['name']}']{rest}{dim}"]
-        if m["name"] in params:
-            more.append(f"L['args'][{list(params).index(m['name'])}]{rest}{dim}")
+        if m["name"] in positional:
+            more.append(f"L['args'][{positional.index(m['name'])}]{rest}{dim}")
         out += [x for x in more if x not in out]
     return ",".join(out)
 

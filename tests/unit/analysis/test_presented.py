@@ -152,3 +152,17 @@ def test_the_saving_per_request_counts_the_requests_that_ran_eagerly_as_saving_n
     assert measured and eager
     saved = sum(r.requests * (r.eager.median - r.steady.median) for r in measured)
     assert static.saving_per_request_s == pytest.approx(saved / sum(r.requests for r in [*measured, *eager]))
+
+
+def test_a_stream_order_that_measured_cheaper_beyond_the_band_is_could_not_tell_not_no_difference():
+    from types import SimpleNamespace
+
+    from compilescope.analysis.guards import _stream_text
+
+    s = SimpleNamespace(stream_s=207e-6, repeated_s=214e-6, mean_tried=3.0, significant=False, extra_s=-7e-6,
+                        noise_s=4.16e-6, extra_total_s=-21e-6)
+    said = _stream_text(s, [object()] * 3)
+    assert said.endswith(": could not tell (the stream's order measured 7 µs less, beyond the ±4.16 µs band, which "
+                         "trying more entries cannot cause)"), said
+    inside = _stream_text(SimpleNamespace(**{**vars(s), "extra_s": -2e-6}), [object()] * 3)
+    assert inside.endswith(": no difference beyond the noise (±4.16 µs)")

@@ -271,3 +271,17 @@ def test_bucket_pads_only_the_dims_the_stream_varies():
     result = trial("bucket", workload=ref, stream=stream, backend="eager", buckets=(8, 16))
     assert [c.padded_shape for c in result.calls] == [{"batch": 2, "seq": 8}, {"batch": 2, "seq": 16},
                                                       {"batch": 2, "seq": 16}]
+
+
+def test_a_source_the_reports_print_is_set_as_the_wrapper_names_it_when_the_target_has_kwargs_of_its_own():
+    """BertForSequenceClassification.forward(self, input_ids, …, **kwargs) under a decorator's
+    (*args, **kwargs): the reports print L['input_ids'] (the wrapper's L['kwargs']['input_ids']
+    renamed); given back, it was set unchanged — the target's own **kwargs stopped the alias —
+    and matched nothing, so every batch size recompiled."""
+    from compilescope.strategies import through_wrapper
+
+    params = ("input_ids", "attention_mask", "labels", "kwargs")
+    assert through_wrapper("L['input_ids']:0", params).split(",") == [
+        "L['input_ids']:0", "L['kwargs']['input_ids']:0", "L['args'][0]:0"]
+    # a parameter after the target's own *args is never reached by position
+    assert through_wrapper("L['flag']", ("x", "args", "flag")).split(",") == ["L['flag']", "L['kwargs']['flag']"]
