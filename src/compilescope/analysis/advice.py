@@ -39,7 +39,9 @@ def describe(cause: Cause) -> str:
         texts = cause.values
         shown = "; ".join(str(t) for t in texts[:2]) + (f"; and {len(texts) - 2} more" if len(texts) > 2 else "")
         head = f"{len(texts)} relation guard(s) over {', '.join(cause.involves) or where}: {shown}"
-    elif cause.kind in ("range", "specialization"):
+    elif cause.kind == "specialization":  # a size of 0 or 1, which Dynamo always specialises: no range was set
+        head = f"{where} specialised (a size of 0 or 1 is compiled for apart): {cause.example}"
+    elif cause.kind == "range":
         head = f"{where} outside its range: {cause.example}"
     elif cause.kind == "other" or cause.source is None:
         head = f"{cause.source + ': ' if cause.source and cause.kind != 'other' else ''}{cause.example}"

@@ -154,6 +154,8 @@ def propose(
                 frame_roots.setdefault(name, c.frame_source)
         elif c.kind == "relation":
             relation = c
+        elif c.kind == "specialization" and _unbacked_covers(c, sizes):
+            size_causes.append(c.description)  # the unbacked proposal is its fix, measured beside the others
         else:
             fixes.append(CodeFix(c.description, c.next_step))
     proposals: list[Proposal] = []
@@ -191,6 +193,13 @@ def hint_proposals(default: TrialResult, base: StrategyOptions) -> list[Proposal
                             Snippet(f"torch._dynamo.config.{name} = {value}\ncompiled = {_compile_call(base)}"),
                             target="breaks"))
     return out
+
+
+def _unbacked_covers(c: Cause, sizes: dict[tuple[str, int], list[int]]) -> bool:
+    """A 0/1 specialisation on an input dim the size proposals mark, with a size below 2 fed:
+    the unbacked proposal (:func:`_size_proposals`) is the fix, and is measured."""
+    key = (input_name(c.source), c.dim)
+    return key in sizes and min(sizes[key]) < 2  # type: ignore[index]
 
 
 def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[str, ...],
@@ -478,8 +487,8 @@ def horizon(candidates: list[Judged], objective: str, life: int, requests: int, 
     def tied(n: int) -> str:
         """Why the pick changes at ``n`` when its score is not the lower one there: '' otherwise."""
         new, old = pick_at(n), pick_at(n - 1)
-        return (f"within {TOLERANCE:.0%} (the noise) of {old.label} from there, the narrower change"
-                if scored(new, n) > scored(old, n) else "")
+        return (f"within {TOLERANCE:.0%} (the noise) of {old.label} from there: a tie, no pay-off; the narrower "
+                "change is preferred" if scored(new, n) > scored(old, n) else "")
 
     grid = sorted({requests, life, *(int(requests * 1.25 ** k) for k in range(200)
                                       if requests * 1.25 ** k <= HORIZON_MAX), HORIZON_MAX})

@@ -55,7 +55,7 @@ def test_a_short_stream_states_its_horizon_and_from_how_many_requests_compiling_
     text = advice.horizon
     assert text.startswith("judged over this 6-request stream (no --lifetime given): eager is the pick; from ")
     n = int(text.split("; from ")[1].split(" requests")[0].replace(",", ""))
-    assert text.endswith(f"from {n:,} requests, default (cold) (within 5% (the noise) of eager from there, the narrower change)")
+    assert text.endswith(f"from {n:,} requests, default (cold) (within 5% (the noise) of eager from there: a tie, no pay-off; the narrower change is preferred)")
     by = {t.label: t for t in report.trials}
 
     def picked(requests: int) -> str:
@@ -205,3 +205,19 @@ def test_a_slowdown_the_mix_tells_apart_but_no_shape_alone_says_which_told_it():
     _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False, saving_per_request_s=None,
                                               saving_noise_s=None))
     assert "together" not in alone
+
+
+def test_a_0_1_specialisation_is_worded_as_such_and_left_to_the_measured_unbacked_proposal():
+    """'L['input_ids'] dim 0 outside its range: 2 <= …' under 'needs a code change (not
+    measured)', while the unbacked proposal was measured in the same run: no range was set
+    (sizes 0 and 1 are always specialised), and the measured proposal is its fix."""
+    from compilescope.analysis.advice import describe
+    from compilescope.analysis.advise import _unbacked_covers
+    from compilescope.report import Cause
+
+    cause = Cause("L['input_ids']", "specialization", 0, ("2 <= L['input_ids'].size()[0]",), ("0/2",), True,
+                  "use mark_unbacked", example="2 <= L['input_ids'].size()[0]")
+    assert describe(cause) == ("L['input_ids'] dim 0 specialised (a size of 0 or 1 is compiled for apart): "
+                               "2 <= L['input_ids'].size()[0] → 1 compile(s)")
+    assert _unbacked_covers(cause, {("input_ids", 0): [1, 2, 4]})
+    assert not _unbacked_covers(cause, {("input_ids", 0): [2, 4]}) and not _unbacked_covers(cause, {})
