@@ -553,7 +553,7 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     shown = {r.label for r in rows}
     for t in report.trials:  # every trial the advice ran is shown, a reference run included
         if t.label not in shown:
-            rows.append(Judged(t.label, None, t, score(t, objective, life), "reference", _reference_why(t)))
+            rows.append(Judged(t.label, None, t, score(t, objective, life), "reference", _reference_why(t, default)))
     # candidates in order of how narrow a change each is: the default (none), the proposals
     # narrowest first, then not compiling at all
     candidates = [r for r in rows if r.score is not None and r.trial.status == "ok" and r.verdict != "reference"
@@ -597,9 +597,12 @@ def _tie(best: Judged, candidates: list[Judged]) -> str:
     return ""
 
 
-def _reference_why(t: TrialReport) -> str:
+def _reference_why(t: TrialReport, default: TrialReport | None) -> str:
+    """Why a trial that is no proposal ran, and, for the static reference, what it told."""
     if t.strategy == "static":
-        return "measured for reference, not a proposal: are the dynamic graph's calls slower than static graphs'?"
+        told = _dynamic_slower(default, t)
+        return ("measured for reference, not a proposal: whether the default's graphs run slower than static ones — "
+                + (f"they do ({told})" if told else "not on most shapes both measured, beyond the tolerance"))
     return "measured for reference, not a proposal"
 
 

@@ -686,8 +686,9 @@ def busy_note(trials: Sequence[TrialResult]) -> Note | None:
         return None
     worst = max(load for _, load, _ in hit)
     cpus = hit[0][2]
+    shown = f"{worst:.1f}" if cpus is None or round(worst, 1) > cpus else f"{worst:.2f}"  # 2.02 is not "2.0" on 2
     return Note("warning", f"the machine was busy during {len(hit)} of {len(trials)} trial(s) ({', '.join(h[0] for h in hit)}): "
-                           f"load average up to {worst:.1f} on {cpus} CPU(s); other work competed with the "
+                           f"load average up to {shown} on {cpus} CPU(s); other work competed with the "
                            "measurement, so timings and speed verdicts are less reliable — re-run on a quiet machine")
 
 
