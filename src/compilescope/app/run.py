@@ -324,14 +324,3 @@ def failure(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> 
 def exit_status(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> int:
     """1 when :func:`failure` names a reason, else 0."""
     return EXIT_FAILED if failure(report, fail_on) is not None else 0
-    compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
-    if compiled and all(t.status not in ("ok", "partial") for t in compiled):
-        return EXIT_FAILED
-    if "crash" in fail_on and any(t.status in ("failed", "timeout", "partial") or t.call_errors
-                                  for t in report.trials):
-        return EXIT_FAILED
-    if "numerics" in fail_on and any(t.numerics_failed for t in report.trials):
-        return EXIT_FAILED
-    if "fallback" in fail_on and any(t.fallbacks or t.partial_fallbacks for t in report.trials):
-        return EXIT_FAILED
-    return 0

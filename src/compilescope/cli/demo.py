@@ -51,4 +51,4 @@ def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> 
     if html_path is not None:
         chosen.append(Output(html_path, "html", "html report"))
     show(file, shown_on, chosen)
-    return ended(out, file.report)
+    return ended(shown_on, file.report)
