@@ -19,7 +19,10 @@ this process, and prints per strategy the requests whose hit/compile/eager outco
 (misses listed with both sides' guards; an ``unknown`` forecast is counted apart, never as
 agreeing), then one table: agreement of the known requests, unknowns, and the forecast's
 cost over the run's — wall time, and CPU time (this process's for the forecast; the trial
-processes' and this one's for the run), which a shared machine's load does not inflate.
+processes' and this one's for the run), which a shared machine's load does not inflate. Beside
+them, the run's own Dynamo traces (``run traces s``: each compile's ``dynamo`` phase less the AOT
+autograd and backend time inside it) and their share of the run (``floor ratio``): a faithful dry
+run traces each entry the run compiles once, so its ratio cannot go below that one.
 ``--dry-backend`` (repeatable) times each way of tracing beside the same real run, e.g.
 ``--dry-backend aot_eager --dry-backend eager`` for an ``aot_eager`` forecast traced faithfully
 and by Dynamo alone.
@@ -40,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from _common import write
+from compilescope.analysis.build import compile_row
 from compilescope.api import run
 from compilescope.forecast import forecast, forecast_recorded, request_outcomes
 from compilescope.model import MeasureOptions
@@ -83,7 +87,7 @@ def one(workload: str, args: argparse.Namespace) -> dict[str, Any]:
     run_wall, run_cpu = time.perf_counter() - t0, _cpu(resource.RUSAGE_SELF) + _cpu(resource.RUSAGE_CHILDREN) - c0
     data: dict[str, Any] = {
         "workload": workload, "stream": args.stream or STREAMS.get(workload, "default"), "backend": args.backend,
-        "quick": args.quick, "run_wall_s": run_wall, "run_cpu_s": run_cpu,
+        "quick": args.quick, "run_wall_s": run_wall, "run_cpu_s": run_cpu, "run_traces_s": _traces_s(real),
     }
     data["dry"] = []
     for dry_backend in ([] if args.no_dry_run else args.dry_backend or [None]):
@@ -115,6 +119,14 @@ def one(workload: str, args: argparse.Namespace) -> dict[str, Any]:
         data["recorded"] = {"record": args.record, "forecast_wall_s": recorded_wall,
                             "ratio": recorded_wall / run_wall, "strategies": recorded_rows}
     return data
+
+
+def _traces_s(real: Any) -> float:
+    """The run's own Dynamo traces: each compile's ``dynamo`` phase less what ran inside it
+    (AOT autograd, the backend), over every trial. A faithful dry run traces each of these
+    entries once, so it costs at least this."""
+    return sum(dict(compile_row(c).phases).get("dynamo", 0.0)
+               for t in real.trials for c in t.compiles if c.outcome == "compiled")
 
 
 def _share(rows: dict[str, dict[str, int]]) -> str:
@@ -173,7 +185,8 @@ def main() -> None:
           f"(steady state and numerics {'off' if args.quick else 'on'}); load average {load[0]:.1f} at the start, "
           f"{load[1]:.1f} at the end ({os.cpu_count()} CPUs)")
     print(f"{'workload':<11} {'traced with':<18} {'calls on':<9} {'requests':>8} {'agree (known)':>14} {'unknown':>8} "
-          f"{'run s':>8} {'run CPU s':>9} {'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9}")
+          f"{'run s':>8} {'run CPU s':>9} {'dry s':>7} {'dry CPU s':>9} {'wall ratio':>10} {'CPU ratio':>9} "
+          f"{'run traces s':>12} {'floor ratio':>11}")
     for d in done:
         for dry in d["dry"]:
             rows = dry["strategies"].values()
@@ -183,7 +196,7 @@ def main() -> None:
             print(f"{d['workload']:<11} {dry['dry_backend']:<18} {how:<9} {sum(r['requests'] for r in rows):>8} "
                   f"{f'{agree}/{known}':>14} {unknown:>8} {d['run_wall_s']:>8.1f} {d['run_cpu_s']:>9.1f} "
                   f"{dry['forecast_wall_s']:>7.1f} {dry['forecast_cpu_s']:>9.1f} {dry['wall_ratio']:>10.3f} "
-                  f"{dry['cpu_ratio']:>9.3f}")
+                  f"{dry['cpu_ratio']:>9.3f} {d['run_traces_s']:>12.1f} {d['run_traces_s'] / d['run_wall_s']:>11.3f}")
     name = "forecast_vs_run" if len(names) > 1 else f"forecast_vs_run-{names[0]}"
     write(name, {"backend": args.backend, "quick": args.quick, "load_average": load, "workloads": done})
 

@@ -123,6 +123,17 @@ def fails_to_compile_at_32() -> Workload:
     return Workload("fails_at_32", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 16, 32, 16, 64))
 
 
+def never_compiles() -> Workload:
+    """A module whose only frame fails to compile (Dynamo does not trace an ``nn.LSTM``): no
+    graph is ever compiled, and every call runs eagerly."""
+
+    def build():
+        torch.manual_seed(0)
+        return torch.nn.LSTM(8, 8, batch_first=True).eval()
+
+    return Workload("never_compiles", build, lambda s: (torch.randn(2, s["n"], 8),), ("n",), _shape_stream(4, 4, 6))
+
+
 def dies_at_request_1() -> Workload:
     """Finishes request 0, then the process dies (exit status 3) while a warning is on stderr."""
     calls = []

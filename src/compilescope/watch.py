@@ -232,6 +232,11 @@ class Watch:
         return count_compiles(self.records).refused
 
     @property
+    def failed(self) -> int:
+        """Compiles that failed (Dynamo runs that frame eagerly from then on)."""
+        return count_compiles(self.records).failed
+
+    @property
     def graph_breaks(self) -> int:
         """Distinct graph breaks (:func:`~compilescope.analysis.counts.break_key`)."""
         return len(distinct_breaks(self.breaks))
@@ -315,8 +320,11 @@ class Watch:
     def check(self) -> None:
         problems = self.over_budget()
         if not problems:
-            if self.lost_capabilities:  # the counts may be short: said, never silent
-                warnings.warn("compilescope.watch: " + "; ".join(self.lost_capabilities), RuntimeWarning, stacklevel=3)
+            said = list(self.lost_capabilities)  # the counts may be short: said, never silent
+            said += failure_lines(self.records)  # a frame that runs eagerly for good passes no budget silently
+            if said:
+                warnings.warn("compilescope.watch: " + "; ".join(s.strip() for s in said), RuntimeWarning,
+                              stacklevel=3)
             return
         message = self.explain(problems)
         if self.action == "warn":
@@ -327,9 +335,13 @@ class Watch:
     def explain(self, problems: list[str] | None = None) -> str:
         """Every recompile with PyTorch's reasons, the guard kind and what can remove it."""
         problems = problems if problems is not None else self.over_budget()
+        counts = count_compiles(self.records)
+        extra = "".join(f", {n} {what}" for n, what in ((counts.failed, "failed"),
+                                                          (counts.refused, "refused by the recompile limit")) if n)
         lines = [f"compilescope.watch: {'; '.join(problems) or 'within budget'} "
-                 f"({self.compiles} compile(s), {self.recompiles} recompile(s), {self.graph_breaks} graph break(s))"]
+                 f"({self.compiles} compile(s), {self.recompiles} recompile(s){extra}, {self.graph_breaks} graph break(s))"]
         lines += compile_lines(r for r in self.records if r.is_recompile or r.refused)
+        lines += failure_lines(self.records)
         causes = self.causes
         if causes:
             lines.append("  what can remove each cause:")
@@ -359,6 +371,18 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
         for reason, entry in zip(r.reasons, r.rejected_by):
             lines.append(f"    - {entry}: {reason.rstrip()}")
     return lines
+
+
+def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
+    """Each failed compile in one line: the frame Dynamo runs eagerly from then on."""
+    out = []
+    for r in records:
+        if r.failed:
+            why = (r.fail_reason or "").strip().split("\n", 1)[0][:200]
+            out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed "
+                       f"({r.fail_type or 'an error'}{': ' + why if why else ''}): Dynamo runs that frame eagerly "
+                       "from then on")
+    return out
 
 
 def deliver_pending() -> None:

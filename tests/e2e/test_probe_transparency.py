@@ -76,7 +76,8 @@ SCRIPTS = {
         "os.waitpid(pid, 0)\n"
         "print('worker done')\n"
     ),
-    "argv.py": "import sys\nprint('argv', sys.argv[1:])\n" + COMPILE + "f(torch.ones(2))\n",
+    # the whole argv, its first element as typed (runpy would make it the absolute path)
+    "argv.py": "import sys\nprint('argv', sys.argv)\n" + COMPILE + "f(torch.ones(2))\n",
 }
 
 # name → (arguments after the script under python, probe's own arguments, arguments after the script under probe)
@@ -199,9 +200,9 @@ def test_os_exit_keeps_the_records_made_before_it(runs):
 
 
 def test_arguments_after_the_script_are_the_scripts(runs):
-    assert runs["argv_dashdash"]["probe"][1].startswith("argv ['--', '--json', 'y']")
+    assert runs["argv_dashdash"]["probe"][1].startswith("argv ['argv.py', '--', '--json', 'y']")
     assert runs["argv_options"]["probe"][1].startswith(
-        "argv ['--html', 'o.html', '--stream-out', 's', '--', '--json', 'y']")
+        "argv ['argv.py', '--html', 'o.html', '--stream-out', 's', '--', '--json', 'y']")
     for case in ("argv_dashdash", "argv_options"):
         written = sorted(p.name for p in runs[case]["dir"].iterdir())
         assert written == ["argv.py", "probe.json"], written  # no ./y, ./o.html or ./s

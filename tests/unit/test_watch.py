@@ -115,6 +115,29 @@ def test_functions_filter_decorator_callback_and_warn():
                for c in caught)
 
 
+def test_a_failed_compile_is_said_within_budget_and_in_the_explanation():
+    # a module that never compiles has no recompile to exceed a budget: it is said all the same
+    lstm = torch.compile(torch.nn.LSTM(4, 4), backend="eager")
+    with pytest.warns(RuntimeWarning, match=r"compile 0/0 of LSTM.forward .* failed \(Unsupported.*runs that frame "
+                                            r"eagerly from then on"):
+        with compilescope.watch(max_recompiles=0) as w:
+            lstm(torch.randn(3, 1, 4))
+            lstm(torch.randn(3, 1, 4))
+    assert w.failed == 1 and w.recompiles == 0
+    assert "(1 compile(s), 0 recompile(s), 1 failed," in w.explain()
+
+
+def test_a_refused_attempt_is_no_compile_of_its_cause():
+    f = torch.compile(lambda x: x.sin(), backend="eager", dynamic=False)
+    torch._dynamo.reset()
+    with torch._dynamo.config.patch(recompile_limit=2), compilescope.watch() as w:
+        for n in (4, 8, 16):
+            f(torch.randn(n))
+    (cause,) = w.causes
+    assert cause.description.endswith("→ 1 compile(s), 1 refused by the recompile limit (ran eagerly)")
+    assert "1 refused by the recompile limit" in w.explain().splitlines()[0]
+
+
 def test_graph_break_budget():
     def broken(x):
         y = x.sin()

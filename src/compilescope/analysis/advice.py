@@ -47,7 +47,9 @@ def describe(cause: Cause) -> str:
         head = f"{cause.source + ': ' if cause.source and cause.kind != 'other' else ''}{cause.example}"
     else:
         head = f"{where}: {cause.kind.replace('_', ' ')}"
-    return f"{head} → {len(cause.compile_ids)} compile(s)"
+    made = len(cause.compile_ids) - len(cause.refused)
+    refused = f", {len(cause.refused)} refused by the recompile limit (ran eagerly)" if cause.refused else ""
+    return f"{head} → {made} compile(s){refused}"
 
 
 SHOWN = 12  # values listed before "and N more"
@@ -218,12 +220,17 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src:
     """A size that varied on a static dim: mark it dynamic (the caller's input), or the inputs
     it comes from (a tensor the program computes)."""
     ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
+    if not reach and resume:
+        # a tensor computed before the break is a new one at each call: a mark on the caller's
+        # inputs never reaches it (measured: the resume frame kept recompiling; dynamic=True held)
+        return ("a tensor the frame that resumes after a graph break receives, not an input the caller passes: "
+                "if it is a caller's input passed through, torch._dynamo.mark_dynamic(input, dim) before the call "
+                "reaches it; a tensor the program computed before the break is made anew each call and no mark "
+                "reaches it — compile with dynamic=True, or remove the graph break")
     if not reach:
-        where = ("a tensor the frame that resumes after a graph break receives (an input, or one the program "
-                 "computed from it)" if resume else "a tensor the program computes")
-        return (f"{where}, not an input the caller passes: mark the varying dims of the inputs it comes "
-                "from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
-                "dynamic=True" + ("; or remove the graph break" if resume else ""))
+        return ("a tensor the program computes, not an input the caller passes: mark the varying dims of the "
+                "inputs it comes from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
+                "dynamic=True")
     name = _local(src)
     step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
             f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
@@ -333,6 +340,7 @@ class _Evidence:
     filenames: dict[CauseKey, str] = field(default_factory=dict)
     by_mark: set[CauseKey] = field(default_factory=set)
     module_ints: set[CauseKey] = field(default_factory=set)  # PyTorch's hint says: an nn.Module's integer
+    refused: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))  # limit-refused ids
 
     def add(self, c: CompileRecord) -> None:
         seen_here = set()
@@ -352,6 +360,8 @@ class _Evidence:
                 self.lines[key].append(line)
             if key not in seen_here:
                 self.ids[key].append(str(c.compile_id))
+                if c.refused:
+                    self.refused[key].append(str(c.compile_id))
                 seen_here.add(key)
 
     def _add_relation(self, g: GuardFailure) -> CauseKey:
@@ -443,4 +453,4 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
                                  resumed_at=resumed_at(function, ev.filenames.get(key, "")))
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
-                 ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach)
+                 ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach, refused=tuple(ev.refused[key]))

@@ -21,7 +21,7 @@ import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from ..model import (CallRecord, CompileId, CompileRecord, FrameGuards, GuardCost, GuardGroup, Shape, SoundnessCheck,
+from ..model import (CallRecord, CompileId, CompileRecord, EntryCheck, FrameGuards, GuardCost, GuardGroup, Shape, SoundnessCheck,
                      TrialResult, shape_key, shape_label)
 from ..report import GuardPoint, GuardShapeRow, GuardSourceRow, GuardSummary, ShapeRow, SoundnessRow, Stats
 from ..units import fmt_time
@@ -159,6 +159,16 @@ class _Order:
         return ahead
 
 
+def _as_in_stream(checks: Sequence[EntryCheck | None]) -> bool:
+    """The checks were timed as the request met them in the stream: the entries ahead of the
+    one it ran rejected its shape and that one accepted it. Checks are timed after the
+    stream, on the cache as it ends; an entry compiled later (a dynamic one) may accept the
+    shape first there, and the one the request ran then reads as rejecting it, its check
+    timed on another path."""
+    *ahead, own = checks
+    return own is not None and own.passed and not any(c is not None and c.passed for c in ahead)
+
+
 def _request_lookup(call: CallRecord, made: set[str], order: _Order, cost: GuardCost | None
                     ) -> tuple[int, float | None, float | None, bool]:
     """(entries tried, lookup, half-IQR noise, compiled) of one request, moving the order on;
@@ -179,7 +189,7 @@ def _request_lookup(call: CallRecord, made: set[str], order: _Order, cost: Guard
         frame = frames.get(cid.frame)
         checks = {c.entry: c for c in frame.checks} if frame is not None else {}
         involved = [checks.get(e) for e in (*ahead, g)]
-        if frame is None or any(c is None or not c.samples_s for c in involved):
+        if frame is None or any(c is None or not c.samples_s for c in involved) or not _as_in_stream(involved):
             known = False
             continue
         hit = _median(checks[g].samples_s) or 0.0

@@ -25,6 +25,7 @@ from ..model import CallRecord, CompileId, CompileRecord
 class GraphRunLog:
     def __init__(self) -> None:
         self.compiled: list[str] = []  # compile ids whose graph reached the backend
+        self.blocked = False  # a frame's compile failed or was refused: that frame runs eagerly
         self._ran: list[str] = []
 
     def backend(self, name: str, mode: str | None = None, dynamic: bool | None = None) -> Callable[..., Any]:
@@ -57,12 +58,24 @@ class GraphRunLog:
         """The compile ids of the graphs run since :meth:`start`, in order."""
         return tuple(self._ran)
 
+    def note(self, records: Iterable[CompileRecord]) -> None:
+        """Take in the compile records a call (or a phase) caused: a frame whose compile failed
+        or that the recompile limit refused runs eagerly from then on."""
+        self.blocked = self.blocked or any(r.failed or r.refused for r in records)
+
     def ran_eagerly(self, ran: tuple[str, ...]) -> bool | None:
-        """True when graphs exist and none ran; None when no graph was ever compiled
-        (nothing to tell apart: a frame whose graph is empty never reaches the backend)."""
+        """True when a call ran none of the compiled graphs: graphs exist and none ran, or none
+        was ever compiled and a frame's compile failed or was refused (:meth:`note`), so that
+        frame ran eagerly; None when no graph was compiled and nothing failed (nothing to tell
+        apart: a frame whose graph is empty never reaches the backend)."""
         if not self.compiled:
-            return None
+            return True if self.blocked and not ran else None
         return not ran
+
+    @property
+    def told(self) -> bool:
+        """Whether :meth:`ran_eagerly` can tell (a graph was compiled, or a frame blocked)."""
+        return bool(self.compiled) or self.blocked
 
 
 def _frames(graph_ids: Iterable[str]) -> set[int]:
@@ -74,18 +87,22 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
     (by frame id) it ran eagerly, keyed by call index.
 
     A frame counts when Dynamo refused it at the recompile limit, or a compile of it failed,
-    at this call or before (from then on a cache miss runs it eagerly), its graph has run on
-    some call (it is real code with a graph, entered by the stream), and this call ran none
-    of its graphs. Calls that raised, ran nothing compiled (a whole eager fallback, see
+    at this call or before (from then on a cache miss runs it eagerly), and this call ran none
+    of its graphs; a refused frame only when its graph has run on some call (it is real code
+    with a graph, entered by the stream: a frame whose graphs are empty runs nothing compiled
+    either way), a failed one whatever it had (its code is what Dynamo could not compile). Calls that raised, ran nothing compiled (a whole eager fallback, see
     :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
     frame that this call's path never entered would be counted too; a graph break on a
     straight path always enters its resume frame."""
     with_graphs = _frames(g for c in calls for g in (c.graphs_run or ()))
     blocked: dict[int, int] = {}  # frame → the first stream call at which it was refused or failed
+    failed: set[int] = set()
     for r in records:
         if r.phase == "stream" and (r.refused or r.failed) and r.call_index is not None:
             frame = r.compile_id.frame
             blocked[frame] = min(blocked.get(frame, r.call_index), r.call_index)
+            if r.failed:
+                failed.add(frame)
     out: dict[int, tuple[int, ...]] = {}
     if not blocked:
         return out
@@ -93,7 +110,8 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
         if c.error is not None or not c.graphs_run or c.ran_eagerly:
             continue
         ran = _frames(c.graphs_run)
-        eager = tuple(sorted(f for f, since in blocked.items() if since <= c.index and f in with_graphs and f not in ran))
+        eager = tuple(sorted(f for f, since in blocked.items()
+                             if since <= c.index and (f in with_graphs or f in failed) and f not in ran))
         if eager:
             out[c.index] = eager
     return out

@@ -207,7 +207,9 @@ class _Runner:
         return args, kwargs, bind_arguments(self.target, args, kwargs)
 
     def _poll(self, call_index: int | None, named: dict[str, Any], phase: str) -> Polled:
-        return self.capture.poll(call_index=call_index, phase=phase, arguments=named, target=self.target_info)
+        got = self.capture.poll(call_index=call_index, phase=phase, arguments=named, target=self.target_info)
+        self.graphs.note(got.compiles)
+        return got
 
     def stream(self, stream: tuple[Shape, ...], sink: CallSink | None = None, phase: str = "stream") -> list[CallRecord]:
         records = []
@@ -311,7 +313,7 @@ class _Runner:
             self._poll(None, {}, "steady")
             return SteadyState(shape, m.warmup, (), (), _error_text(exc), changed_inputs=changed)
         self._poll(None, {}, "steady")
-        ran = (eager_samples > 0) if self.compiles and self.graphs.compiled else None
+        ran = (eager_samples > 0) if self.compiles and self.graphs.told else None
         return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
 
     def guards(self, shape: Shape, parts: bool, changes_inputs: bool = False) -> GuardCost:

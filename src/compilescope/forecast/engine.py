@@ -88,7 +88,7 @@ DEFAULT_FORECAST_STRATEGIES = ("default", "static", "dynamic")
 class Observed:
     """One request's outcome as a trial recorded it; ``eager_part``: some frame of the call
     ran eagerly (refused at the limit), whatever else it did; ``why``: why an ``unknown``
-    outcome is."""
+    outcome is, why an ``eager`` one ran eagerly, or that a ``compile`` fails."""
 
     outcome: Outcome
     eager_part: bool
@@ -124,9 +124,21 @@ def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileReco
     from ..analysis.outcomes import classify_calls, forecast_word
 
     out = []
+    blocked: str | None = None  # why a frame runs eagerly from some call on
     for c in classify_calls(calls, compiles):
         word = forecast_word(c.outcome, bool(c.made))
-        out.append(Observed(word, c.outcome.ran_eagerly, c.compile_ids, _guards(c.records), c.call.error))
+        failed = next((r for r in c.records if r.failed), None)
+        why = None
+        if failed is not None:
+            blocked = (f"compile {failed.compile_id} of {failed.display_name} failed ({failed.fail_type or 'an error'}): "
+                       "Dynamo runs that frame eagerly from then on")
+            why = f"{failed.compile_id} fails ({failed.fail_type or 'an error'}): Dynamo runs that frame eagerly from then on"
+        elif any(r.refused for r in c.records):
+            blocked = "the recompile limit refuses a frame of the call"
+            why = blocked
+        elif c.outcome.ran_eagerly:
+            why = blocked or "a frame of the call runs eagerly"
+        out.append(Observed(word, c.outcome.ran_eagerly, c.compile_ids, _guards(c.records), c.call.error, why))
     return out
 
 

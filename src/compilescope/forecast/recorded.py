@@ -521,9 +521,11 @@ def unmatched(trial: TrialResult) -> str | None:
     inner = list(dict.fromkeys(r.display_name for r in trial.compiles
                                if r.made_entry and r.phase in ("stream", "startup")))
     if own is not None and own.compile_id.frame != frame:
-        return (f"the compiled function's own frame ({own.display_name}) never compiled (its compile "
-                f"{own.outcome}; it runs eagerly), and the frames that did ({', '.join(inner[:3])}) guard their "
-                "own locals, not the requests' inputs")
+        head = (f"the compiled function's own frame ({own.display_name}) never compiled (its compile "
+                f"{own.outcome}; it runs eagerly)")
+        if not inner:
+            return f"{head}, and no frame has a cache entry whose guards could be evaluated"
+        return f"{head}, and the frames that did ({', '.join(inner[:3])}) guard their own locals, not the requests' inputs"
     return f"trial {trial.label} does not name the compiled function's parameters: its inputs cannot be matched"
 
 

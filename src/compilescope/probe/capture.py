@@ -17,7 +17,6 @@ import datetime as _dt
 import functools
 import inspect
 import os
-import runpy
 import sys
 import traceback
 from collections.abc import Callable
@@ -194,6 +193,30 @@ class ProbeSession:
         )
 
 
+def run_as_main(path: str) -> None:
+    """Run the file ``path`` as ``python path`` does: as the module ``__main__`` (in
+    ``sys.modules`` while it runs), its ``__file__`` and code named by the absolute path, as
+    Python 3.9+ names them, and ``sys.argv[0]`` left as given — ``runpy.run_path`` would put
+    the path it is handed there for the run."""
+    import builtins
+    import io
+    import types
+
+    script = os.path.abspath(path)
+    with io.open_code(script) as f:
+        code = compile(f.read(), script, "exec", dont_inherit=True)
+    module = types.ModuleType("__main__")
+    module.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__=None, __spec__=None,
+                           __builtins__=builtins)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        if saved is not None:
+            sys.modules["__main__"] = saved
+
+
 def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
     """Run ``path`` as ``python path args…`` would, in this process: as ``__main__``, with
     its own ``sys.argv`` and ``sys.path[0]``. Returns (exit status, error line or None)."""
@@ -201,7 +224,7 @@ def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
     sys.argv = [path, *args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
     try:
-        runpy.run_path(os.path.abspath(path), run_name="__main__")
+        run_as_main(path)
         return 0, None
     except SystemExit as exc:
         code = exc.code
@@ -234,7 +257,7 @@ def run_child(path: str, args: list[str], journal: str) -> None:
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(script)  # the script's directory, as `python path` puts it
     try:
-        runpy.run_path(script, run_name="__main__")
+        run_as_main(path)
     except SystemExit as exc:
         session.uninstall()
         code = exc.code

@@ -63,6 +63,8 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
             line.append(" (estimated)", "dim")
         if r.compile_s is not None:
             line.append(f", ~{fmt_time(r.compile_s)} (estimated)", "dim")
+        if r.why and not r.estimated:
+            line.append(f" — {r.why}", "red")
         parts.append(line)
         for g in r.guards:
             parts.append(Text(f"      {g.entry}: {g.text}  [{g.kind}]", "yellow"))
@@ -73,8 +75,8 @@ def _stalls(s: StrategyForecast) -> list[RenderableType]:
     eager = s.with_outcome("eager")
     if eager:
         first = eager[0]
-        parts.append(Text(f"  {len(eager)} request(s) run eagerly at the recompile limit, the first: request "
-                          f"{first.index} ({first.shape_label})", "red"))
+        parts.append(Text(f"  {len(eager)} request(s) run eagerly, the first: request {first.index} "
+                          f"({first.shape_label}){f': {first.why}' if first.why else ''}", "red"))
     unknown = s.with_outcome("unknown")
     if unknown:
         parts.append(Text(f"  {len(unknown)} request(s) unknown, the first: request {unknown[0].index} "

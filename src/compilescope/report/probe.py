@@ -22,7 +22,7 @@ class Cause:
     kind: str
     dim: int | None
     values: tuple[Scalar, ...]  # expected and actual values seen, in order of first appearance
-    compile_ids: tuple[str, ...]  # the compiles this cause triggered
+    compile_ids: tuple[str, ...]  # the attempts this cause triggered: compiles, and those the recompile limit refused
     shape_reducible: bool
     next_step: str
     example: str = ""  # one of PyTorch's texts for it
@@ -31,6 +31,7 @@ class Cause:
     user_lines: tuple[str, ...] = ()  # the user's lines PyTorch cites for the guard(s)
     reachable: bool = True  # the source is an input the caller passes (not a frame temporary)
     description: str = ""  # "L['x'] dim 0 varied over 4, 8, 16 → 3 compile(s)", worded by analysis
+    refused: tuple[str, ...] = ()  # those of compile_ids the recompile limit refused (no compile: the call ran eagerly)
 
 
 CauseRow = Cause  # the name probe reports used for it

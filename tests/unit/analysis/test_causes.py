@@ -126,3 +126,33 @@ def test_a_forecast_names_a_value_inside_an_argument_an_argument_attribute():
     assert guard_kind("module_attribute", "L['self'].training") == "module_attribute"
     assert guard_kind("module_attribute", "L['fn']._modules['1'].training") == "module_attribute"
     assert guard_kind("size", "L['cache'].layers[0].keys") == "size"
+
+
+def _after_a_break(x):
+    y = x * 2
+    torch._dynamo.graph_break()
+    return (y + 1).sum()
+
+
+def _resume_compiles(fn, mark: bool) -> tuple[int, list]:
+    torch._dynamo.reset()
+    with compilescope.watch() as w:
+        for batch in (2, 4, 8):
+            x = torch.randn(batch, 3)
+            if mark:
+                torch._dynamo.mark_dynamic(x, 0)
+            fn(x)
+    resumed = [r for r in w.records if r.is_compile and r.function.startswith("torch_dynamo_resume")]
+    return len(resumed), w.causes
+
+
+def test_a_tensor_computed_before_a_break_is_not_reached_by_marking_the_input():
+    # what the advice rests on, run for real: a mark on the caller's input leaves the resume
+    # frame recompiling for the tensor made before the break; dynamic=True does not
+    marked, causes = _resume_compiles(torch.compile(_after_a_break, backend="eager"), mark=True)
+    dynamic, _ = _resume_compiles(torch.compile(_after_a_break, backend="eager", dynamic=True), mark=False)
+    assert marked > 1 and dynamic == 1, (marked, dynamic)
+    (resumed,) = [c for c in causes if c.source == "L['y']"]  # the resume frame's local
+    assert resumed.shape_reducible
+    assert "no mark reaches it" in resumed.next_step and "compile with dynamic=True" in resumed.next_step
+    assert not resumed.next_step.startswith("a tensor the program computes")

@@ -151,3 +151,18 @@ def test_every_table_of_a_run_report_says_the_same_of_a_call():
                 if event == "refused":
                     assert row.status == "eager fallback" and "recompile limit" in row.cause
     assert checked
+
+
+def test_a_resume_frame_whose_first_compile_failed_runs_eagerly_in_every_call_after():
+    # frame 1 (after a graph break) failed at its first compile, so it never had a graph: each
+    # call from then on ran frame 0 compiled and frame 1 eagerly — partly eager, never a hit
+    from compilescope.model import CallRecord, CompileId, CompileRecord
+
+    records = (CompileRecord(CompileId(0, 0), "forward", "m.py", 1, call_index=0),
+               CompileRecord(CompileId(1, 0), "resume", "m.py", 3, outcome="failed", call_index=0),
+               CompileRecord(CompileId(0, 1), "forward", "m.py", 1, call_index=2))
+    calls = (CallRecord(0, {"n": 2}, 1e-3, compile_ids=("0/0", "1/0"), graphs_run=("0/0",), ran_eagerly=False),
+             CallRecord(1, {"n": 2}, 1e-3, graphs_run=("0/0",), ran_eagerly=False),
+             CallRecord(2, {"n": 4}, 1e-3, compile_ids=("0/1",), graphs_run=("0/1",), ran_eagerly=False))
+    assert eager_frames(calls, records) == {0: (1,), 1: (1,), 2: (1,)}
+    assert [c.outcome for c in classify_calls(calls, records)] == [RequestOutcome.PARTIAL] * 3

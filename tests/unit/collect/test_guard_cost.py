@@ -218,6 +218,22 @@ def test_the_stream_order_is_replayed_and_each_lookup_summed_from_the_checks():
     assert [p.lookup_s for p in points[3:]] == pytest.approx([14e-6, 10e-6, 12e-6, 14e-6])
 
 
+def test_a_hit_whose_entry_a_later_one_shadows_at_the_end_has_no_lookup_figure():
+    # request 1 hit 0/0; the dynamic 0/1 compiled after it accepts its size too, so the checks
+    # timed after the stream read 0/0 as rejecting it: that is not what request 1 paid
+    order = ("0/1", "0/0")
+    both = tuple(GuardCost({"n": n}, (FrameGuards("f (m.py:1)", 0, 1, order, _checks(order, "0/1")),), 3)
+                 for n in (2, 4))
+    made = [CompileRecord(CompileId(0, i), "f", "m.py", 1, call_index=c) for i, c in ((0, 0), (1, 2))]
+    calls = (CallRecord(0, {"n": 2}, 1e-3, compile_ids=("0/0",), graphs_run=("0/0",)),
+             CallRecord(1, {"n": 2}, 1e-3, graphs_run=("0/0",)),
+             CallRecord(2, {"n": 4}, 1e-3, compile_ids=("0/1",), graphs_run=("0/1",)))
+    spec = TrialSpec("w", "default", "cold", tuple(c.shape for c in calls))
+    trial = TrialResult(spec, "ok", calls=calls, compiles=tuple(made), guard_costs=both)
+    points, noises = stream_points(trial, {(("n", n),): 10e-6 for n in (2, 4)})
+    assert [p.tried for p in points] == [0, 1, 1] and points[1].lookup_s is None and noises == []
+
+
 @pytest.fixture(scope="module")
 def mixed_static():  # type: ignore[no-untyped-def]
     spec = TrialSpec("layers:4", "static", "cold", MIXED, StrategyOptions(backend="eager"), FAST)

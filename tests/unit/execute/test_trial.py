@@ -109,6 +109,21 @@ def test_calls_record_the_graphs_they_ran_and_a_module_is_named_by_its_class():
     assert result.compiles[1].guard_failures[0].source == "L['input']"  # …and its L['args'][0], by parameter
 
 
+def test_a_trial_whose_only_compile_failed_ran_every_call_eagerly():
+    # no graph was ever compiled, so "none ran" alone cannot tell; the failed compile does
+    from compilescope.analysis.outcomes import RequestOutcome, classify_calls
+
+    ref = f"{HERE / 'workloads_for_tests.py'}:never_compiles"
+    result = trial("default", workload=ref, stream=tuple({"n": n} for n in (4, 4, 6)), backend="eager",
+                   measure=FAST)
+    assert [e.outcome for e in result.compiles if e.phase == "stream"] == ["failed"]
+    assert [c.ran_eagerly for c in result.calls] == [True, True, True]
+    outcomes = [c.outcome for c in classify_calls(result.calls, result.compiles)]
+    assert outcomes == [RequestOutcome.EAGER_FALLBACK] * 3
+    assert result.steady and all(s.ran_eagerly for s in result.steady)  # never a compiled figure
+    assert result.numerics and all(n.ran_eagerly for n in result.numerics)
+
+
 def test_a_failed_compile_makes_later_calls_of_every_shape_eager_fallbacks():
     ref = f"{HERE / 'workloads_for_tests.py'}:fails_to_compile_at_32"
     result = trial("default", workload=ref, stream=tuple({"n": n} for n in (16, 16, 32, 16, 64)), backend="eager")

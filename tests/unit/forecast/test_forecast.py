@@ -447,3 +447,15 @@ def test_dynamos_fake_tensor_failure_is_headlined_with_the_ops_own_error_read_as
         "TorchRuntimeError: RuntimeError when making fake tensor call: RuntimeError: it's [2, 5] X [4, 4]")
     assert headline("TorchRuntimeError", "RuntimeError when making fake tensor call") == (
         "TorchRuntimeError: RuntimeError when making fake tensor call")
+
+
+def test_a_frame_whose_compile_fails_is_forecast_eager_after_it_with_why(tmp_path, monkeypatch):
+    """The only frame fails to compile: the request that tries stalls on it, every later one
+    runs eagerly — never a hit — and the forecast says why, not "at the recompile limit"."""
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:never_compiles"
+    report = _agrees_with_real(ref, "eager", tmp_path, monkeypatch, ("default",), fake=False)
+    s = report.strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "eager", "eager"]
+    assert "0/0 fails (Unsupported)" in (s.requests[0].why or "")
+    assert "compile 0/0 of" in (s.requests[2].why or "") and "failed (Unsupported)" in (s.requests[2].why or "")
+    assert "fails" in (s.requests[1].why or "")  # a repeat of request 0's shape: its outcome, and why
