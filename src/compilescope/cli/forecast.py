@@ -53,8 +53,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
                      method: str | None, function: str | None, no_compute: bool, json_path: Path | None,
                      outs: tuple[Path, ...], python: str | None) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
-    compiled graph, compile (with the guards that fail), run eagerly at the recompile limit, or
-    unknown (with why) — by running Dynamo on the real code with the real parameters and inputs,
+    compiled graph, compile (with the guards that fail), run eagerly (at the recompile limit, or after a
+    failed compile), or unknown (with why) — by running Dynamo on the real code with the real parameters and inputs,
     each call on fake tensors of the real device, and a backend that builds nothing (for
     inductor: its lowering and kernel source, no kernel built). It computes for real instead, and
     says so, where a request needs tensor values (a nonzero, an .item()), where real kernels cost

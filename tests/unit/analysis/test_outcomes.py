@@ -166,3 +166,19 @@ def test_a_resume_frame_whose_first_compile_failed_runs_eagerly_in_every_call_af
              CallRecord(2, {"n": 4}, 1e-3, compile_ids=("0/1",), graphs_run=("0/1",), ran_eagerly=False))
     assert eager_frames(calls, records) == {0: (1,), 1: (1,), 2: (1,)}
     assert [c.outcome for c in classify_calls(calls, records)] == [RequestOutcome.PARTIAL] * 3
+
+
+def test_two_resume_frames_of_one_name_and_line_are_two_functions_in_a_probe_report():
+    # Dynamo makes a resume frame per graph that breaks at a line: one name, two code objects,
+    # each with its own entries and recompile limit
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.model import CompileId, CompileRecord, ProbeResult
+
+    resume = "torch_dynamo_resume_in_forward_at_10"
+    records = (CompileRecord(CompileId(0, 0), "forward", "m.py", 8),
+               CompileRecord(CompileId(1, 0), resume, "m.py", 10),
+               CompileRecord(CompileId(0, 1), "forward", "m.py", 8),
+               CompileRecord(CompileId(3, 0), resume, "m.py", 10))
+    report = build_probe_report(ProbeResult(compiles=records))
+    assert report.frames == 3
+    assert [f.name for f in report.functions] == ["forward", f"{resume} [frame 1]", f"{resume} [frame 3]"]
