@@ -20,9 +20,10 @@ this process, and prints per strategy the requests whose hit/compile/eager outco
 agreeing), then one table: agreement of the known requests, unknowns, and the forecast's
 cost over the run's — wall time, and CPU time (this process's for the forecast; the trial
 processes' and this one's for the run), which a shared machine's load does not inflate. Beside
-them, the run's own Dynamo traces (``run traces s``: each compile's ``dynamo`` phase less the AOT
-autograd and backend time inside it) and their share of the run (``floor ratio``): a faithful dry
-run traces each entry the run compiles once, so its ratio cannot go below that one.
+them, the run's own Dynamo traces (``run traces s``: each compiled entry's ``dynamo`` phase less
+the AOT autograd and backend time inside it) and their share of the run (``floor ratio``): an
+estimate of the least a dry run can cost that traces each entry the run compiles once (it traces
+on fake tensors, in one process, and the run's failed attempts are left out).
 ``--dry-backend`` (repeatable) times each way of tracing beside the same real run, e.g.
 ``--dry-backend aot_eager --dry-backend eager`` for an ``aot_eager`` forecast traced faithfully
 and by Dynamo alone.
@@ -122,10 +123,10 @@ def one(workload: str, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _traces_s(real: Any) -> float:
-    """The run's own Dynamo traces: each compile's ``dynamo`` phase less what ran inside it
-    (AOT autograd, the backend), over every trial. A faithful dry run traces each of these
-    entries once, so it costs at least this."""
-    return sum(dict(compile_row(c).phases).get("dynamo", 0.0)
+    """The run's own Dynamo traces: each compiled entry's ``dynamo`` phase less what ran inside
+    it (AOT autograd, the backend), over every trial — about what a dry run that traces each
+    of these entries once costs at least."""
+    return sum(dict(compile_row(c).exclusive_s).get("dynamo", 0.0)
                for t in real.trials for c in t.compiles if c.outcome == "compiled")
 
 

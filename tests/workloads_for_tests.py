@@ -134,6 +134,21 @@ def never_compiles() -> Workload:
     return Workload("never_compiles", build, lambda s: (torch.randn(2, s["n"], 8),), ("n",), _shape_stream(4, 4, 6))
 
 
+def empty_graphs() -> Workload:
+    """A function whose graphs are empty (a size read, a graph break, the input returned): its
+    entries never reach the backend, so no call runs a graph the backend saw, hit or not."""
+
+    def build():
+        def f(x):
+            n = x.shape[0]
+            torch._dynamo.graph_break()
+            return x, n
+
+        return f
+
+    return Workload("empty_graphs", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(2, 3, 4, 2, 3))
+
+
 def dies_at_request_1() -> Workload:
     """Finishes request 0, then the process dies (exit status 3) while a warning is on stderr."""
     calls = []

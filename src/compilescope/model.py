@@ -212,6 +212,9 @@ def made_entry(outcome: str) -> bool:
     return outcome == "compiled"
 
 
+RESUME_PREFIX = "torch_dynamo_resume_in_"  # how Dynamo names the frame it makes of a function's code after a graph break
+
+
 @dataclass(frozen=True)
 class CompileRecord:
     """One Dynamo frame compile, attempted: compiled, failed, or refused by the recompile
@@ -250,6 +253,11 @@ class CompileRecord:
     guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
     guard_latency_s: float | None = None  # PyTorch's one evaluation of them at compile time, on a flushed cache
     automatic_dynamic: bool | None = None  # a dim whose size had changed was compiled dynamic (Dynamo's settings then)
+
+    @property
+    def resumes(self) -> bool:
+        """The frame is one Dynamo made to resume a function after a graph break."""
+        return self.function.startswith(RESUME_PREFIX)
 
     @property
     def key(self) -> tuple[int, int, int]:

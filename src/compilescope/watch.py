@@ -36,7 +36,7 @@ from .analysis.outcomes import RequestOutcome, classify
 from .collect.capture import CaptureSession
 from .collect.records import CodeKey, TargetInfo
 from .errors import CompilescopeError
-from .model import CompileRecord, GraphBreak
+from .model import RESUME_PREFIX, CompileRecord, GraphBreak
 from .report import Cause
 from .shapes_record import DEFAULT_MAX_BYTES, HUB as RECORD_HUB, RecordSummary, ShapeRecorder
 
@@ -53,7 +53,6 @@ class RecompileBudgetWarning(UserWarning):
     pass
 
 
-_RESUME_PREFIX = "torch_dynamo_resume_in_"
 
 
 class _Hub:
@@ -197,8 +196,8 @@ class Watch:
         key = (record.function, record.filename, record.line)
         if key in self._codes or (self._modules & owners):
             return True
-        if record.function.startswith(_RESUME_PREFIX):  # a graph break's resume frame of a watched function
-            name = record.function[len(_RESUME_PREFIX):].rsplit("_at_", 1)[0]
+        if record.function.startswith(RESUME_PREFIX):  # a graph break's resume frame of a watched function
+            name = record.function[len(RESUME_PREFIX):].rsplit("_at_", 1)[0]
             return (name, record.filename) in self._names
         return False
 
@@ -340,7 +339,7 @@ class Watch:
                                                           (counts.refused, "refused by the recompile limit")) if n)
         lines = [f"compilescope.watch: {'; '.join(problems) or 'within budget'} "
                  f"({self.compiles} compile(s), {self.recompiles} recompile(s){extra}, {self.graph_breaks} graph break(s))"]
-        lines += compile_lines(r for r in self.records if r.is_recompile or r.refused)
+        lines += compile_lines(r for r in self.records if (r.is_recompile and not r.failed) or r.refused)
         lines += failure_lines(self.records)
         causes = self.causes
         if causes:
@@ -374,14 +373,17 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
 
 
 def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
-    """Each failed compile in one line: the frame Dynamo runs eagerly from then on."""
+    """Each failed compile in one line, and, when no later attempt of its frame is on record,
+    that Dynamo has run that frame eagerly since (one that raised into the call is tried again)."""
+    records = list(records)
     out = []
-    for r in records:
+    for i, r in enumerate(records):
         if r.failed:
             why = (r.fail_reason or "").strip().split("\n", 1)[0][:200]
+            again = any((o.epoch, o.compile_id.frame) == (r.epoch, r.compile_id.frame) for o in records[i + 1:])
             out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed "
-                       f"({r.fail_type or 'an error'}{': ' + why if why else ''}): Dynamo runs that frame eagerly "
-                       "from then on")
+                       f"({r.fail_type or 'an error'}{': ' + why if why else ''})"
+                       + ("" if again else ": no later attempt of that frame, which Dynamo has run eagerly since"))
     return out
 
 

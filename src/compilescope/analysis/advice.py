@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from ..model import CompileRecord, GuardFailure, Scalar
+from ..model import RESUME_PREFIX, CompileRecord, GuardFailure, Scalar
 from ..report import Cause
 from ..torchtext import NN_MODULE_INT_HINT, local_source
 
@@ -61,7 +61,6 @@ def listing(values: Sequence[object], shown: int = SHOWN) -> str:
     return text + (f" and {len(values) - shown} more" if len(values) > shown else "")
 
 
-RESUME_PREFIX = "torch_dynamo_resume_in_"
 _PLAIN_INPUT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?:\[\d+\]|\['[A-Za-z_]\w*'\])?$")
 _INSIDE_INPUT = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?P<path>(?:\.[A-Za-z_]\w*|\[\d+\]|\['[^']*'\])+)$")
 _PARAMETER = re.compile(r"\._(?:parameters|buffers)\[")
@@ -222,11 +221,13 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src:
     ints = sorted({v for v in values if isinstance(v, int) and not isinstance(v, bool)})
     if not reach and resume:
         # a tensor computed before the break is a new one at each call: a mark on the caller's
-        # inputs never reaches it (measured: the resume frame kept recompiling; dynamic=True held)
-        return ("a tensor the frame that resumes after a graph break receives, not an input the caller passes: "
-                "if it is a caller's input passed through, torch._dynamo.mark_dynamic(input, dim) before the call "
-                "reaches it; a tensor the program computed before the break is made anew each call and no mark "
-                "reaches it — compile with dynamic=True, or remove the graph break")
+        # inputs does not reach it (measured: with the input marked, the resume frame still
+        # recompiled — once by default, as automatic dynamic shapes then compile it dynamic, at
+        # every size under dynamic=False; dynamic=True compiled it once)
+        return ("a tensor the frame that resumes after a graph break receives: a mark on the caller's input "
+                "reaches it only when it is that input passed through; one the program computed before the "
+                "break is made anew each call, which no mark reaches — compile with dynamic=True, or remove the "
+                "graph break")
     if not reach:
         return ("a tensor the program computes, not an input the caller passes: mark the varying dims of the "
                 "inputs it comes from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "

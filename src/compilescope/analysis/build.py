@@ -58,7 +58,7 @@ from ..report import (
 )
 from ..stream import distinct_shapes
 from ..units import fmt_time
-from .advice import RESUME_PREFIX, group_causes, whole_path
+from .advice import group_causes, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
@@ -921,13 +921,13 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
     for c in result.compiles:
         # a function's frames are one code object; two resume frames of one name and line are two
         # (Dynamo makes one per graph that breaks there), each with its own entries and limit
-        own = (c.epoch, c.compile_id.frame) if c.function.startswith(RESUME_PREFIX) else None
+        own = (c.epoch, c.compile_id.frame) if c.resumes else None
         groups.setdefault((c.display_name, c.display_location, f"{c.function} {c.filename}:{c.line}", own), []).append(c)
     named = Counter((name, location) for name, location, _, _ in groups)
     functions = []
     for (name, location, frame, own), records in groups.items():
-        if own is not None and named[(name, location)] > 1:
-            name = f"{name} [frame {own[1]}]"
+        if own is not None and named[(name, location)] > 1:  # after a reset, frame ids start again
+            name = f"{name} [frame {own[1]}{f' after reset {own[0]}' if own[0] else ''}]"
         counts = count_compiles(records)
         causes = tuple(checked_cause(c, checks) for c in group_causes(tuple(records), **caller_inputs(result, name)))
         if not checks:  # no fix was run: the run's own compiles judge the mark-dynamic ones they can

@@ -25,7 +25,8 @@ from ..model import CallRecord, CompileId, CompileRecord
 class GraphRunLog:
     def __init__(self) -> None:
         self.compiled: list[str] = []  # compile ids whose graph reached the backend
-        self.blocked = False  # a frame's compile failed or was refused: that frame runs eagerly
+        self.failed = False  # a frame's compile failed (and nothing else has reached the backend since, see note)
+        self.entries = False  # some compile made a cache entry (its graph may be empty: it never reaches the backend)
         self._ran: list[str] = []
 
     def backend(self, name: str, mode: str | None = None, dynamic: bool | None = None) -> Callable[..., Any]:
@@ -59,23 +60,27 @@ class GraphRunLog:
         return tuple(self._ran)
 
     def note(self, records: Iterable[CompileRecord]) -> None:
-        """Take in the compile records a call (or a phase) caused: a frame whose compile failed
-        or that the recompile limit refused runs eagerly from then on."""
-        self.blocked = self.blocked or any(r.failed or r.refused for r in records)
+        """Take in the compile records a call (or a phase) caused: which compiles failed, and
+        whether any made a cache entry."""
+        for r in records:
+            self.failed = self.failed or r.failed
+            self.entries = self.entries or r.made_entry
 
     def ran_eagerly(self, ran: tuple[str, ...]) -> bool | None:
         """True when a call ran none of the compiled graphs: graphs exist and none ran, or none
-        was ever compiled and a frame's compile failed or was refused (:meth:`note`), so that
-        frame ran eagerly; None when no graph was compiled and nothing failed (nothing to tell
-        apart: a frame whose graph is empty never reaches the backend)."""
+        was ever compiled, a compile failed and no compile made a cache entry — no compiled code
+        exists to run; None when no graph was compiled otherwise (nothing to tell apart: a
+        frame whose graph is empty never reaches the backend, and its entry runs nothing the
+        backend saw)."""
         if not self.compiled:
-            return True if self.blocked and not ran else None
+            return True if self.failed and not self.entries and not ran else None
         return not ran
 
     @property
     def told(self) -> bool:
-        """Whether :meth:`ran_eagerly` can tell (a graph was compiled, or a frame blocked)."""
-        return bool(self.compiled) or self.blocked
+        """Whether :meth:`ran_eagerly` can tell (a graph was compiled, or no compile succeeded
+        where one failed)."""
+        return bool(self.compiled) or (self.failed and not self.entries)
 
 
 def _frames(graph_ids: Iterable[str]) -> set[int]:
@@ -88,21 +93,26 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
 
     A frame counts when Dynamo refused it at the recompile limit, or a compile of it failed,
     at this call or before (from then on a cache miss runs it eagerly), and this call ran none
-    of its graphs; a refused frame only when its graph has run on some call (it is real code
-    with a graph, entered by the stream: a frame whose graphs are empty runs nothing compiled
-    either way), a failed one whatever it had (its code is what Dynamo could not compile). Calls that raised, ran nothing compiled (a whole eager fallback, see
+    of its graphs — when its graph has run on some call (it is real code with a graph, entered
+    by the stream: a frame whose graphs are empty runs nothing compiled either way), or, for a
+    failed frame that never had one, at the call it failed at (entered then) and, when it is a
+    graph break's resume frame, at every call after (the code before the break enters it on
+    a straight path; another function's frame may have been entered once, a lazy set-up say). Calls that raised, ran nothing compiled (a whole eager fallback, see
     :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
     frame that this call's path never entered would be counted too; a graph break on a
     straight path always enters its resume frame."""
     with_graphs = _frames(g for c in calls for g in (c.graphs_run or ()))
     blocked: dict[int, int] = {}  # frame → the first stream call at which it was refused or failed
-    failed: set[int] = set()
+    failed: dict[int, set[int]] = {}  # a failed frame → the calls it failed at
+    resumes: set[int] = set()
     for r in records:
         if r.phase == "stream" and (r.refused or r.failed) and r.call_index is not None:
             frame = r.compile_id.frame
             blocked[frame] = min(blocked.get(frame, r.call_index), r.call_index)
             if r.failed:
-                failed.add(frame)
+                failed.setdefault(frame, set()).add(r.call_index)
+                if r.resumes:
+                    resumes.add(frame)
     out: dict[int, tuple[int, ...]] = {}
     if not blocked:
         return out
@@ -110,8 +120,9 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
         if c.error is not None or not c.graphs_run or c.ran_eagerly:
             continue
         ran = _frames(c.graphs_run)
+        entered = {f for f, at in failed.items() if c.index in at or f in resumes}
         eager = tuple(sorted(f for f, since in blocked.items()
-                             if since <= c.index and (f in with_graphs or f in failed) and f not in ran))
+                             if since <= c.index and (f in with_graphs or f in entered) and f not in ran))
         if eager:
             out[c.index] = eager
     return out

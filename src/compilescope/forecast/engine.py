@@ -127,7 +127,8 @@ def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileReco
     blocked: str | None = None  # why a frame runs eagerly from some call on
     for c in classify_calls(calls, compiles):
         word = forecast_word(c.outcome, bool(c.made))
-        failed = next((r for r in c.records if r.failed), None)
+        # a compile that failed into a call that raised is tried again next time: no frame is skipped
+        failed = next((r for r in c.records if r.failed), None) if c.call.error is None else None
         why = None
         if failed is not None:
             blocked = (f"compile {failed.compile_id} of {failed.display_name} failed ({failed.fail_type or 'an error'}): "

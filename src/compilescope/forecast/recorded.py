@@ -45,7 +45,7 @@ from typing import Any
 from ..analysis.outcomes import call_arguments, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
 from ..leaves import Node, parse_source, source, type_name, walk
-from ..model import CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
+from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
 
@@ -478,7 +478,7 @@ def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: t
         eager=counts["eager"], errors=counts["error"], traced=sizes[0], recompile_limit=sizes[1],
         dry_wall_s=wall, stalls=tuple(r.index for r in rows if r.outcome == "compile"), notes=tuple(notes),
         estimated=sum(1 for r in rows if r.estimated), guards_unevaluated=unknown,
-        recorded_from=f"{source} [{trial.label}]", unknown=counts["unknown"],
+        recorded_from=source, unknown=counts["unknown"],
     )
 
 
@@ -535,15 +535,14 @@ def unmatched_strategy(trial: TrialResult, stream: Sequence[Shape], why: str, so
     return _strategy_forecast(trial, rows, (0, limit_in_force(None, trial_limit(trial, here=True))), 0.0, 0, source)
 
 
-RESUME = "torch_dynamo_resume_in_"  # the frame Dynamo makes of a function's code after a graph break
 
 
 def _owner(r: CompileRecord) -> str:
     """The compiled function a probe's compile belongs to (a resume frame: the function it resumes)."""
     if r.target is not None:
         return r.target.name
-    if r.function.startswith(RESUME):
-        return r.function.removeprefix(RESUME).rsplit("_at_", 1)[0]
+    if r.resumes:
+        return r.function.removeprefix(RESUME_PREFIX).rsplit("_at_", 1)[0]
     return r.function
 
 
@@ -617,8 +616,13 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
     missing = [n for n in names if n not in trials]
     if not trials:
         raise OptionError(f"{results} has no trial of {', '.join(names)} that compiled")
-    rows = tuple(unmatched_strategy(t, base.stream, why, str(results)) if (why := unmatched(t)) is not None
-                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), str(results),
+    probed = isinstance(result, ProbeResult)  # a probe's compiles are no trial: its label would be made up
+
+    def where(t: TrialResult) -> str:
+        return f"{results} (the probed program's compiles)" if probed else f"{results} [{t.label}]"
+
+    rows = tuple(unmatched_strategy(t, base.stream, why, where(t)) if (why := unmatched(t)) is not None
+                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), where(t),
                                         recompile_limit)
                  for t in trials.values())
     if times is not None:

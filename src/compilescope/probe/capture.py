@@ -193,16 +193,24 @@ class ProbeSession:
         )
 
 
-def run_as_main(path: str) -> None:
-    """Run the file ``path`` as ``python path`` does: as the module ``__main__`` (in
-    ``sys.modules`` while it runs), its ``__file__`` and code named by the absolute path, as
-    Python 3.9+ names them, and ``sys.argv[0]`` left as given — ``runpy.run_path`` would put
-    the path it is handed there for the run."""
+def run_as_main(path: str, restore: bool = True) -> None:
+    """Run ``path`` as ``python path`` does. A source file runs as the module ``__main__``, its
+    ``__file__`` and code named by the absolute path (as Python 3.9+ names them) and
+    ``sys.argv[0]`` left as given — ``runpy.run_path`` would put the path it is handed there;
+    a directory, zip archive or compiled file goes to ``runpy.run_path`` as given, which runs
+    them as ``python`` does. ``restore``: put the previous ``__main__`` back after (not in a
+    process that ends with the script: its threads and ``atexit`` handlers still run, and see
+    the script's ``__main__``, as under ``python``)."""
     import builtins
     import io
+    import runpy
     import types
+    import zipfile
 
     script = os.path.abspath(path)
+    if not os.path.isfile(script) or zipfile.is_zipfile(script) or script.endswith((".pyc", ".pyo")):
+        runpy.run_path(path, run_name="__main__")
+        return
     with io.open_code(script) as f:
         code = compile(f.read(), script, "exec", dont_inherit=True)
     module = types.ModuleType("__main__")
@@ -213,7 +221,7 @@ def run_as_main(path: str) -> None:
     try:
         exec(code, module.__dict__)
     finally:
-        if saved is not None:
+        if restore and saved is not None:
             sys.modules["__main__"] = saved
 
 
@@ -257,7 +265,7 @@ def run_child(path: str, args: list[str], journal: str) -> None:
     sys.argv = [path, *args]
     sys.path[0] = os.path.dirname(script)  # the script's directory, as `python path` puts it
     try:
-        run_as_main(path)
+        run_as_main(path, restore=False)
     except SystemExit as exc:
         session.uninstall()
         code = exc.code

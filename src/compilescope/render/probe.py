@@ -35,7 +35,7 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
                           T(cause.next_step))
         if f.refused:
             limit = f" ({report.recompile_limit})" if report.recompile_limit is not None else ""
-            table.add_row(T(f"recompile limit{limit} refused {f.refused} compile(s)", "bold red"), T(""),
+            table.add_row(T(f"recompile limit{limit} refused {f.refused} attempt(s) to compile", "bold red"), T(""),
                           T("later calls with new inputs ran EAGERLY (no compile, no error) — raise "
                             "torch._dynamo.config.recompile_limit or remove the causes above"))
         for failure in f.failures:

@@ -77,13 +77,15 @@ class Replay:
         return [shape for shape, outcome, _ in self.after if outcome == "compile"]
 
 
-def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int, unknown: str | None = None) -> str:
+def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int, why: str | None = None) -> str:
+    """``why``: the dry run's, for an unknown or eager request (an eager one past a failed
+    compile says so; at the limit, the limit is named)."""
     if outcome == "compile":
         return guards[0].text if guards else "compiles (no guard text recorded: a frame compiled for the first time)"
     if outcome == "eager":
-        return f"eager: recompile limit ({limit})"
+        return f"eager: {why}" if why and "recompile limit" not in why else f"eager: recompile limit ({limit})"
     if outcome == "unknown":
-        return unknown or "no prediction"
+        return why or "no prediction"
     return error or ""
 
 

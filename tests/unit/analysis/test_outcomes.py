@@ -159,13 +159,19 @@ def test_a_resume_frame_whose_first_compile_failed_runs_eagerly_in_every_call_af
     from compilescope.model import CallRecord, CompileId, CompileRecord
 
     records = (CompileRecord(CompileId(0, 0), "forward", "m.py", 1, call_index=0),
-               CompileRecord(CompileId(1, 0), "resume", "m.py", 3, outcome="failed", call_index=0),
+               CompileRecord(CompileId(1, 0), "torch_dynamo_resume_in_forward_at_3", "m.py", 3, outcome="failed",
+                             call_index=0),
                CompileRecord(CompileId(0, 1), "forward", "m.py", 1, call_index=2))
     calls = (CallRecord(0, {"n": 2}, 1e-3, compile_ids=("0/0", "1/0"), graphs_run=("0/0",), ran_eagerly=False),
              CallRecord(1, {"n": 2}, 1e-3, graphs_run=("0/0",), ran_eagerly=False),
              CallRecord(2, {"n": 4}, 1e-3, compile_ids=("0/1",), graphs_run=("0/1",), ran_eagerly=False))
     assert eager_frames(calls, records) == {0: (1,), 1: (1,), 2: (1,)}
     assert [c.outcome for c in classify_calls(calls, records)] == [RequestOutcome.PARTIAL] * 3
+    # another function's frame that failed where only the first call entered it (a lazy set-up):
+    # the calls after it are not known to have run it
+    helper = records[:1] + (CompileRecord(CompileId(1, 0), "build_table", "m.py", 9, outcome="failed",
+                                          call_index=0),) + records[2:]
+    assert eager_frames(calls, helper) == {0: (1,)}
 
 
 def test_two_resume_frames_of_one_name_and_line_are_two_functions_in_a_probe_report():

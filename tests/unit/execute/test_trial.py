@@ -124,6 +124,21 @@ def test_a_trial_whose_only_compile_failed_ran_every_call_eagerly():
     assert result.numerics and all(n.ran_eagerly for n in result.numerics)
 
 
+def test_a_refusal_where_every_graph_is_empty_leaves_the_hits_hits():
+    # no graph ever reached the backend and the limit refused size 4: calls 3 and 4 still ran
+    # entries 0/0 and 0/1, which "no graph ran" cannot tell from running eagerly
+    from compilescope.analysis.outcomes import RequestOutcome, classify_calls
+
+    ref = f"{HERE / 'workloads_for_tests.py'}:empty_graphs"
+    spec = TrialSpec(ref, "static", "cold", tuple({"n": n} for n in (2, 3, 4, 2, 3)),
+                     StrategyOptions(backend="eager", recompile_limit=2), FAST)
+    result = run_trial(spec)[0]
+    assert [e.outcome for e in result.compiles if e.function == "f"] == ["compiled", "compiled", "refused"]
+    assert [c.ran_eagerly for c in result.calls] == [None] * 5
+    outcomes = [c.outcome for c in classify_calls(result.calls, result.compiles)]
+    assert outcomes[2] is RequestOutcome.REFUSED and outcomes[3:] == [RequestOutcome.HIT] * 2
+
+
 def test_a_failed_compile_makes_later_calls_of_every_shape_eager_fallbacks():
     ref = f"{HERE / 'workloads_for_tests.py'}:fails_to_compile_at_32"
     result = trial("default", workload=ref, stream=tuple({"n": n} for n in (16, 16, 32, 16, 64)), backend="eager")

@@ -200,6 +200,7 @@ def test_a_probe_result_forecasts_under_pytorchs_default(tmp_path, monkeypatch):
     s = report.strategy("default")
     assert report.backend == "as probed" and [r.outcome for r in s.requests] == ["compile", "compile", "compile", "hit"]
     assert [r.estimated for r in s.requests] == [False, False, False, True]
+    assert s.recorded_from == f"{path} (the probed program's compiles)"  # no trial label: a probe ran none
 
 
 def test_recording_leaves_pytorchs_hook_as_it_was():
