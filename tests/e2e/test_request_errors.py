@@ -264,3 +264,14 @@ def test_cli_exit_1_without_fail_on_when_every_compiled_trial_failed(cli_in_proc
                           "--backend", "faulty_lowering", "--json", str(out), *QUICK)
     assert proc.returncode == 1, proc.stderr
     assert [t.status for t in load(out).trials] == ["ok", "failed"]
+
+
+def test_cli_exit_1_when_no_compiled_trial_ran_a_compiled_graph(cli_in_process, tmp_path):
+    """The only frame fails to compile: the trial is "ok", yet every request ran eagerly — its
+    figures are eager against eager, and the command says so and fails."""
+    tests = Path(__file__).resolve().parents[1] / "workloads_for_tests.py"
+    proc = cli_in_process("run", f"{tests}:never_compiles", "--stream", "4,6", "--strategies", "default",
+                          "--backend", "eager", "--json", str(tmp_path / "r.json"), *QUICK)
+    assert proc.returncode == 1, proc.stderr
+    assert "no compiled trial ran a compiled graph: every request ran eagerly or raised (default (cold): 2 of 2 " \
+           "eager)" in proc.stdout + proc.stderr

@@ -298,13 +298,18 @@ def _watched(progress: Progress, total: int | None, work: Callable[[ProgressFn, 
 
 def failure(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> str | None:
     """Why the command fails, in one line, or None: every compiled trial failed (a trial whose
-    every request raised included), or under ``--fail-on``: crash (a trial failed or timed
+    every request raised included), or ran no request compiled (each ran eagerly or raised),
+    or under ``--fail-on``: crash (a trial failed or timed
     out, or any request raised), numerics, fallback (a request ran eagerly, wholly or partly)."""
     if report is None:
         return None
     compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
     if compiled and all(t.status not in ("ok", "partial") for t in compiled):
         return f"every compiled trial failed ({', '.join(f'{t.label}: {t.status}' for t in compiled)})"
+    if compiled and all(t.completed and t.fallbacks + t.call_errors >= t.completed for t in compiled):
+        # nothing compiled ran: a frame that never compiles (its compile failed) measures eager against eager
+        return ("no compiled trial ran a compiled graph: every request ran eagerly or raised ("
+                + ", ".join(f"{t.label}: {t.fallbacks} of {t.completed} eager" for t in compiled) + ")")
     crashed = [t for t in report.trials if t.status in ("failed", "timeout", "partial") or t.call_errors]
     if "crash" in fail_on and crashed:
         return "--fail-on crash: " + ", ".join(

@@ -66,7 +66,7 @@ ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps",
                    "measure every proposal and recommend (as `compilescope advise`).")
 @click.option("--fail-on", default=None, metavar="WHAT",
               help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
-                   "Exit 1 always when every compiled trial failed.")
+                   "Exit 1 always when every compiled trial failed, or ran no request compiled.")
 @options("executor", "lifetime", "html", "measure")
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,

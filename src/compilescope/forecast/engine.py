@@ -96,6 +96,7 @@ class Observed:
     guards: tuple[ForecastGuard, ...]
     error: str | None
     why: str | None = None
+    blocks: int | None = None  # the frame a compile of this call failed for (Dynamo runs it eagerly from then on)
 
 
 def _guards(records: Sequence[CompileRecord]) -> tuple[ForecastGuard, ...]:
@@ -139,7 +140,8 @@ def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileReco
             why = blocked
         elif c.outcome.ran_eagerly:
             why = blocked or "a frame of the call runs eagerly"
-        out.append(Observed(word, c.outcome.ran_eagerly, c.compile_ids, _guards(c.records), c.call.error, why))
+        out.append(Observed(word, c.outcome.ran_eagerly, c.compile_ids, _guards(c.records), c.call.error, why,
+                            failed.compile_id.frame if failed is not None else None))
     return out
 
 
@@ -165,9 +167,14 @@ def dry_outcomes(trial: TrialResult, shapes: int | None = None) -> list[Observed
 
 def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[ForecastRequest]:
     """The whole stream's requests from the outcomes of its distinct shapes (in order of
-    first appearance)."""
-    firsts: dict[tuple[tuple[str, int], ...], tuple[Observed, tuple[tuple[str, int], ...], str]] = {}
-    by_id: dict[int, tuple[Observed, tuple[tuple[str, int], ...], str]] = {}  # a shared dict: its key at once
+    first appearance). A repeat repeats its first outcome — Dynamo's caches only grow — unless
+    a compile failed since: Dynamo then runs that frame eagerly, so a repeat is ``eager`` when
+    the frame is the function's own (frame 0, which every call enters) and ``unknown``
+    otherwise (whether it enters the frame is not known)."""
+    Known = tuple[Observed, tuple[tuple[str, int], ...], str, int]  # outcome, key, its repeat's word, first index
+    firsts: dict[tuple[tuple[str, int], ...], Known] = {}
+    by_id: dict[int, Known] = {}  # a shared dict: its key at once
+    failures: list[tuple[int, Observed]] = []  # (index, the request whose compile failed for a frame)
     it = iter(traced)
     out = []
     for index, shape in enumerate(stream):
@@ -177,14 +184,26 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
             known = firsts.get(key)
             if known is None:
                 seen = next(it)
-                firsts[key] = (seen, key, repeat_word(seen.outcome, seen.eager_part))
+                firsts[key] = (seen, key, repeat_word(seen.outcome, seen.eager_part), index)
                 out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards,
                                            seen.error, why=seen.why))
                 by_id[id(shape)] = firsts[key]
+                if seen.blocks is not None:
+                    failures.append((index, seen))
                 continue
             by_id[id(shape)] = known
-        first = known[0]
-        out.append(ForecastRequest(index, known[1], known[2], "repeat", why=first.why))  # one key per distinct shape
+        first, key, word, at = known
+        since = [f for i, f in failures if i > at]
+        if since:
+            frame0 = next((f for f in since if f.blocks == 0), None)
+            if frame0 is not None:
+                out.append(ForecastRequest(index, key, "eager", "repeat", why=frame0.why))
+            else:
+                out.append(ForecastRequest(index, key, "unknown", "repeat", why=(
+                    f"after a failed compile ({since[-1].why}), whether this shape, first seen before it, "
+                    "enters that frame again is not known")))
+            continue
+        out.append(ForecastRequest(index, key, word, "repeat", why=first.why))  # one key per distinct shape
     return out
 
 

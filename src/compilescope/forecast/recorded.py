@@ -463,7 +463,27 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
         seen[key] = step.outcome
         if step.new and why is None:
             why = f"{NOT_RECORDED} (request {index} compiled {step.compile_id}, estimated by PyTorch's rule)"
+    rows = _after_a_failure(trial, rows)
     return _strategy_forecast(trial, rows, (len(made), limit), time.perf_counter() - started, unknown, source)
+
+
+def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest]) -> list[ForecastRequest]:
+    """The recording holds a compile that failed (its call went on: Dynamo then runs that frame
+    eagerly for good). Which request of the stream meets that failure, and which later ones
+    run the frame eagerly, no recorded guard tells: each request after the first that compiles
+    is ``unknown``."""
+    raised = {c.index for c in trial.calls if c.error is not None}
+    failed = next((r for r in trial.compiles if r.failed and r.call_index not in raised
+                   and r.phase in ("stream", "startup")), None)
+    first = next((i for i, r in enumerate(rows) if r.outcome == "compile"), None)
+    if failed is None or first is None:
+        return rows
+    why = (f"the recording holds a failed compile ({failed.compile_id} of {failed.display_name}, "
+           f"{failed.fail_type or 'an error'}), after which Dynamo runs that frame eagerly: which request "
+           f"meets it, and what runs eagerly after, the recorded guards do not tell (from request {rows[first].index}, "
+           "which compiles)")
+    return rows[:first + 1] + [dataclasses.replace(r, outcome="unknown", basis="guards", compile_ids=(), guards=(),
+                                                   estimated=False, why=why) for r in rows[first + 1:]]
 
 
 def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: tuple[int, int], wall: float,

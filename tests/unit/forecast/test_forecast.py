@@ -459,3 +459,13 @@ def test_a_frame_whose_compile_fails_is_forecast_eager_after_it_with_why(tmp_pat
     assert "0/0 fails (Unsupported)" in (s.requests[0].why or "")
     assert "compile 0/0 of" in (s.requests[2].why or "") and "failed (Unsupported)" in (s.requests[2].why or "")
     assert "fails" in (s.requests[1].why or "")  # a repeat of request 0's shape: its outcome, and why
+
+
+def test_a_shape_repeated_after_a_failed_compile_is_forecast_eager_as_it_runs(tmp_path, monkeypatch):
+    """16 compiled, then 32's compile fails and Dynamo runs the frame eagerly: 16 again runs
+    eagerly, not on its old graph (the caches did not only grow: the frame is skipped)."""
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:fails_to_compile_at_32"
+    report = _agrees_with_real(ref, "eager", tmp_path, monkeypatch, ("default",), fake=False)
+    s = report.strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "hit", "compile", "eager", "eager"]
+    assert s.requests[3].basis == "repeat" and "fails" in (s.requests[3].why or "")

@@ -9,6 +9,7 @@ under default, static and dynamic."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -317,3 +318,16 @@ def test_a_failing_value_type_or_length_guard_says_what_the_entry_expected_and_w
 
     told = [(g.kind, g.source, g.expected, g.actual) for g in _forecast_guards("0/0", [failed[1], failed[3]])]
     assert told == [("value", "L['n']", "3", "4"), ("length", "L['cache']", "2", "1")]
+
+
+def test_a_recording_with_a_failed_compile_forecasts_nothing_it_cannot_tell_after_it(tmp_path, monkeypatch):
+    # the recording's compile for 32 failed and Dynamo ran the frame eagerly from then on: which
+    # request of another stream meets that, and what runs eagerly after, no recorded guard tells
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:fails_to_compile_at_32"
+    stream = parse_stream("16,16,32,16", ("n",))
+    trial = _trial(ref, "default", stream, "eager", tmp_path, monkeypatch)
+    assert [c.outcome for c in trial.compiles if c.failed] == ["failed"]
+    path = _recorded(ref, stream, [trial], tmp_path / "run.json")
+    s = forecast_recorded(ref, "16,64,16", path).strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "unknown", "unknown"]
+    assert "failed compile" in (s.requests[1].why or "") and s.requests[2].why == s.requests[1].why
