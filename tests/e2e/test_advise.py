@@ -148,7 +148,7 @@ def _trial(label, strategy, stream_s, compiles=1, recompiles=0, entries=0, why_s
     return SimpleNamespace(label=label, strategy=strategy, status=why_status, error=None, call_errors=0, fallbacks=0,
                            partial_fallbacks=partial_fallbacks, numerics_failed=0, stream=CompileCounts(compiles, recompiles, 0, 0, stream_s / 2),
                            rows=rows, timeline=(), stream_s=stream_s, requests=10, compile_rows=compile_rows,
-                           graph_breaks=())
+                           graph_breaks=(), compiles_code=strategy != "eager", completed=10)
 
 
 def _proposal(name, strategy="mark-dynamic", target="recompiles", **options):

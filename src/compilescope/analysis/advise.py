@@ -557,7 +557,7 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     # candidates in order of how narrow a change each is: the default (none), the proposals
     # narrowest first, then not compiling at all
     candidates = [r for r in rows if r.score is not None and r.trial.status == "ok" and r.verdict != "reference"
-                  and (r.proposal is None or r.verdict == "accepted")]
+                  and (r.proposal is None or r.verdict == "accepted") and not _ran_nothing_compiled(r.trial)]
     recommendation, tie = None, ""
     when = horizon(candidates, objective, life, report.requests, lifetime is not None, eager_steady)
     if candidates:
@@ -577,6 +577,12 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     notes = tuple(n for n in (mode_note(result),) if n)
     return AdviceReport(objective, life, tuple(rows), tuple(_checked_fixes(fixes, rows)), recommendation, tie, when,
                         notes)
+
+
+def _ran_nothing_compiled(t: TrialReport) -> bool:
+    """A compiling trial whose every request ran eagerly or raised (its frame never compiled):
+    its score is eager's, under another name, and it is never the pick."""
+    return t.compiles_code and t.completed > 0 and t.fallbacks + t.call_errors >= t.completed
 
 
 def _tie(best: Judged, candidates: list[Judged]) -> str:
@@ -667,10 +673,13 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
     if t.call_errors:
         first = next((r.error for r in t.rows if r.error), "") or ""
         return f"{t.call_errors} request(s) raised ({first.split('. ')[0][:90]})"
-    if t.fallbacks:
-        return f"{t.fallbacks} request(s) ran eagerly"
-    if t.partial_fallbacks:
-        return f"{t.partial_fallbacks} request(s) ran partly eagerly"
+    # judged against the default's own: a frame that never compiles falls back under every setting
+    own, partly = (default.fallbacks, default.partial_fallbacks) if default is not None else (0, 0)
+    if t.fallbacks > own:
+        return f"{t.fallbacks} request(s) ran eagerly" + (f" against the default's {own}" if own else "")
+    if t.partial_fallbacks > partly:
+        return f"{t.partial_fallbacks} request(s) ran partly eagerly" + (f" against the default's {partly}"
+                                                                          if partly else "")
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
     if target == "compile_s":

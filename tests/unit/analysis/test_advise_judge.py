@@ -221,3 +221,25 @@ def test_a_0_1_specialisation_is_worded_as_such_and_left_to_the_measured_unbacke
                                "2 <= L['input_ids'].size()[0] → 1 compile(s)")
     assert _unbacked_covers(cause, {("input_ids", 0): [1, 2, 4]})
     assert not _unbacked_covers(cause, {("input_ids", 0): [2, 4]}) and not _unbacked_covers(cause, {})
+
+
+def _never_compiled(t: TrialResult) -> TrialResult:
+    """``t`` as it runs when its only frame fails to compile: every call eager, no compiled figure."""
+    failed = CompileRecord(CompileId.parse("0/0"), "f", "f.py", 1, outcome="failed", call_index=0, phase="stream")
+    calls = tuple(dataclasses.replace(c, graphs_run=(), ran_eagerly=True, compile_ids=("0/0",) if c.index == 0 else ())
+                  for c in t.calls)
+    steady = tuple(dataclasses.replace(s, ran_eagerly=True) for s in t.steady)
+    return dataclasses.replace(t, calls=calls, compiles=(failed,), steady=steady)
+
+
+def test_a_setting_whose_frame_never_compiles_is_never_the_pick_and_a_fix_is_judged_against_its_fallbacks():
+    # every setting falls back alike (the frame never compiles): a proposal is not rejected for
+    # the default's own fallbacks, and neither is picked over eager, whose figures they repeat
+    default = _never_compiled(_trial("default", 0.01, 1e-3))
+    marked = _never_compiled(_trial("mark-dynamic", 0.01, 1e-3, variant="x:0"))
+    report = _report(_trial("eager", 1e-3, 1e-3), default, marked)
+    advice = judge(report, [_proposal("mark-dynamic", "x:0", [MarkSpec("x", 0)])], "total", 10 ** 6, [])
+    rows = {r.label: r for r in advice.rows}
+    assert "ran eagerly" not in rows["mark-dynamic[x:0] (cold)"].why  # judged on what it targets
+    assert advice.recommendation is not None and advice.recommendation.proposal is EAGER
+    assert "eager is the pick" in advice.horizon
