@@ -68,18 +68,23 @@ class Replay:
     frame_entries: int
     compiles: int  # frame compiles made during start-up
     last_compiled: bool = False  # the last start-up call compiled a frame
+    fails: frozenset[Any] = frozenset()  # keys of the shapes whose compile fails (start-up cannot hold them)
 
     @property
     def holds(self) -> bool:
         return all(outcome == "hit" for _, outcome, _ in self.after)
 
     def failing(self) -> list[Shape]:
-        return [shape for shape, outcome, _ in self.after if outcome == "compile"]
+        """The shapes that still compile after start-up, and could be added to it: not one whose
+        compile fails — called at start-up, it would leave its frame running eagerly for good."""
+        return [shape for shape, outcome, _ in self.after if outcome == "compile" and shape_key(shape) not in self.fails]
 
 
 def _why(outcome: str, guards: Sequence[Any], error: str | None, limit: int, why: str | None = None) -> str:
     """``why``: the dry run's, for an unknown or eager request (an eager one past a failed
     compile says so; at the limit, the limit is named)."""
+    if outcome == "compile" and why:  # its compile fails: a frame runs eagerly from then on
+        return f"its compile fails: {why}"
     if outcome == "compile":
         return guards[0].text if guards else "compiles (no guard text recorded: a frame compiled for the first time)"
     if outcome == "eager":
@@ -162,8 +167,9 @@ def _read(trial: Any, startup: list[Shape], distinct: Sequence[Shape], options: 
                   for i, o in enumerate(observed[k:]))
     early = [r for r in trial.compiles if r.call_index is not None and r.call_index < k]
     last = [r for r in early if r.call_index == k - 1]
+    fails = frozenset(shape_key(distinct[i]) for i, o in enumerate(observed[k:]) if o.blocks is not None)
     return Replay(tuple(startup), after, graphs_needed(trial.compiles), count_compiles(early).compiles,
-                  count_compiles(last).compiles > 0)
+                  count_compiles(last).compiles > 0, fails)
 
 
 def _recorded_and_checked(workload_ref: str, strategy: str, distinct: Sequence[Shape],
@@ -179,7 +185,8 @@ def _recorded_and_checked(workload_ref: str, strategy: str, distinct: Sequence[S
         return f"{strategy} is unavailable: {trial.error}"
     observed = dry_outcomes(trial, 2 * len(shapes))
     first = observed[: len(shapes)]
-    startup = [s for s, o in zip(shapes, first) if o.outcome == "compile"]
+    # a shape whose compile fails is no start-up call: Dynamo would run its frame eagerly from then on
+    startup = [s for s, o in zip(shapes, first) if o.outcome == "compile" and o.blocks is None]
     if any(o.outcome not in ("compile", "hit") for o in first):  # the first pass built more than the list
         return replay(workload_ref, strategy, startup, shapes, options)
     done = _read(trial, shapes, shapes, options, observed)

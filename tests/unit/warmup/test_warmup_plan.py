@@ -116,6 +116,19 @@ def test_the_check_is_a_dry_run_a_shape_its_own_entry_refuses_again_stays_uncove
     assert "the last cannot be dropped" in default.minimal  # 16 compiled on 8's entry: dropping it cannot hold
 
 
+def test_a_shape_whose_compile_fails_is_never_a_start_up_call():
+    """32's compile fails, after which Dynamo runs the frame eagerly for good: calling it at
+    start-up would leave 16 and 64 running eagerly too. It stays uncovered, saying why."""
+    from pathlib import Path
+
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:fails_to_compile_at_32"
+    p = plan_warmup(ref, "16,32,16,64", "default", backend="eager").plan("default")
+    assert [s["n"] for s in p.shapes] == [16]
+    why = {u.shape["n"]: (u.outcome, u.why) for u in p.uncovered}
+    assert why[32][0] == "compile" and why[32][1].startswith("its compile fails: 0/")
+    assert why[64][0] == "eager" and "failed" in why[64][1] and "recompile limit" not in why[64][1]
+
+
 def test_the_list_and_its_check_are_one_dry_run_and_the_last_shapes_drop_takes_none(monkeypatch):
     """sincos under default: one dry run finds [16, 32] and checks it (each shape called twice),
     and dropping 16 is the only other; 32 compiled on 16's entry, so its drop is not run."""
