@@ -342,6 +342,7 @@ class _Evidence:
     by_mark: set[CauseKey] = field(default_factory=set)
     module_ints: set[CauseKey] = field(default_factory=set)  # PyTorch's hint says: an nn.Module's integer
     refused: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))  # limit-refused ids
+    failed: defaultdict[CauseKey, list[CompileRecord]] = field(default_factory=lambda: defaultdict(list))  # failed compiles
 
     def add(self, c: CompileRecord) -> None:
         seen_here = set()
@@ -363,6 +364,8 @@ class _Evidence:
                 self.ids[key].append(str(c.compile_id))
                 if c.refused:
                     self.refused[key].append(str(c.compile_id))
+                if c.failed:
+                    self.failed[key].append(c)
                 seen_here.add(key)
 
     def _add_relation(self, g: GuardFailure) -> CauseKey:
@@ -452,6 +455,13 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
                                  thresholds=f"{source} dim {dim}" in related, compiles=len(ev.ids[key]),
                                  module_int=key in ev.module_ints,
                                  resumed_at=resumed_at(function, ev.filenames.get(key, "")))
+    failed = ev.failed[key]
+    if failed and len(failed) == len(ev.ids[key]):  # nothing it caused compiled: no setting holds a graph for it
+        f = failed[0]
+        reducible, step = False, (
+            f"every compile it caused failed (compile {f.compile_id}: {f.fail_type or 'an error'}), after which "
+            "Dynamo runs the frame eagerly: no shape setting or recompile limit holds a graph for it — make the "
+            "code compile for these inputs (the failure is listed apart)")
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
                  ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach, refused=tuple(ev.refused[key]))

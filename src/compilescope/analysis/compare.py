@@ -351,6 +351,20 @@ def _single(trial: str, figure: str, a: float | None, b: float | None, same_work
                   **texts)
 
 
+def _compile_counts(name: str, ta: TrialReport, tb: TrialReport) -> list[Change]:
+    """The failed compiles (when either trial has any) and the compiles; fewer compiles because
+    a frame stopped compiling (it failed, or runs eagerly more) are shown, not an improvement."""
+    out = []
+    if ta.stream.failed or tb.stream.failed:
+        out.append(_count(name, "failed compiles", ta.stream.failed, tb.stream.failed, "counts are exact"))
+    compiles = _count(name, "compiles", ta.stream.compiles, tb.stream.compiles, "counts are exact")
+    if compiles.flag == "improvement" and (tb.stream.failed > ta.stream.failed or tb.fallbacks > ta.fallbacks
+                                           or tb.partial_fallbacks > ta.partial_fallbacks):
+        compiles = dataclasses.replace(compiles, flag="", why=(
+            "counts are exact; fewer where B failed to compile or ran eagerly more: not flagged"))
+    return [*out, compiles]
+
+
 def _count(trial: str, figure: str, a: int, b: int, why: str) -> Change:
     flag: Flag = "" if a == b else ("regression" if b > a else "improvement")
     return Change(trial, "", figure, a, b, _rel(a, b), flag, why, _count_text(a), _count_text(b))
@@ -402,7 +416,7 @@ def _trial_changes(name: str, ta: TrialReport, tb: TrialReport, noise: _Noise | 
         return out  # a trial that did not finish has no figures to set beside the other's
     if ta.compiles_code:
         a_n, b_n = ta.stream.compiles, tb.stream.compiles
-        out.append(_count(name, "compiles", a_n, b_n, "counts are exact"))
+        out += _compile_counts(name, ta, tb)
         different = []
         if a_n != b_n:
             different.append(f"{a_n} against {b_n} compiles")

@@ -158,3 +158,11 @@ def test_a_tensor_computed_before_a_break_is_not_reached_by_marking_the_input():
     assert resumed.shape_reducible
     assert "which no mark reaches" in resumed.next_step and "compile with dynamic=True" in resumed.next_step
     assert not resumed.next_step.startswith("a tensor the program computes")
+
+
+def test_a_cause_whose_every_compile_failed_is_no_limit_to_raise():
+    rel = GuardFailure("x.size()[0] != 32", "0/1", "relation", None, None, None, None, involves=("L['x'] dim 0",))
+    failed = dataclasses.replace(_compile("0/2", rel), outcome="failed", fail_type="Unsupported")
+    (c,) = group_causes((failed,))
+    assert not c.shape_reducible and "recompile_limit" not in c.next_step.split("—")[1]
+    assert c.next_step.startswith("every compile it caused failed (compile 0/2: Unsupported)")
