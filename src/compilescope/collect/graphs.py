@@ -25,7 +25,7 @@ from ..model import CallRecord, CompileId, CompileRecord
 class GraphRunLog:
     def __init__(self) -> None:
         self.compiled: list[str] = []  # compile ids whose graph reached the backend
-        self.failed = False  # a frame's compile failed (and nothing else has reached the backend since, see note)
+        self.failed = False  # some frame's compile failed (that frame runs eagerly from then on)
         self.entries = False  # some compile made a cache entry (its graph may be empty: it never reaches the backend)
         self._ran: list[str] = []
 
@@ -97,7 +97,8 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
     by the stream: a frame whose graphs are empty runs nothing compiled either way), or, for a
     failed frame that never had one, at the call it failed at (entered then) and, when it is a
     graph break's resume frame, at every call after (the code before the break enters it on
-    a straight path; another function's frame may have been entered once, a lazy set-up say). Calls that raised, ran nothing compiled (a whole eager fallback, see
+    a straight path; another function's frame may have been entered once, a lazy set-up say).
+    Calls that raised, ran nothing compiled (a whole eager fallback, see
     :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
     frame that this call's path never entered would be counted too; a graph break on a
     straight path always enters its resume frame."""

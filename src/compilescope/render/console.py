@@ -417,7 +417,7 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
         t = row.trial
         numerics = "FAIL" if t.numerics_failed else (f"{t.numerics_checked} pass" if t.numerics_checked else "—")
         table.add_row(
-            T(row.label), T(row.verdict, styles[row.verdict]), T(f"{t.stream.compiles} ({t.stream.recompiles})"),
+            T(row.label), T(row.verdict, styles[row.verdict]), _counts_cell(t),
             T(fmt_time(t.stream.compile_s) if t.compiles_code else "—"), T(fmt_time(t.stream_s)), T(t.fallbacks),
             T(numerics),
             T(fmt_time(row.score)), T(row.why),

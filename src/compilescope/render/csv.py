@@ -78,6 +78,7 @@ COLUMNS: tuple[tuple[str, Getter], ...] = (
     ("guards", _guard(lambda g: g.guards)),
     ("trial_guard_stream_lookup_s", _trial(lambda t: t.guards.stream_s if t.guards else None)),
     ("trial_guard_repeated_lookup_s", _trial(lambda t: t.guards.repeated_s if t.guards else None)),
+    ("trial_failed_compiles", _trial(lambda t: t.stream.failed)),  # after the others: columns only ever added at the end
 )
 
 
