@@ -53,8 +53,6 @@ class RecompileBudgetWarning(UserWarning):
     pass
 
 
-
-
 class _Hub:
     """The one capture shared by every active watch."""
 
@@ -232,7 +230,7 @@ class Watch:
 
     @property
     def failed(self) -> int:
-        """Compiles that failed (Dynamo runs that frame eagerly from then on)."""
+        """Compiles that failed (:func:`failure_lines` says which, and whether Dynamo tried that frame again)."""
         return count_compiles(self.records).failed
 
     @property

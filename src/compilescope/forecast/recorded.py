@@ -555,8 +555,6 @@ def unmatched_strategy(trial: TrialResult, stream: Sequence[Shape], why: str, so
     return _strategy_forecast(trial, rows, (0, limit_in_force(None, trial_limit(trial, here=True))), 0.0, 0, source)
 
 
-
-
 def _owner(r: CompileRecord) -> str:
     """The compiled function a probe's compile belongs to (a resume frame: the function it resumes)."""
     if r.target is not None:
