@@ -44,6 +44,14 @@ for _name in _without_ambient(dict(os.environ)):
 for _name, _value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("TOKENIZERS_PARALLELISM", "false")):
     os.environ.setdefault(_name, _value)
 
+# One OpenMP thread per process unless the machine says otherwise (set before any test imports
+# torch, so the workers, the CLI and trial fork servers and every process they start inherit it):
+# the suite runs two workers and their trials and commands side by side, and a pool of a thread
+# per core in each of them oversubscribes the cores, its idle threads spinning for time the others
+# need — `make check` took 155 s with torch's default pools and 91 s with one thread, on 2 cores.
+# Trials already run on one thread (`--threads`); the tests of other counts set theirs.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
