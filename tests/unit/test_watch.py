@@ -125,6 +125,11 @@ def test_a_failed_compile_is_said_within_budget_and_in_the_explanation():
             lstm(torch.randn(3, 1, 4))
     assert w.failed == 1 and w.recompiles == 0
     assert "(1 compile(s), 0 recompile(s), 1 failed," in w.explain()
+    # its graph break is the module's, where its compile record places it — not PyTorch's wrapper
+    # around a compiled module (external_utils.py), the only frame in the break's own stack
+    (record,) = w.records
+    assert [(b.filename, b.line) for b in w.breaks] == [(record.target.filename, record.target.line)]
+    assert record.target.filename.endswith("rnn.py") and "external_utils" in record.filename
 
 
 def test_a_refused_attempt_is_no_compile_of_its_cause():

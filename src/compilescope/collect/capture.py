@@ -182,21 +182,21 @@ class CaptureSession:
             )
             if record is not None:
                 compiles.append(record)
-        breaks = self._take_breaks(call_index, phase)
+        breaks = self._take_breaks(call_index, phase, target)
         loose = tuple(
             enrich_actual(parse_guard_failure(t), arguments or {}) for t in self._loose_failures
         )
         self._loose_failures = []
         return Polled(tuple(compiles), breaks, loose)
 
-    def _take_breaks(self, call_index: int | None, phase: str) -> tuple[GraphBreak, ...]:
+    def _take_breaks(self, call_index: int | None, phase: str, target: TargetInfo | None) -> tuple[GraphBreak, ...]:
         records = compat.graph_break_reasons()
         raw = self._pending_breaks + list(records[self._breaks_seen :])
         self._pending_breaks = []
         self._breaks_seen = len(records)
         out = []
         for record in raw:
-            filename, line = break_location(record)
+            filename, line = break_location(record, target)
             out.append(GraphBreak(str(getattr(record, "reason", record)), filename, line, call_index, phase=phase))
         self.graph_breaks.extend(out)
         return tuple(out)

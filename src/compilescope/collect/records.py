@@ -44,13 +44,22 @@ def code_key(code: Any) -> CodeKey:
     )
 
 
-def break_location(record: Any) -> tuple[str | None, int | None]:
-    """The user's file and line of a graph-break record (its innermost user frame)."""
+def break_location(record: Any, target: TargetInfo | None = None) -> tuple[str | None, int | None]:
+    """The user's file and line of a graph-break record: its innermost frame that is not
+    PyTorch's own wrapper around a compiled module (``inner`` in ``external_utils.py``,
+    ``Module._call_impl``). Where the wrapper is all there is — the compiled module itself could
+    not be traced (an ``nn.LSTM`` passed to ``torch.compile``) — the compiled target's code,
+    as its compile record names it; PyTorch's frame only when no target is known."""
     stack = compat.graph_break_user_stack(record)
+    for frame in reversed(stack):
+        filename = getattr(frame, "filename", None)
+        if filename is None or not compat.is_torch_internal(str(filename)):
+            return filename, getattr(frame, "lineno", None)
+    if target is not None and target.target.filename:
+        return target.target.filename, target.target.line
     if not stack:
         return None, None
-    frame = stack[-1]
-    return getattr(frame, "filename", None), getattr(frame, "lineno", None)
+    return getattr(stack[-1], "filename", None), getattr(stack[-1], "lineno", None)
 
 
 class TargetInfo:
