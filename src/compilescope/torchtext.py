@@ -496,6 +496,20 @@ def graph_break_text(payload: str) -> tuple[str, str | None, int | None]:
     return reason, (at["file"] if at else None), (int(at["line"]) if at else None)
 
 
+_GIVE_UP_PREAMBLE = re.compile(
+    r"^Failed to handle graph break gracefully\. Skipping the function and falling back to eager\. "
+    r"Graph break encountered:\s*", re.S)
+
+
+def break_given_up(reason: str) -> str | None:
+    """For the graph break Dynamo logs again when it cannot resume after one and skips the whole
+    frame ("Failed to handle graph break gracefully. Skipping the function and falling back to
+    eager. Graph break encountered: …", ``InstructionTranslatorBase.run`` — 2.13.0): the break's
+    own reason; None for any other break."""
+    m = _GIVE_UP_PREAMBLE.match(reason)
+    return reason[m.end():].strip() if m else None
+
+
 # ----------------------------------------------------------------------------- guard sources
 # A cache entry's guard managers name what they guard by source (PyTorch's words, checked on
 # 2.13.0): L['self']._modules['layers']._modules['0']._parameters['weight'], G['torch'],

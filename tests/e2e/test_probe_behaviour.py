@@ -221,3 +221,36 @@ def test_compiled_modules_are_named_by_class_and_forward(tmp_path):
     assert cause.source == "L['hidden']" and "mark_dynamic(hidden, 0" in cause.next_step  # pasteable
     (cause,) = names["Linear.forward"].causes
     assert cause.source == "L['input']"
+
+
+GIVES_UP = """
+import torch
+lstm = torch.nn.LSTM(4, 4, batch_first=True)
+def f(x):
+    return lstm(x * 2)[0].sum()
+compiled = torch.compile(f, backend="eager")
+for n in (3, 5):
+    compiled(torch.randn(2, n, 4))
+"""
+
+
+def test_a_frame_dynamo_gives_up_after_a_break_has_one_break_in_a_trace_and_in_process(tmp_path, main):
+    """Dynamo meets the LSTM, restarts, cannot resume after the break and runs the whole of ``f``
+    eagerly: its trace logs the break twice (the second "Failed to handle graph break
+    gracefully…", with another traceback), the in-process capture once. One break both ways,
+    at the user's line; the compile is the one that failed."""
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.probe.capture import probe_script
+    from compilescope.probe.trace import read_trace
+
+    script = tmp_path / "gives_up.py"
+    script.write_text(GIVES_UP)
+    trace = tmp_path / "trace"
+    subprocess.run([sys.executable, str(script)], env=dict(os.environ, TORCH_TRACE=str(trace)), check=True,
+                   capture_output=True, timeout=300)
+    logged = sum(log.read_text().count('"name": "dynamo_graph_break_reason"') for log in trace.glob("*.log"))
+    assert logged == 2  # what the reader has to fold
+    for result in (read_trace(trace), probe_script(str(script), [])):
+        assert [(b.filename, b.line) for b in result.graph_breaks] == [(str(script), 5)], result.graph_breaks
+        assert [(str(c.compile_id), c.outcome) for c in result.compiles] == [("0/0", "failed")]
+        assert build_probe_report(result).graph_break_count == 1  # the header's "1 graph break(s)"

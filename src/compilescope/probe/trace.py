@@ -21,7 +21,8 @@ from ..collect.records import RecordBuilder
 from ..errors import CompilescopeError
 from ..model import GraphBreak, ProbeResult
 from ..torchtext import (
-    KNOWN_IGNORED, envelope_compile_id, envelope_kind, graph_break_text, recompile_reason_texts, trace_events,
+    KNOWN_IGNORED, break_given_up, envelope_compile_id, envelope_kind, graph_break_text, recompile_reason_texts,
+    trace_events,
 )
 
 
@@ -107,15 +108,27 @@ def _parse_graph_break(state: TraceState, env: Envelope, payload: str | None) ->
         state.counters["graph_break_without_payload"] += 1
         return
     reason, filename, line = graph_break_text(payload)
+    cid = envelope_compile_id(env)
+    given_up = break_given_up(reason)
+    if given_up is not None and any((b.compile_id, b.filename, b.line) == (cid, filename, line)
+                                    and _headline(b.reason) == _headline(given_up) for b in state.breaks):
+        # the same break (same frame compile, place and headline; the tracebacks differ) logged
+        # again as Dynamo gives the frame up, which the compile's failure says: one break, as the
+        # in-process capture counts it
+        return
     state.breaks.append(
         GraphBreak(
             reason=reason,
             filename=filename,
             line=line,
-            compile_id=envelope_compile_id(env),
+            compile_id=cid,
             phase="script",
         )
     )
+
+
+def _headline(text: str) -> str:
+    return next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
 
 
 def _artifact(name: str) -> Callable[[str, Envelope], bool]:
