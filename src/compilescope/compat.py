@@ -793,6 +793,30 @@ def is_recompile_limit_failure(fail_type: str | None, fail_reason: str | None) -
     return any(w in reason for w in _LIMIT_WORDS)
 
 
+def run_uncompiled(fn: Any) -> Any:
+    """Have Dynamo run ``fn``'s frames, and every frame they call, as Python, never compiling
+    them, where a compiled region is running (``set_code_exec_strategy`` with
+    ``FrameAction.SKIP`` for the frame and what it calls, as ``torch._dynamo.disable`` runs
+    its region; ``skip_code`` for the frame alone where those are absent) — 2.13.0. A
+    ``torch.compile``-d function called from there still compiles: it sets its own callback.
+    Unlike ``torch._dynamo.disable`` it leaves ``fn`` as it is, so that Dynamo *tracing* a
+    caller inlines it. Returns ``fn``."""
+    try:
+        from torch._dynamo import eval_frame
+
+        code = fn.__code__
+        strategy = getattr(eval_frame, "set_code_exec_strategy", None)
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+
+        if strategy is not None:
+            strategy(code, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+        else:
+            eval_frame.skip_code(code)
+    except Exception:
+        pass
+    return fn
+
+
 def recompile_limit_value() -> int:
     """Dynamo's recompile limit in force (default 8) — :func:`recompile_limit_name`."""
     import torch._dynamo

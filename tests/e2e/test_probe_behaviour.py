@@ -254,3 +254,49 @@ def test_a_frame_dynamo_gives_up_after_a_break_has_one_break_in_a_trace_and_in_p
         assert [(b.filename, b.line) for b in result.graph_breaks] == [(str(script), 5)], result.graph_breaks
         assert [(str(c.compile_id), c.outcome) for c in result.compiles] == [("0/0", "failed")]
         assert build_probe_report(result).graph_break_count == 1  # the header's "1 graph break(s)"
+
+
+NESTED = """
+import torch
+class M(torch.nn.Module):
+    def forward(self, x):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * 3
+module = torch.compile(M(), backend="eager")
+@torch.compile(backend="eager")
+def inner(x):
+    x = x - 1
+    torch._dynamo.graph_break()
+    return x / 2
+@torch.compile(backend="eager")
+def outer(x):
+    return module(inner(x.sin())).cos()
+for n in (4, 4, 6):
+    outer(torch.randn(n))
+"""
+
+
+def test_compiled_functions_called_from_a_compiled_function_are_probed_as_they_run_unprobed(tmp_path):
+    """The probe's wrappers around a compiled function and a compiled module are called from
+    inside ``outer``: traced there, and run as frames of their own in its region after a break.
+    Dynamo must meet the user's code as it does unprobed — the same compiles and breaks as the
+    plain run's TORCH_TRACE, none of them in compilescope's own files."""
+    from compilescope.probe.capture import probe_script
+    from compilescope.probe.trace import read_trace
+
+    script = tmp_path / "nested.py"
+    script.write_text(NESTED)
+    trace = tmp_path / "trace"
+    subprocess.run([sys.executable, str(script)], env=dict(os.environ, TORCH_TRACE=str(trace)), check=True,
+                   capture_output=True, timeout=300)
+    plain, probed = read_trace(trace), probe_script(str(script), [])
+
+    def seen(result):
+        return (sorted((str(c.compile_id), c.function, c.line, c.outcome) for c in result.compiles),
+                sorted((b.filename, b.line) for b in result.graph_breaks))
+
+    assert seen(probed) == seen(plain)
+    assert {c.filename for c in probed.compiles} == {str(script)}
+    assert probed.graph_breaks and not probed.lost_capabilities
+    assert [c.function for c in probed.calls] == ["outer", "inner", "M.forward"] * 3  # each call, once

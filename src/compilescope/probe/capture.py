@@ -153,17 +153,30 @@ class ProbeSession:
         record = compat.contained("call inputs", record)
         enter = compat.contained("compile records", self._enter)
         leave = compat.contained("compile records", self._exit)
+        # Called from inside another compiled function, these are Dynamo's to trace as it traces
+        # the caller (there they do nothing, so that it inlines the function as it would unprobed,
+        # rather than tracing the probe's own bookkeeping and breaking its graph on it), or to run
+        # as frames of their own in the caller's compiled region after a break (run as Python,
+        # never compiled: compat.run_uncompiled).
         if isinstance(compiled, torch.nn.Module):
             def pre(_m: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+                if torch.compiler.is_compiling():
+                    return
                 record(args, kwargs)
                 enter(info)
 
-            compiled.register_forward_pre_hook(pre, with_kwargs=True)
-            compiled.register_forward_hook(lambda *_: leave(), always_call=True)
+            def post(*_: Any) -> None:
+                if not torch.compiler.is_compiling():
+                    leave()
+
+            compiled.register_forward_pre_hook(compat.run_uncompiled(pre), with_kwargs=True)
+            compiled.register_forward_hook(compat.run_uncompiled(post), always_call=True)
             return compiled
 
         @functools.wraps(compiled)
         def call(*args: Any, **kwargs: Any) -> Any:
+            if torch.compiler.is_compiling():
+                return compiled(*args, **kwargs)
             record(args, kwargs)
             enter(info)
             try:
@@ -171,7 +184,7 @@ class ProbeSession:
             finally:
                 leave()
 
-        return call
+        return compat.run_uncompiled(call)
 
     def result(self, source: str, exit_code: int, error: str | None) -> ProbeResult:
         counters = dict(self.capture.builder.counters)
