@@ -311,7 +311,7 @@ class Watch:
         if self.max_recompiles is not None and self.recompiles > self.max_recompiles:
             out.append(f"{self.recompiles} recompile(s) exceed the budget of {self.max_recompiles}")
         if self.max_graph_breaks is not None and self.graph_breaks > self.max_graph_breaks:
-            out.append(f"{self.graph_breaks} graph break(s) exceed the budget of {self.max_graph_breaks}")
+            out.append(f"{self.graph_breaks} distinct graph break(s) exceed the budget of {self.max_graph_breaks}")
         return out
 
     def check(self) -> None:
@@ -335,8 +335,11 @@ class Watch:
         counts = count_compiles(self.records)
         extra = "".join(f", {n} {what}" for n, what in ((counts.failed, "failed"),
                                                           (counts.refused, "refused by the recompile limit")) if n)
+        breaks = f"{self.graph_breaks} distinct graph break(s)"  # what the budget counts; probe counts occurrences
+        if len(self.breaks) > self.graph_breaks:
+            breaks += f" met {len(self.breaks)} times"
         lines = [f"compilescope.watch: {'; '.join(problems) or 'within budget'} "
-                 f"({self.compiles} compile(s), {self.recompiles} recompile(s){extra}, {self.graph_breaks} graph break(s))"]
+                 f"({self.compiles} compile(s), {self.recompiles} recompile(s){extra}, {breaks})"]
         lines += compile_lines(r for r in self.records if (r.is_recompile and not r.failed) or r.refused)
         lines += failure_lines(self.records)
         causes = self.causes

@@ -150,7 +150,7 @@ def test_graph_break_budget():
         return y.cos()
 
     f = torch.compile(broken, backend="eager")
-    with pytest.raises(RecompileBudgetExceeded, match="1 graph break"):
+    with pytest.raises(RecompileBudgetExceeded, match="1 distinct graph break"):
         with compilescope.watch(max_graph_breaks=0):
             f(torch.randn(4))
 
@@ -250,3 +250,22 @@ def test_a_compiles_settings_are_read_whole_or_not_at_all():
     for broken in (None, "", "{", "[]", '{"automatic_dynamic_shapes": 1, "assume_static_by_default": true}',
                    {"automatic_dynamic_shapes": True}):
         assert automatic_dynamic(broken) is None
+
+
+def test_the_break_count_says_it_counts_distinct_breaks_and_how_often_they_were_met():
+    # the budget counts a break once however often its site is met (a recompile meets it again);
+    # probe's header counts occurrences: the words say which count this is
+    def step(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y + 1
+
+    f = torch.compile(step, backend="eager", dynamic=False)
+    with pytest.warns(compilescope.RecompileBudgetWarning) as caught:
+        with compilescope.watch(max_graph_breaks=0, action="warn") as w:
+            for n in (2, 3, 4):
+                f(torch.randn(n))
+    assert (w.graph_breaks, len(w.breaks)) == (1, 3)
+    first = str(caught[0].message).splitlines()[0]
+    assert first.startswith("compilescope.watch: 1 distinct graph break(s) exceed the budget of 0 ")
+    assert first.endswith(", 1 distinct graph break(s) met 3 times)")
