@@ -27,6 +27,10 @@ _LABELS = {
 }
 
 
+# what follows the break's own text in a TORCH_TRACE payload (torch 2.13)
+_AFTER_THE_TEXT = ("User code traceback:", "Traceback (most recent call last):", "Stack variable source attribution:")
+
+
 @dataclass(frozen=True)
 class BreakText:
     headline: str
@@ -44,6 +48,8 @@ def split_break_text(text: str) -> BreakText:
         return BreakText("")
     parts: list[tuple[str, str]] = []
     for line in lines[1:]:
+        if line.startswith(_AFTER_THE_TEXT):  # a trace's payload goes on with stacks, whose
+            break  # last exception repeats the text: its hints are not new ones
         if not line:
             continue
         label = next((lab for lab in _LABELS if line.startswith(lab)), None)
@@ -54,5 +60,5 @@ def split_break_text(text: str) -> BreakText:
         else:
             parts.append(("explanation", line))
     first = {kind: value for kind, value in reversed(parts)}
-    return BreakText(lines[0], first.get("explanation"), tuple(v for k, v in parts if k == "hint"),
+    return BreakText(lines[0], first.get("explanation"), tuple(dict.fromkeys(v for k, v in parts if k == "hint")),
                      first.get("context"), first.get("url"))
