@@ -806,9 +806,9 @@ def run_uncompiled(fn: Any) -> Any:
 
         code = fn.__code__
         strategy = getattr(eval_frame, "set_code_exec_strategy", None)
-        from torch._dynamo.types import FrameAction, FrameExecStrategy
-
         if strategy is not None:
+            from torch._dynamo.types import FrameAction, FrameExecStrategy
+
             strategy(code, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
         else:
             eval_frame.skip_code(code)
