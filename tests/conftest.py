@@ -364,6 +364,26 @@ def pytest_xdist_make_scheduler(config, log):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
+def _lazy_names_resolved():
+    """Every name the ``compilescope`` package resolves lazily, resolved (see ``pytester``)."""
+    import compilescope
+
+    for name in compilescope._LAZY:
+        getattr(compilescope, name)
+
+
+@pytest.fixture
+def pytester(_lazy_names_resolved, pytester):
+    """pytest's ``pytester``, made once the ``compilescope`` package has resolved every name it
+    resolves lazily. An in-process pytest restores ``sys.modules`` to the snapshot taken when
+    ``pytester`` is made, dropping the modules first imported inside it; the package keeps the
+    names it resolved there (``compilescope.watch``, the function), bound to the dropped modules,
+    and a later ``import compilescope.collect.capture`` in this process loads a second copy of
+    a module the first still uses (a test that patched one saw the other run)."""
+    return pytester
+
+
+@pytest.fixture
 def pytester_compiled(request):
     """``pytester`` for an in-process pytest that compiles, taken once this process has compiled:
     the modules torch imports at its first compile are then outside the module snapshot that

@@ -696,6 +696,9 @@ class MetricsView:
     bad_fields: tuple[str, ...] = ()
     guard_latency_us: float | None = None  # the new entry's guards evaluated once, on a flushed cache
     automatic_dynamic: bool | None = None  # a dim whose size changed was compiled dynamic (None: not recorded)
+    cache_entries: int | None = None  # the frame's cache entries (same ID_MATCH'd objects) when it compiled
+    fail_user_frame: tuple[str, int] | None = None  # the user code being traced when the compile failed
+    suppress_errors: bool | None = None  # ``torch._dynamo.config.suppress_errors`` at that compile
 
 
 def view_metrics(m: Any) -> MetricsView:
@@ -726,6 +729,7 @@ def view_metrics(m: Any) -> MetricsView:
     start = get("start_time_us", num)
     line = get("co_firstlineno", (int,))
     latency = get("guard_latency_us", num)
+    fail_file, fail_line = get("fail_user_frame_filename", (str,)), get("fail_user_frame_lineno", (int,))
     return MetricsView(
         compile_id=str(get("compile_id", (str,)) or ""),
         co_name=str(get("co_name", (str,)) or ""),
@@ -745,7 +749,48 @@ def view_metrics(m: Any) -> MetricsView:
         guard_latency_us=None if latency is None else float(latency),
         automatic_dynamic=automatic_dynamic(m.get("dynamo_config") if isinstance(m, Mapping)
                                             else getattr(m, "dynamo_config", None)),
+        cache_entries=get("cache_size", (int,)),
+        fail_user_frame=(fail_file, int(fail_line)) if fail_file and fail_line is not None else None,
+        suppress_errors=get("config_suppress_errors", (bool,)),
     )
+
+
+# Dynamo's exception types it suppresses outside fullgraph, falling back to running the frame
+# eagerly (``ConvertFrame.__call__``'s ``soft_fail``; ``fail_type`` is the type's qualname) —
+# checked on 2.13.0. Any other error raises into the call unless ``suppress_errors`` is on.
+SOFT_FAILURES = frozenset({"Unsupported", "UserError"})
+
+
+def compiling_fullgraph(limit: int = 120) -> bool | None:
+    """Whether the frame compile running on the calling thread's stack is a ``fullgraph=True``
+    one, read from Dynamo's ``convert_frame._compile`` frame's ``one_graph`` argument —
+    checked on 2.13.0. None when no such frame is on the stack (or it has no such argument)."""
+    frame = sys._getframe(1)
+    for _ in range(limit):
+        if frame is None:
+            return None
+        code = frame.f_code
+        if code.co_name == "_compile" and code.co_filename.endswith(("convert_frame.py",)):
+            one_graph = frame.f_locals.get("one_graph")
+            return one_graph if isinstance(one_graph, bool) else None
+        frame = frame.f_back
+    return None
+
+
+def failure_reaches_call(fail_type: str | None, fullgraph: bool | None, suppress_errors: bool | None) -> bool | None:
+    """Whether a compile that failed with ``fail_type`` raised into the user's call (True) or
+    Dynamo ran the frame eagerly instead (False), as ``ConvertFrame.__call__`` decides — checked
+    on 2.13.0: under fullgraph every failure raises; otherwise the soft ones fall back, and the
+    rest raise unless ``suppress_errors``. None when not known."""
+    if not fail_type:
+        return None
+    if fullgraph:
+        return True
+    if fullgraph is None:
+        return None
+    if fail_type in SOFT_FAILURES:
+        return False
+    return None if suppress_errors is None else not suppress_errors
 
 
 def automatic_dynamic(dynamo_config: Any) -> bool | None:

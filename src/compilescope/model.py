@@ -17,7 +17,7 @@ from .errors import OptionError, WorkloadError
 # The schema version of every file compilescope writes (results and probe JSON, journals,
 # store rows): one number for the records below. Its history and the steps that migrate older
 # files on load are in :mod:`compilescope.schema`.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
@@ -253,6 +253,9 @@ class CompileRecord:
     guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
     guard_latency_s: float | None = None  # PyTorch's one evaluation of them at compile time, on a flushed cache
     automatic_dynamic: bool | None = None  # a dim whose size had changed was compiled dynamic (Dynamo's settings then)
+    entries_before: int | None = None  # the frame's cache entries when it compiled (PyTorch's ``cache_size``); None: not recorded
+    fail_at: tuple[str, int] | None = None  # a failed compile: the user code Dynamo was tracing when it failed (file, line)
+    reached_call: bool | None = None  # a failed compile: its error raised into the call (True) or Dynamo ran the frame eagerly (False)
 
     @property
     def resumes(self) -> bool:
@@ -277,7 +280,15 @@ class CompileRecord:
 
     @property
     def is_recompile(self) -> bool:
-        return self.is_compile and self.compile_id.is_recompile
+        """A compile of a frame that already held a cache entry, PyTorch's own definition
+        (``is_recompilation``: the frame's ``cache_size`` ≥ 1). A second attempt after a
+        compile that failed, which left no entry, is not one. Records that did not note the
+        frame's entries (older files) count any attempt after the first."""
+        if not self.is_compile:
+            return False
+        if self.entries_before is not None:
+            return self.entries_before > 0
+        return self.compile_id.is_recompile
 
     @property
     def failed(self) -> bool:

@@ -496,6 +496,23 @@ def graph_break_text(payload: str) -> tuple[str, str | None, int | None]:
     return reason, (at["file"] if at else None), (int(at["line"]) if at else None)
 
 
+# A graph break at a jump on a traced value (``if tensor.sum() > 0:``) is recorded in process
+# by the instruction alone — ``GraphCompileReason(f"generic_jump {typestr(value)}…")`` — while
+# the same break's logged text, the trace's, opens with its kind: every such jump raises
+# ``gb_type="Data-dependent branching"`` first (``generic_jump``'s ``jump_graph_break``,
+# symbolic_convert.py — checked on 2.13.0).
+_GENERIC_JUMP = re.compile(r"^generic_jump \w+")
+DATA_DEPENDENT_BRANCH = "Data-dependent branching"
+
+
+def in_process_break_reason(reason: str) -> str:
+    """A graph-break record's reason as the trace words it: a jump's opens with
+    "Data-dependent branching", PyTorch's kind of it, above the instruction it names."""
+    if _GENERIC_JUMP.match(reason):
+        return f"{DATA_DEPENDENT_BRANCH}\n  {reason}"
+    return reason
+
+
 _GIVE_UP_PREAMBLE = re.compile(
     r"^Failed to handle graph break gracefully\. Skipping the function and falling back to eager\. "
     r"Graph break encountered:\s*", re.S)

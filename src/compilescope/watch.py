@@ -80,8 +80,10 @@ class _Hub:
                 self.session.uninstall()
                 self.session, self._undo_deque = None, None
 
-    def _on_entry(self, _entry: Any) -> None:
+    def _on_entry(self, entry: Any) -> None:
         with self.lock:
+            if self.session is not None:
+                self.session.note_compile(entry)
             self._deliver()
 
     def _deliver(self) -> None:
@@ -374,17 +376,25 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
 
 
 def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
-    """Each failed compile in one line, and, when no later attempt of its frame is on record,
-    that Dynamo has run that frame eagerly since (one that raised into the call is tried again)."""
+    """Each failed compile in one line, with where in the user's code it failed and what
+    became of the call: its error raised into it (``fullgraph=True``, or an error Dynamo does
+    not suppress; the next call tries again), or Dynamo ran the frame eagerly — since then, when
+    no later attempt of the frame is on record."""
     records = list(records)
     out = []
     for i, r in enumerate(records):
         if r.failed:
             why = (r.fail_reason or "").strip().split("\n", 1)[0][:200]
+            at = f" at {r.fail_at[0]}:{r.fail_at[1]}" if r.fail_at else ""
             again = any((o.epoch, o.compile_id.frame) == (r.epoch, r.compile_id.frame) for o in records[i + 1:])
-            out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed "
-                       f"({r.fail_type or 'an error'}{': ' + why if why else ''})"
-                       + ("" if again else ": no later attempt of that frame, which Dynamo has run eagerly since"))
+            if r.reached_call:
+                then = ": the error raised into the call"
+            elif r.reached_call is False:
+                then = ": Dynamo ran the frame eagerly" + ("" if again else ", and has since (no later attempt)")
+            else:
+                then = "" if again else ": no later attempt of that frame is on record"
+            out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed{at} "
+                       f"({r.fail_type or 'an error'}{': ' + why if why else ''}){then}")
     return out
 
 

@@ -118,8 +118,8 @@ def test_functions_filter_decorator_callback_and_warn():
 def test_a_failed_compile_is_said_within_budget_and_in_the_explanation():
     # a module that never compiles has no recompile to exceed a budget: it is said all the same
     lstm = torch.compile(torch.nn.LSTM(4, 4), backend="eager")
-    with pytest.warns(RuntimeWarning, match=r"compile 0/0 of LSTM.forward .* failed \(Unsupported.*no later attempt "
-                                            r"of that frame, which Dynamo has run eagerly since"):
+    with pytest.warns(RuntimeWarning, match=r"compile 0/0 of LSTM.forward .* failed \(Unsupported.*\): Dynamo ran the "
+                                            r"frame eagerly, and has since \(no later attempt\)"):
         with compilescope.watch(max_recompiles=0) as w:
             lstm(torch.randn(3, 1, 4))
             lstm(torch.randn(3, 1, 4))
@@ -130,6 +130,56 @@ def test_a_failed_compile_is_said_within_budget_and_in_the_explanation():
     (record,) = w.records
     assert [(b.filename, b.line) for b in w.breaks] == [(record.target.filename, record.target.line)]
     assert record.target.filename.endswith("rnn.py") and "external_utils" in record.filename
+
+
+def test_a_fullgraph_failure_raises_into_the_call_and_its_retry_is_no_recompile():
+    # under fullgraph=True a failed compile raises into the call, leaves no cache entry, and the
+    # next call tries the frame again (attempt 0/1): a compile, not a recompile, as PyTorch counts
+    # (the frame held no entry); the watch says the error reached the call and where it failed
+    def f(x):
+        y = x * 2
+        print("unsupported under fullgraph")  # noqa: T201 — the break is the point
+        return y + 1
+
+    g = torch.compile(f, backend="eager", fullgraph=True)
+    line = f.__code__.co_firstlineno + 2
+    with pytest.warns(RuntimeWarning) as caught, compilescope.watch(max_recompiles=0) as w:
+        for n in (2, 3):
+            with pytest.raises(Exception, match="builtin operator"):
+                g(torch.ones(n))
+    assert [str(r.compile_id) for r in w.records] == ["0/0", "0/1"]
+    assert [(r.failed, r.is_recompile, r.entries_before, r.reached_call) for r in w.records] == [(True, False, 0, True)] * 2
+    assert {r.fail_at for r in w.records} == {(__file__, line)}
+    assert (w.compiles, w.recompiles, w.failed) == (2, 0, 2)
+    text = w.explain()
+    assert f"failed at {__file__}:{line} (Unsupported" in text and "the error raised into the call" in text
+    assert "eagerly" not in text
+    assert any("the error raised into the call" in str(c.message) for c in caught)
+
+    # the same frame compiled without fullgraph: its graph break is handled, and a new size
+    # recompiles a frame that holds an entry
+    h = torch.compile(lambda x: x.cos(), backend="eager", dynamic=False)
+    with compilescope.watch() as w2:
+        h(torch.ones(2))
+        h(torch.ones(3))
+    assert [(r.entries_before, r.is_recompile) for r in w2.records] == [(0, False), (1, True)]
+
+
+def test_a_data_dependent_branch_is_named_as_the_trace_names_it():
+    # in process PyTorch records the jump's instruction ("generic_jump TensorVariable()"); its
+    # logged text, the trace's, opens with the kind: "Data-dependent branching"
+    def f(x):
+        if x.sum() > 0:
+            return x + 1
+        return x - 1
+
+    g = torch.compile(f, backend="eager")
+    with pytest.warns(RecompileBudgetWarning), compilescope.watch(max_graph_breaks=0, action="warn") as w:
+        g(torch.ones(3))
+    (b,) = w.breaks
+    assert b.reason.split("\n") == ["Data-dependent branching", "  generic_jump TensorVariable()"]
+    assert (b.filename, b.line) == (__file__, f.__code__.co_firstlineno + 1)
+    assert f"graph break at {__file__}:{b.line}: Data-dependent branching" in w.explain()
 
 
 def test_a_refused_attempt_is_no_compile_of_its_cause():

@@ -935,7 +935,8 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
             causes = tuple(c for c, _ in judged)
             unjudged += sum(not seen for _, seen in judged)
         failures = tuple(
-            f"compile {c.compile_id} failed: {c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
+            f"compile {c.compile_id} failed{f' at {c.fail_at[0]}:{c.fail_at[1]}' if c.fail_at else ''}: "
+            f"{c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
             for c in records if c.failed
         )
         first = records[0]

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import compat
-from ..torchtext import enrich_actual, explain_checks, parse_guard_failure
+from ..torchtext import enrich_actual, explain_checks, in_process_break_reason, parse_guard_failure
 from ..model import CompileRecord, EntryGuard, GraphBreak, GuardFailure
 from .entry_guards import entry_guards
 from .records import CodeKey, RecordBuilder, TargetInfo, break_location, code_key
@@ -75,6 +75,7 @@ class CaptureSession:
         self._boundaries: list[int] = []  # metrics index where each later epoch starts
         self._metrics_seen = 0
         self._breaks_seen = 0
+        self._fullgraph: dict[int, bool | None] = {}  # id of a failed compile's metrics entry → fullgraph
         self._pending_breaks: list[Any] = []
         self._undo: list[Callable[[], None]] = []
 
@@ -123,6 +124,12 @@ class CaptureSession:
         cid = compat.current_compile_id()
         if cid is not None:
             self._entries[(self.epoch, cid)] = entry_guards(guard_manager, f_locals, code)
+
+    def note_compile(self, entry: Any) -> None:
+        """Called in the compiling thread as a metrics entry is recorded: what only that
+        moment can tell of a failed compile — whether it ran under ``fullgraph=True``."""
+        if getattr(entry, "fail_type", None):
+            self._fullgraph[id(entry)] = compat.compiling_fullgraph()
 
     def _before_reset(self) -> None:
         records = compat.graph_break_reasons()
@@ -179,9 +186,11 @@ class CaptureSession:
                 fallback_key=tagged[0].code if tagged else None,
                 entry_guards=guards,
                 entry_guards_cut=cut,
+                fullgraph=self._fullgraph.pop(id(raw), None),
             )
             if record is not None:
                 compiles.append(record)
+        self._fullgraph.clear()
         breaks = self._take_breaks(call_index, phase, target)
         loose = tuple(
             enrich_actual(parse_guard_failure(t), arguments or {}) for t in self._loose_failures
@@ -197,6 +206,7 @@ class CaptureSession:
         out = []
         for record in raw:
             filename, line = break_location(record, target)
-            out.append(GraphBreak(str(getattr(record, "reason", record)), filename, line, call_index, phase=phase))
+            reason = in_process_break_reason(str(getattr(record, "reason", record)))
+            out.append(GraphBreak(reason, filename, line, call_index, phase=phase))
         self.graph_breaks.extend(out)
         return tuple(out)

@@ -191,6 +191,7 @@ class RecordBuilder:
         fallback_key: CodeKey | None = None,
         entry_guards: Sequence[EntryGuard] = (),
         entry_guards_cut: int = 0,
+        fullgraph: bool | None = None,
     ) -> CompileRecord | None:
         """Add one metrics entry; returns the new frame-compile record (None for a backward,
         merged into its forward, or an entry without a compile id)."""
@@ -243,6 +244,11 @@ class RecordBuilder:
             guard_latency_s=view.guard_latency_us / 1e6 if made_entry(outcome) and view.guard_latency_us is not None
             else None,
             automatic_dynamic=view.automatic_dynamic if outcome == "compiled" else None,
+            entries_before=view.cache_entries,
+            fail_at=view.fail_user_frame if outcome == "failed" and view.fail_user_frame is not None
+            and not compat.is_torch_internal(view.fail_user_frame[0]) else None,
+            reached_call=compat.failure_reaches_call(view.fail_type, fullgraph, view.suppress_errors)
+            if outcome == "failed" else None,
         )
         self.records.append(record)
         return record
