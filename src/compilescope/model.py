@@ -199,12 +199,14 @@ class EntryGuard:
 class CompiledTarget:
     """What the user passed to ``torch.compile``, when it is known: ``Linear.forward`` for
     a module, the function's qualified name otherwise, with the user-facing file and line
-    (decorators unwrapped) and its parameter names (``self`` left out)."""
+    (decorators unwrapped) and its parameter names (``self`` left out); ``packed``, the names
+    the frame ``torch.compile`` enters gives its ``*args``/``**kwargs`` (a decorator's own)."""
 
     name: str
     filename: str
     line: int
     params: tuple[str, ...] = ()
+    packed: tuple[str, str] = ("args", "kwargs")
 
 
 def made_entry(outcome: str) -> bool:

@@ -596,8 +596,9 @@ def unmatched_sources(trial: Any) -> list[str]:
     made = [r for r in trial.compiles if r.made_entry]
     if not made or any(not r.entry_guards or r.entry_guards_cut for r in made):
         return []
-    params = next((r.target.params for r in made if r.target is not None), ())
-    names = through_wrapper(",".join(input_sources(trial)), params).split(",")
+    target = next((r.target for r in made if r.target is not None), None)
+    params, packed = (target.params, target.packed) if target is not None else ((), ("args", "kwargs"))
+    names = through_wrapper(",".join(input_sources(trial)), params, packed).split(",")
     out = []
     for item, pattern in split_dynamic_sources(trial.spec.options.dynamic_sources or ""):
         try:

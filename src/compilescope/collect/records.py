@@ -18,6 +18,7 @@ guard-failure texts tied to its compile id. The rules live here once:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import re
 from collections import Counter
@@ -29,8 +30,33 @@ from ..torchtext import enrich_actual, failure_key, parse_guard_failure, split_e
 from ..model import CompiledTarget, CompileId, CompileRecord, EntryGuard, GuardFailure, made_entry
 
 CodeKey = tuple[str, str, int]
-_ARGS_SOURCE = re.compile(r"^L\['args'\]\[(?P<i>\d+)\](?P<rest>.*)$")
-_KWARGS_SOURCE = re.compile(r"^L\['kwargs'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<rest>.*)$")
+Packed = tuple[str, str]  # the names a wrapper frame gives its *args and **kwargs
+PACKED = ("args", "kwargs")  # PyTorch's own wrappers' (a compiled module's ``inner``) and most decorators'
+
+
+@functools.lru_cache(maxsize=64)
+def _packed_patterns(packed: Packed) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    a, k = (re.escape(n) for n in packed)
+    return (re.compile(rf"^L\['{a}'\]\[(?P<i>\d+)\](?P<rest>.*)$"),
+            re.compile(rf"^L\['{k}'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\](?P<rest>.*)$"),
+            re.compile(rf"L\['{a}'\]\[(?P<i>\d+)\]"),
+            re.compile(rf"L\['{k}'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]"))
+
+
+def packed_names(fn: Any) -> Packed:
+    """The names a function gives its ``*args`` and ``**kwargs`` — a decorator's ``wrapper(*a,
+    **kw)`` is ``("a", "kw")`` — as Dynamo names the frame's inputs (``L['a'][0]``); PyTorch's
+    usual names for what it lacks."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return PACKED
+    i = code.co_argcount + code.co_kwonlyargcount
+    varargs = varkw = None
+    if code.co_flags & inspect.CO_VARARGS:
+        varargs, i = code.co_varnames[i], i + 1
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        varkw = code.co_varnames[i]
+    return (varargs or PACKED[0], varkw or PACKED[1])
 
 
 def code_key(code: Any) -> CodeKey:
@@ -96,44 +122,50 @@ class TargetInfo:
             filename=str(getattr(code, "co_filename", "") or ""),
             line=int(getattr(code, "co_firstlineno", 0) or 0),
             params=params,
+            packed=PACKED if self.is_module else packed_names(chain[0]),  # a module's frame is PyTorch's wrapper
         )
 
     def names_frame(self, key: CodeKey) -> bool:
         """Whether a compiled frame is this target's entry (wrapper, decorator or itself)."""
         return bool(key[0]) and (compat.is_torch_internal(key[1]) or key in self.entry_codes)
 
+    def packed(self, key: CodeKey) -> Packed:
+        """The names the entry frame ``key`` gives its ``*args``/``**kwargs``."""
+        return PACKED if compat.is_torch_internal(key[1]) else self.target.packed
 
-def rename_source(source: str | None, params: Sequence[str]) -> str | None:
+
+def rename_source(source: str | None, params: Sequence[str], packed: Packed = PACKED) -> str | None:
     """``L['args'][0]`` → ``L['x']`` and ``L['kwargs']['ids']`` → ``L['ids']`` for a frame
-    that is a wrapper around ``forward(self, x, ids=…)``."""
+    that is a wrapper around ``forward(self, x, ids=…)`` (``packed``: the names the wrapper
+    gives its ``*args``/``**kwargs``)."""
     if source is None:
         return None
-    if (m := _ARGS_SOURCE.match(source)) and int(m["i"]) < len(params):
+    args, kwargs, _, _ = _packed_patterns(packed)
+    if (m := args.match(source)) and int(m["i"]) < len(params):
         return f"L['{params[int(m['i'])]}']{m['rest']}"
-    if m := _KWARGS_SOURCE.match(source):
+    if m := kwargs.match(source):
         return f"L['{m['name']}']{m['rest']}"
     return source
 
 
-_ARGS_IN_TEXT = re.compile(r"L\['args'\]\[(?P<i>\d+)\]")
-_KWARGS_IN_TEXT = re.compile(r"L\['kwargs'\]\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
-
-
-def rename_entry_guards(guards: Sequence[EntryGuard], params: Sequence[str] | None) -> tuple[EntryGuard, ...]:
+def rename_entry_guards(guards: Sequence[EntryGuard], params: Sequence[str] | None,
+                        packed: Packed = PACKED) -> tuple[EntryGuard, ...]:
     """An entry's recorded guards with the wrapper's sources named by the parameter, in
     their source and in their expression text."""
     if not params:
         return tuple(guards)
+    _, _, args_in_text, kwargs_in_text = _packed_patterns(packed)
 
     def text(t: str) -> str:
-        t = _ARGS_IN_TEXT.sub(lambda m: f"L['{params[int(m['i'])]}']" if int(m["i"]) < len(params) else m[0], t)
-        return _KWARGS_IN_TEXT.sub(lambda m: f"L['{m['name']}']", t)
-
-    return tuple(dataclasses.replace(g, source=rename_source(g.source, params), text=text(g.text)) for g in guards)
+        t = args_in_text.sub(lambda m: f"L['{params[int(m['i'])]}']" if int(m["i"]) < len(params) else m[0], t)
+        return kwargs_in_text.sub(lambda m: f"L['{m['name']}']", t)
+    return tuple(dataclasses.replace(g, source=rename_source(g.source, params, packed), text=text(g.text))
+                 for g in guards)
 
 
 def parse_reasons(
-    texts: Sequence[str], arguments: Mapping[str, Any] | None = None, params: Sequence[str] | None = None
+    texts: Sequence[str], arguments: Mapping[str, Any] | None = None, params: Sequence[str] | None = None,
+    packed: Packed = PACKED,
 ) -> tuple[GuardFailure, ...]:
     """Each rejecting entry's text → one parsed failure per failing guard."""
     out = []
@@ -141,7 +173,7 @@ def parse_reasons(
         for part in split_entry_reasons(text):
             failure = parse_guard_failure(part)
             if params is not None:
-                failure = dataclasses.replace(failure, source=rename_source(failure.source, params))
+                failure = dataclasses.replace(failure, source=rename_source(failure.source, params, packed))
             if arguments:
                 failure = enrich_actual(failure, arguments)
             out.append(failure)
@@ -150,7 +182,7 @@ def parse_reasons(
 
 def merge_walked(
     named: tuple[GuardFailure, ...], walked: Sequence[GuardFailure], arguments: Mapping[str, Any] | None,
-    params: Sequence[str] | None,
+    params: Sequence[str] | None, packed: Packed = PACKED,
 ) -> tuple[GuardFailure, ...]:
     """PyTorch's failures, then each failing guard the walk found that PyTorch did not name
     (per rejecting entry), marked ``found_by="compilescope"``."""
@@ -158,7 +190,7 @@ def merge_walked(
     extra = []
     for g in walked:
         if params is not None:
-            g = dataclasses.replace(g, source=rename_source(g.source, params))
+            g = dataclasses.replace(g, source=rename_source(g.source, params, packed))
         if arguments:
             g = enrich_actual(g, arguments)
         key = (g.failed_entry, failure_key(g))
@@ -212,6 +244,7 @@ class RecordBuilder:
             self._frames.setdefault((epoch, cid.frame), key)
         named = target.target if target is not None and target.names_frame(key) else None
         params = named.params if named is not None else None
+        packed = target.packed(key) if named is not None and target is not None else PACKED
         if compat.is_recompile_limit_failure(view.fail_type, view.fail_reason):
             outcome = "refused"
         elif view.fail_type:
@@ -227,7 +260,8 @@ class RecordBuilder:
             epoch=epoch,
             reasons=tuple(_strip_entry(r)[1] for r in reasons),
             rejected_by=tuple(_strip_entry(r)[0] for r in reasons),
-            guard_failures=merge_walked(parse_reasons(reasons, arguments, params), walked, arguments, params),
+            guard_failures=merge_walked(parse_reasons(reasons, arguments, params, packed), walked, arguments, params,
+                                        packed),
             guards_unevaluated=dict(unevaluated or {}),
             compile_time_s=view.duration_s,
             phases_s=dict(view.phases_s),
@@ -238,7 +272,7 @@ class RecordBuilder:
             phase=phase,
             start_time_us=view.start_time_us,
             target=named,
-            entry_guards=rename_entry_guards(entry_guards, params) if outcome == "compiled" else (),
+            entry_guards=rename_entry_guards(entry_guards, params, packed) if outcome == "compiled" else (),
             entry_guards_cut=entry_guards_cut if outcome == "compiled" else 0,
             guard_count=view.guard_count if made_entry(outcome) else None,
             guard_latency_s=view.guard_latency_us / 1e6 if made_entry(outcome) and view.guard_latency_us is not None

@@ -252,27 +252,28 @@ def _validate_dynamic_sources(options: StrategyOptions) -> None:
 _PARAM_SOURCE = re.compile(r"^L\[(?P<q>['\"])(?P<name>\w+)(?P=q)\](?P<rest>[^:]*)(?P<dim>:\d+)?$")
 
 
-def through_wrapper(value: str, params: Sequence[str]) -> str:
+def through_wrapper(value: str, params: Sequence[str], packed: tuple[str, str] = ("args", "kwargs")) -> str:
     """``dynamic_sources`` with each ``L['name']…`` entry also as PyTorch names it in a frame
     that wraps the target as ``(*args, **kwargs)`` (a Hugging Face model's decorated
     ``forward``): ``L['kwargs']['name']…``, and ``L['args'][i]…`` for the target's i-th
     parameter. The reports name such an input by its parameter
     (:func:`compilescope.collect.records.rename_source`), so the name they print works as
     given. Used only for a target whose frame is such a wrapper (:func:`wraps_variadic`):
-    another frame's ``*args``/``**kwargs`` would match the added names too."""
+    another frame's ``*args``/``**kwargs`` would match the added names too. ``packed``: the
+    names the wrapper gives them (a decorator's ``*a, **kw``)."""
     entries = [e for e in value.replace(" ", "").split(",") if e]
     out = list(entries)
     positional = list(params[:params.index("args")] if "args" in params else params)  # before a *args of its own
     for e in entries:
         m = _PARAM_SOURCE.match(e)
-        if m is None or m["name"] in ("args", "kwargs", "self"):
+        if m is None or m["name"] in (*packed, "self"):
             continue
         rest, dim = m["rest"], m["dim"] or ""
         # passed by keyword, in the wrapper's **kwargs (whatever **kwargs of its own the target has,
         # as the reports rename it: compilescope.collect.records.rename_source); by position, in its *args
-        more = [f"L['kwargs']['{m['name']}']{rest}{dim}"]
+        more = [f"L['{packed[1]}']['{m['name']}']{rest}{dim}"]
         if m["name"] in positional:
-            more.append(f"L['args'][{positional.index(m['name'])}]{rest}{dim}")
+            more.append(f"L['{packed[0]}'][{positional.index(m['name'])}]{rest}{dim}")
         out += [x for x in more if x not in out]
     return ",".join(out)
 
@@ -300,7 +301,8 @@ def _prepare_dynamic_sources(target: Callable[..., Any], options: StrategyOption
     # target, so the setting stays in force for the whole trial (a process of its own).
     value = options.dynamic_sources or ""
     if wraps_variadic(target):  # only then: another frame's *args/**kwargs must not match by accident
-        value = through_wrapper(value, TargetInfo(target).target.params)
+        info = TargetInfo(target).target
+        value = through_wrapper(value, info.params, info.packed)
     close = _closing(compat.dynamic_sources(value))
     return Prepared(ctx.compile(target, options), close=close)
 

@@ -1,0 +1,85 @@
+"""A decorator's frame names its inputs by the decorator's own ``*a``/``**kw``: the records
+read them as the decorated function's parameters, whatever the decorator calls them."""
+
+from __future__ import annotations
+
+from compilescope.analysis.build import build_probe_report
+from compilescope.collect.records import packed_names, rename_source
+from compilescope.probe.capture import probe_script
+from compilescope.render.probe import render
+
+SCRIPT = """\
+import functools, torch
+
+def deco(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        return fn(*a, **kw)
+    return wrapper
+
+@deco
+def f(x):
+    return x.sin()
+
+g = torch.compile(f, backend="eager", dynamic=False)
+for n in (2, 3):
+    g(torch.randn(n))
+"""
+
+
+def test_the_names_a_function_gives_its_packed_arguments():
+    def plain(x, y=1):
+        return x
+
+    def wrapper(self, *a, k=0, **kw):
+        return a
+
+    def only_kwargs(**options):
+        return options
+
+    assert packed_names(plain) == ("args", "kwargs")
+    assert packed_names(wrapper) == ("a", "kw")
+    assert packed_names(only_kwargs) == ("args", "options")
+    assert packed_names(len) == ("args", "kwargs")  # no code: PyTorch's usual names
+    assert rename_source("L['a'][0]", ("x",), ("a", "kw")) == "L['x']"
+    assert rename_source("L['kw']['x'].size()", ("x",), ("a", "kw")) == "L['x'].size()"
+    assert rename_source("L['a'][0]", ("x",)) == "L['a'][0]"  # not this wrapper's: left as it is
+    assert rename_source("L['args'][1]", ("x",)) == "L['args'][1]"  # past the parameters
+
+
+def test_a_decorators_a_and_kw_are_the_functions_parameters_in_the_probe(tmp_path):
+    script = tmp_path / "decorated.py"
+    script.write_text(SCRIPT)
+    result = probe_script(str(script), [])
+    assert result.exit_code == 0 and result.error is None
+    assert [str(c.compile_id) for c in result.compiles] == ["0/0", "0/1"]
+    assert {g.source for c in result.compiles for g in c.guard_failures} == {"L['x']"}
+    assert all(e.source != "L['a'][0]" for c in result.compiles for e in c.entry_guards)
+    text = render(build_probe_report(result))
+    # the input the caller passes, marked by its name; dynamic_sources as the frame names it
+    assert "torch._dynamo.mark_dynamic(x, 0)" in text
+    assert "dynamic_sources=\"L['a'][0]:0\"" in text
+    assert "a tensor the program computes" not in text
+
+
+def test_dynamic_sources_reach_a_decorators_a_and_kw():
+    # run's dynamic_sources strategy adds each input's name as such a decorator's frame names it
+    import functools
+
+    from compilescope.collect.records import TargetInfo
+    from compilescope.strategies import through_wrapper, wraps_variadic
+
+    def deco(fn):
+        @functools.wraps(fn)
+        def wrapper(*a, **kw):
+            return fn(*a, **kw)
+        return wrapper
+
+    @deco
+    def f(x, ids=None):
+        return x
+
+    info = TargetInfo(f).target
+    assert wraps_variadic(f) and (info.params, info.packed) == (("x", "ids"), ("a", "kw"))
+    assert through_wrapper("L['x']:0,L['ids']:1", info.params, info.packed).split(",") == [
+        "L['x']:0", "L['ids']:1", "L['kw']['x']:0", "L['a'][0]:0", "L['kw']['ids']:1", "L['a'][1]:1"]
