@@ -759,19 +759,26 @@ def view_metrics(m: Any) -> MetricsView:
 # eagerly (``ConvertFrame.__call__``'s ``soft_fail``; ``fail_type`` is the type's qualname) —
 # checked on 2.13.0. Any other error raises into the call unless ``suppress_errors`` is on.
 SOFT_FAILURES = frozenset({"Unsupported", "UserError"})
+ALWAYS_RAISED = frozenset({"UncapturedHigherOrderOpError", "ResumePrologueTracingError"})  # never suppressed
+_CONVERT_FRAME = os.path.join("_dynamo", "convert_frame.py")
 
 
 def compiling_fullgraph(limit: int = 120) -> bool | None:
-    """Whether the frame compile running on the calling thread's stack is a ``fullgraph=True``
-    one, read from Dynamo's ``convert_frame._compile`` frame's ``one_graph`` argument —
+    """Whether the frame compile running on the calling thread's stack raises any failure into
+    the call, as ``fullgraph=True`` does: read from Dynamo's ``convert_frame._compile`` frame —
+    its ``one_graph`` argument, or its ``convert_frame_box.error_on_graph_break`` (set before the
+    compile's metrics are recorded; on under ``torch._dynamo.error_on_graph_break(True)``) —
     checked on 2.13.0. None when no such frame is on the stack (or it has no such argument)."""
     frame = sys._getframe(1)
     for _ in range(limit):
         if frame is None:
             return None
         code = frame.f_code
-        if code.co_name == "_compile" and code.co_filename.endswith(("convert_frame.py",)):
+        if code.co_name == "_compile" and code.co_filename.endswith(_CONVERT_FRAME):
             one_graph = frame.f_locals.get("one_graph")
+            box = getattr(frame.f_locals.get("convert_frame_box"), "error_on_graph_break", None)
+            if one_graph is True or box is True:
+                return True
             return one_graph if isinstance(one_graph, bool) else None
         frame = frame.f_back
     return None
@@ -781,10 +788,10 @@ def failure_reaches_call(fail_type: str | None, fullgraph: bool | None, suppress
     """Whether a compile that failed with ``fail_type`` raised into the user's call (True) or
     Dynamo ran the frame eagerly instead (False), as ``ConvertFrame.__call__`` decides — checked
     on 2.13.0: under fullgraph every failure raises; otherwise the soft ones fall back, and the
-    rest raise unless ``suppress_errors``. None when not known."""
+    rest raise unless ``suppress_errors`` (two types raise always). None when not known."""
     if not fail_type:
         return None
-    if fullgraph:
+    if fullgraph or fail_type in ALWAYS_RAISED:
         return True
     if fullgraph is None:
         return None

@@ -200,13 +200,14 @@ class CompiledTarget:
     """What the user passed to ``torch.compile``, when it is known: ``Linear.forward`` for
     a module, the function's qualified name otherwise, with the user-facing file and line
     (decorators unwrapped) and its parameter names (``self`` left out); ``packed``, the names
-    the frame ``torch.compile`` enters gives its ``*args``/``**kwargs`` (a decorator's own)."""
+    the frame ``torch.compile`` enters gives the ``*args``/``**kwargs`` it passes on (PyTorch's
+    wrapper around a module, a decorator's own; None for an undecorated function)."""
 
     name: str
     filename: str
     line: int
     params: tuple[str, ...] = ()
-    packed: tuple[str, str] = ("args", "kwargs")
+    packed: tuple[str, str] | None = ("args", "kwargs")  # None: the frame is the function's own
 
 
 def made_entry(outcome: str) -> bool:
@@ -255,9 +256,9 @@ class CompileRecord:
     guard_count: int | None = None  # PyTorch's count of the new cache entry's guards (compilation metrics)
     guard_latency_s: float | None = None  # PyTorch's one evaluation of them at compile time, on a flushed cache
     automatic_dynamic: bool | None = None  # a dim whose size had changed was compiled dynamic (Dynamo's settings then)
-    entries_before: int | None = None  # the frame's cache entries when it compiled (PyTorch's ``cache_size``); None: not recorded
+    entries_before: int | None = None  # the frame's entries for the same ID_MATCH'd objects when it compiled (``cache_size``)
     fail_at: tuple[str, int] | None = None  # a failed compile: the user code Dynamo was tracing when it failed (file, line)
-    reached_call: bool | None = None  # a failed compile: its error raised into the call (True) or Dynamo ran the frame eagerly (False)
+    reached_call: bool | None = None  # a failed compile: its error raised into the call (True) or Dynamo ran the frame eagerly (False); watch only
 
     @property
     def resumes(self) -> bool:

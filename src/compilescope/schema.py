@@ -37,11 +37,14 @@ Schema history (``schema_version``):
   4 — a compile record's ``automatic_dynamic``: whether Dynamo's settings at that compile made a
       dim dynamic once its size had changed (PyTorch's automatic dynamic shapes), the evidence
       probe reads a mark-dynamic fix from. A schema-3 file has none: it loads as not known.
-  5 — a compile record's ``entries_before`` (the frame's cache entries when it compiled, which
-      makes it a recompile or not, as PyTorch counts), and for a failed compile ``fail_at`` (the
-      user code being traced when it failed) and ``reached_call`` (its error raised into the call,
-      or Dynamo ran the frame eagerly). A schema-4 file has none: they load as not known, and a
-      recompile is read from the compile id as that file counted it.
+  5 — a compile record's ``entries_before`` (the frame's cache entries for the same ID_MATCH'd
+      objects when it compiled — PyTorch's ``cache_size`` — which makes it a recompile or not, as
+      PyTorch counts), and for a failed compile ``fail_at`` (the user code being traced when it
+      failed) and ``reached_call`` (its error raised into the call, or Dynamo ran the frame
+      eagerly; recorded by ``watch``, which sees the compile as it ends — None elsewhere); a
+      compiled target's ``packed`` (the names its entry frame gives ``*args``/``**kwargs``). A
+      schema-4 file has none: they load as not known, and a recompile is read from the compile
+      id as that file counted it.
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals

@@ -378,8 +378,8 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
 def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
     """Each failed compile in one line, with where in the user's code it failed and what
     became of the call: its error raised into it (``fullgraph=True``, or an error Dynamo does
-    not suppress; the next call tries again), or Dynamo ran the frame eagerly — since then, when
-    no later attempt of the frame is on record."""
+    not suppress; the next call tries again), or Dynamo ran the frame eagerly, and whether a
+    later attempt of the frame is on record."""
     records = list(records)
     out = []
     for i, r in enumerate(records):
@@ -390,7 +390,7 @@ def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
             if r.reached_call:
                 then = ": the error raised into the call"
             elif r.reached_call is False:
-                then = ": Dynamo ran the frame eagerly" + ("" if again else ", and has since (no later attempt)")
+                then = ": Dynamo ran the frame eagerly" + ("" if again else "; no later attempt of it is on record")
             else:
                 then = "" if again else ": no later attempt of that frame is on record"
             out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed{at} "

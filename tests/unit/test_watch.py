@@ -119,7 +119,7 @@ def test_a_failed_compile_is_said_within_budget_and_in_the_explanation():
     # a module that never compiles has no recompile to exceed a budget: it is said all the same
     lstm = torch.compile(torch.nn.LSTM(4, 4), backend="eager")
     with pytest.warns(RuntimeWarning, match=r"compile 0/0 of LSTM.forward .* failed \(Unsupported.*\): Dynamo ran the "
-                                            r"frame eagerly, and has since \(no later attempt\)"):
+                                            r"frame eagerly; no later attempt of it is on record"):
         with compilescope.watch(max_recompiles=0) as w:
             lstm(torch.randn(3, 1, 4))
             lstm(torch.randn(3, 1, 4))
@@ -155,6 +155,15 @@ def test_a_fullgraph_failure_raises_into_the_call_and_its_retry_is_no_recompile(
     assert f"failed at {__file__}:{line} (Unsupported" in text and "the error raised into the call" in text
     assert "eagerly" not in text
     assert any("the error raised into the call" in str(c.message) for c in caught)
+
+    # fullgraph=False under torch._dynamo.error_on_graph_break(True): the failure raises all the same
+    if hasattr(torch._dynamo, "error_on_graph_break"):
+        torch._dynamo.reset()
+        plain = torch.compile(f, backend="eager")
+        with pytest.warns(RuntimeWarning), compilescope.watch() as w3, torch._dynamo.error_on_graph_break(True):
+            with pytest.raises(Exception, match="builtin operator"):
+                plain(torch.ones(2))
+        assert [(r.failed, r.reached_call) for r in w3.records] == [(True, True)]
 
     # the same frame compiled without fullgraph: its graph break is handled, and a new size
     # recompiles a frame that holds an entry

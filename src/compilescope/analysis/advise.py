@@ -160,7 +160,8 @@ def propose(
             fixes.append(CodeFix(c.description, c.next_step))
     proposals: list[Proposal] = []
     if size_causes and sizes:
-        proposals += _size_proposals(base, sizes, tuple(size_causes), frame_roots, relation, ranks)
+        packed = next((r.target.packed for r in records if r.target is not None), None)
+        proposals += _size_proposals(base, sizes, tuple(size_causes), frame_roots, relation, ranks, packed)
     if relation is not None:
         proposals += _relation_proposals(base, relation, sizes, ranks, distinct_shapes, recompile_limit)
         fixes.append(CodeFix(relation.description, relation.next_step, tuple(str(v) for v in relation.values),
@@ -203,7 +204,8 @@ def _unbacked_covers(c: Cause, sizes: dict[tuple[str, int], list[int]]) -> bool:
 
 
 def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[str, ...],
-                    frame_roots: dict[str, str], relation: Cause | None, ranks: Mapping[str, int]) -> list[Proposal]:
+                    frame_roots: dict[str, str], relation: Cause | None, ranks: Mapping[str, int],
+                    packed: tuple[str, str] | None = None) -> list[Proposal]:
     """Size guards on static dims that varied: mark the varying dims dynamic (bounded when a
     range can cover every size fed, and unbounded, or as ``dynamic_sources``), everything
     dynamic, and unbacked when sizes 0/1 occur."""
@@ -238,7 +240,8 @@ def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int
         # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
         out.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
                             replace(base, marks=tuple(unbounded)), size_causes,
-                            _shapes_spec_snippet(chosen, ranks, base, frame_roots)))
+                            _shapes_spec_snippet(chosen, ranks, base, {n: _usual_words(r, packed)
+                                                                       for n, r in frame_roots.items()})))
     return out
 
 
@@ -341,6 +344,15 @@ def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> 
         return (f"static graphs were ×{min(slower):.2f}–{max(slower):.2f} faster relative to eager on "
                 f"{len(slower)} of {len(ratios)} shapes")
     return ""
+
+
+def _usual_words(root: str, packed: tuple[str, str] | None) -> str:
+    """A wrapper frame's source in PyTorch's usual words, ``L['a'][0]`` → ``L['args'][0]`` for a
+    decorator's ``*a``/``**kw`` (``packed``), as a ``ParamsSpec`` keys its slots."""
+    for mine, usual in zip(packed or (), ("args", "kwargs")):
+        if mine != usual and root.startswith(f"L['{mine}']["):
+            return f"L['{usual}']" + root[len(f"L['{mine}']"):]
+    return root
 
 
 _WRAPPER_ARG = re.compile(r"^L\['args'\]\[(\d+)\]$")

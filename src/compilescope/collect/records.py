@@ -107,6 +107,8 @@ class TargetInfo:
             seen += 1
         innermost = chain[-1]
         self.entry_codes = frozenset(code_key(getattr(f, "__code__", None)) for f in chain if hasattr(f, "__code__"))
+        # each wrapper's names for the *args/**kwargs it passes on; the function itself has none to rename
+        self._wrappers = {code_key(f.__code__): packed_names(f) for f in chain[:-1] if hasattr(f, "__code__")}
         code = getattr(innermost, "__code__", None)
         if self.is_module:
             name = f"{type(obj).__name__}.forward"
@@ -122,24 +124,29 @@ class TargetInfo:
             filename=str(getattr(code, "co_filename", "") or ""),
             line=int(getattr(code, "co_firstlineno", 0) or 0),
             params=params,
-            packed=PACKED if self.is_module else packed_names(chain[0]),  # a module's frame is PyTorch's wrapper
+            # the frame torch.compile enters: a module's is PyTorch's wrapper; a function's, its outermost decorator
+            packed=PACKED if self.is_module else (packed_names(chain[0]) if len(chain) > 1 else None),
         )
 
     def names_frame(self, key: CodeKey) -> bool:
         """Whether a compiled frame is this target's entry (wrapper, decorator or itself)."""
         return bool(key[0]) and (compat.is_torch_internal(key[1]) or key in self.entry_codes)
 
-    def packed(self, key: CodeKey) -> Packed:
-        """The names the entry frame ``key`` gives its ``*args``/``**kwargs``."""
-        return PACKED if compat.is_torch_internal(key[1]) else self.target.packed
+    def packed(self, key: CodeKey) -> Packed | None:
+        """The names the entry frame ``key`` gives the ``*args``/``**kwargs`` it passes on to
+        the function: PyTorch's wrapper's, a decorator's own; None for the function's own frame
+        (its ``*rest`` is its own parameter, not the function's)."""
+        if compat.is_torch_internal(key[1]):
+            return PACKED
+        return self._wrappers.get(key)
 
 
-def rename_source(source: str | None, params: Sequence[str], packed: Packed = PACKED) -> str | None:
+def rename_source(source: str | None, params: Sequence[str], packed: Packed | None = PACKED) -> str | None:
     """``L['args'][0]`` → ``L['x']`` and ``L['kwargs']['ids']`` → ``L['ids']`` for a frame
     that is a wrapper around ``forward(self, x, ids=…)`` (``packed``: the names the wrapper
-    gives its ``*args``/``**kwargs``)."""
-    if source is None:
-        return None
+    gives its ``*args``/``**kwargs``; None: the frame is no wrapper, nothing is renamed)."""
+    if source is None or packed is None:
+        return source
     args, kwargs, _, _ = _packed_patterns(packed)
     if (m := args.match(source)) and int(m["i"]) < len(params):
         return f"L['{params[int(m['i'])]}']{m['rest']}"
@@ -149,10 +156,10 @@ def rename_source(source: str | None, params: Sequence[str], packed: Packed = PA
 
 
 def rename_entry_guards(guards: Sequence[EntryGuard], params: Sequence[str] | None,
-                        packed: Packed = PACKED) -> tuple[EntryGuard, ...]:
+                        packed: Packed | None = PACKED) -> tuple[EntryGuard, ...]:
     """An entry's recorded guards with the wrapper's sources named by the parameter, in
     their source and in their expression text."""
-    if not params:
+    if not params or packed is None:
         return tuple(guards)
     _, _, args_in_text, kwargs_in_text = _packed_patterns(packed)
 
@@ -165,7 +172,7 @@ def rename_entry_guards(guards: Sequence[EntryGuard], params: Sequence[str] | No
 
 def parse_reasons(
     texts: Sequence[str], arguments: Mapping[str, Any] | None = None, params: Sequence[str] | None = None,
-    packed: Packed = PACKED,
+    packed: Packed | None = PACKED,
 ) -> tuple[GuardFailure, ...]:
     """Each rejecting entry's text → one parsed failure per failing guard."""
     out = []
@@ -182,7 +189,7 @@ def parse_reasons(
 
 def merge_walked(
     named: tuple[GuardFailure, ...], walked: Sequence[GuardFailure], arguments: Mapping[str, Any] | None,
-    params: Sequence[str] | None, packed: Packed = PACKED,
+    params: Sequence[str] | None, packed: Packed | None = PACKED,
 ) -> tuple[GuardFailure, ...]:
     """PyTorch's failures, then each failing guard the walk found that PyTorch did not name
     (per rejecting entry), marked ``found_by="compilescope"``."""

@@ -48,8 +48,9 @@ def measured_compile_times(result: RunResult, path: str | Path, strategy: str) -
 
 def _times(trial: TrialResult) -> tuple[list[float], list[float]]:
     done = [r for r in trial.compiles if r.phase == "stream" and r.is_compile and r.compile_time_s is not None]
-    return ([r.compile_time_s for r in done if not r.is_recompile],  # type: ignore[misc]
-            [r.compile_time_s for r in done if r.is_recompile])  # type: ignore[misc]
+    # priced by attempt, as a prediction names its compiles by id (a frame's first attempt, or a later one)
+    return ([r.compile_time_s for r in done if not r.compile_id.is_recompile],  # type: ignore[misc]
+            [r.compile_time_s for r in done if r.compile_id.is_recompile])  # type: ignore[misc]
 
 
 def predict_compile_s(requests: list[ForecastRequest], times: CompileTimes | None) -> tuple[list[ForecastRequest], float | None]:

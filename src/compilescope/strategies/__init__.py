@@ -252,7 +252,7 @@ def _validate_dynamic_sources(options: StrategyOptions) -> None:
 _PARAM_SOURCE = re.compile(r"^L\[(?P<q>['\"])(?P<name>\w+)(?P=q)\](?P<rest>[^:]*)(?P<dim>:\d+)?$")
 
 
-def through_wrapper(value: str, params: Sequence[str], packed: tuple[str, str] = ("args", "kwargs")) -> str:
+def through_wrapper(value: str, params: Sequence[str], packed: tuple[str, str] | None = ("args", "kwargs")) -> str:
     """``dynamic_sources`` with each ``L['name']…`` entry also as PyTorch names it in a frame
     that wraps the target as ``(*args, **kwargs)`` (a Hugging Face model's decorated
     ``forward``): ``L['kwargs']['name']…``, and ``L['args'][i]…`` for the target's i-th
@@ -261,12 +261,13 @@ def through_wrapper(value: str, params: Sequence[str], packed: tuple[str, str] =
     given. Used only for a target whose frame is such a wrapper (:func:`wraps_variadic`):
     another frame's ``*args``/``**kwargs`` would match the added names too. ``packed``: the
     names the wrapper gives them (a decorator's ``*a, **kw``)."""
+    packed = packed or ("args", "kwargs")
     entries = [e for e in value.replace(" ", "").split(",") if e]
     out = list(entries)
     positional = list(params[:params.index("args")] if "args" in params else params)  # before a *args of its own
     for e in entries:
         m = _PARAM_SOURCE.match(e)
-        if m is None or m["name"] in (*packed, "self"):
+        if m is None or m["name"] == "self" or (m["name"] in packed and m["name"] not in params):
             continue
         rest, dim = m["rest"], m["dim"] or ""
         # passed by keyword, in the wrapper's **kwargs (whatever **kwargs of its own the target has,

@@ -45,6 +45,18 @@ def test_the_names_a_function_gives_its_packed_arguments():
     assert rename_source("L['kw']['x'].size()", ("x",), ("a", "kw")) == "L['x'].size()"
     assert rename_source("L['a'][0]", ("x",)) == "L['a'][0]"  # not this wrapper's: left as it is
     assert rename_source("L['args'][1]", ("x",)) == "L['args'][1]"  # past the parameters
+    assert rename_source("L['args'][0]", ("x",), None) == "L['args'][0]"  # the function's own frame
+
+
+def test_a_functions_own_star_args_are_its_own():
+    # an undecorated f(x, *rest, **opts): Dynamo's L['rest'][0] is rest's first item, not x
+    from compilescope.collect.records import TargetInfo, code_key
+
+    def f(x, *rest, **opts):
+        return x
+
+    info = TargetInfo(f)
+    assert info.target.packed is None and info.packed(code_key(f.__code__)) is None
 
 
 def test_a_decorators_a_and_kw_are_the_functions_parameters_in_the_probe(tmp_path):
@@ -83,3 +95,24 @@ def test_dynamic_sources_reach_a_decorators_a_and_kw():
     assert wraps_variadic(f) and (info.params, info.packed) == (("x", "ids"), ("a", "kw"))
     assert through_wrapper("L['x']:0,L['ids']:1", info.params, info.packed).split(",") == [
         "L['x']:0", "L['ids']:1", "L['kw']['x']:0", "L['a'][0]:0", "L['kw']['ids']:1", "L['a'][1]:1"]
+
+    @deco
+    def g(a, b):  # a parameter named as the decorator's *a is a parameter all the same
+        return a
+
+    info = TargetInfo(g).target
+    assert through_wrapper("L['a']:0", info.params, info.packed).split(",") == [
+        "L['a']:0", "L['kw']['a']:0", "L['a'][0]:0"]
+
+
+def test_the_shapes_spec_snippet_keys_a_decorators_a_and_kw_as_its_slots():
+    from compilescope.analysis.advise import _shapes_spec_snippet, _usual_words
+    from compilescope.options import StrategyOptions
+
+    assert _usual_words("L['a'][0]", ("a", "kw")) == "L['args'][0]"
+    assert _usual_words("L['kw']['ids']", ("a", "kw")) == "L['kwargs']['ids']"
+    assert _usual_words("L['x']", ("a", "kw")) == "L['x']"
+    assert _usual_words("L['a'][0]", None) == "L['a'][0]"
+    roots = {"x": _usual_words("L['a'][0]", ("a", "kw"))}
+    snippet = _shapes_spec_snippet([("x", 0)], {"x": 1}, StrategyOptions(), roots)
+    assert "'*args': [TensorSpec([ShapeVar('x_0', min=0)])]" in snippet.setup
