@@ -321,6 +321,7 @@ class Watch:
         if not problems:
             said = list(self.lost_capabilities)  # the counts may be short: said, never silent
             said += failure_lines(self.records)  # a frame that runs eagerly for good passes no budget silently
+            said += compile_lines(r for r in self.records if r.refused)  # nor one the limit closed
             if said:
                 warnings.warn("compilescope.watch: " + "; ".join(s.strip() for s in said), RuntimeWarning,
                               stacklevel=3)
@@ -364,7 +365,8 @@ def compile_lines(records: Iterable[CompileRecord]) -> list[str]:
     for r in records:
         outcome = classify([r])
         if outcome is RequestOutcome.REFUSED:
-            what = "refused by the recompile limit (the call ran eagerly)"
+            what = ("refused by the recompile limit (the call ran eagerly; Dynamo runs only this frame's cached "
+                    "graphs from then on, and a later input they all reject runs eagerly with no attempt on record)")
         elif outcome is RequestOutcome.RECOMPILE:
             what = "recompiled"
         else:

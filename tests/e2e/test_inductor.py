@@ -64,3 +64,6 @@ def test_ceil_mode_pooling_guards_are_relations_not_mark_dynamic(tmp_path):
     involved = {d for c in fn.causes for d in c.description.split(":", 1)[0].split(", ")}
     assert any("dim 2" in d for d in involved) and any("dim 3" in d for d in involved)
     assert not any(c.shape_reducible or "mark_dynamic(" in c.next_step for c in fn.causes)
+    # inductor looked in its compile cache: the header says in what state it found it (an
+    # eager or aot_eager probe's header says nothing of it: tests/data/derivations/probe_*)
+    assert report.cache_start in ("cold", "warm", "unknown")

@@ -194,12 +194,28 @@ def test_a_data_dependent_branch_is_named_as_the_trace_names_it():
 def test_a_refused_attempt_is_no_compile_of_its_cause():
     f = torch.compile(lambda x: x.sin(), backend="eager", dynamic=False)
     torch._dynamo.reset()
-    with torch._dynamo.config.patch(recompile_limit=2), compilescope.watch() as w:
+    with pytest.warns(RuntimeWarning, match="refused"), torch._dynamo.config.patch(recompile_limit=2), \
+            compilescope.watch() as w:
         for n in (4, 8, 16):
             f(torch.randn(n))
     (cause,) = w.causes
     assert cause.description.endswith("→ 1 compile(s), 1 refused by the recompile limit (ran eagerly)")
     assert "1 refused by the recompile limit" in w.explain().splitlines()[0]
+
+
+def test_a_refusal_within_budget_is_said_with_what_it_leaves_running_eagerly():
+    # the limit refused 0/2 (size 16): Dynamo then runs only the frame's cached graphs, so the
+    # next new size (32) ran eagerly with no attempt, and nothing of it is on record
+    f = torch.compile(lambda x: x.sin(), backend="eager", dynamic=False)
+    torch._dynamo.reset()
+    with pytest.warns(RuntimeWarning) as caught, torch._dynamo.config.patch(recompile_limit=2), \
+            compilescope.watch(max_recompiles=5) as w:
+        for n in (4, 8, 16, 32, 4):
+            f(torch.randn(n))
+    assert (w.compiles, w.recompiles, w.refused) == (2, 1, 1) and not w.over_budget()
+    (said,) = [str(c.message) for c in caught if "refused" in str(c.message)]
+    assert "0/2 <lambda>" in said and "refused by the recompile limit (the call ran eagerly; Dynamo runs only " \
+        "this frame's cached graphs from then on" in said
 
 
 def test_graph_break_budget():

@@ -961,7 +961,8 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         graph_breaks=group_breaks(result.graph_breaks),
         functions=tuple(functions),
         recompile_limit=result.recompile_limit,
-        cache_start=result.cache_start,
+        # the compile cache (inductor's FX graphs, AOT autograd's) matters only where a compile looked in it
+        cache_start=result.cache_start if any(sum(c.cache.values()) for c in result.compiles) else None,
         counters=tuple(sorted(result.counters.items())),
         error=result.error,
         exit_code=result.exit_code,

@@ -513,7 +513,7 @@ def render_probe(report: ProbeReport) -> str:
     require_plotly()
     page = _Page(f"compilescope probe — {report.source}")
     page.add(f"<h1>compilescope probe — {e(report.source)}</h1>")
-    cache = f" ({e(report.cache_start)} compile cache)" if report.compiles else ""
+    cache = f" ({e(report.cache_start)} compile cache)" if report.compiles and report.cache_start else ""
     page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling"
              f"{cache}, {report.graph_break_count} graph break(s)</p>")
     fig = go.Figure()

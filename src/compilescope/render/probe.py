@@ -15,7 +15,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
     head = T(f"compilescope probe: {report.source}", "bold")
     if report.compiles:
         head.append(f"  — {report.compiles} compile(s) in {report.frames} frame(s), {fmt_time(report.compile_s)} "
-                    f"compiling ({report.cache_start} compile cache), {report.graph_break_count} graph break(s)")
+                    f"compiling{f' ({report.cache_start} compile cache)' if report.cache_start else ''}, "
+                    f"{report.graph_break_count} graph break(s)")
     else:  # no compile time, no cache state: nothing used them
         head.append(f"  — nothing compiled, {report.graph_break_count} graph break(s)")
     parts.append(head)

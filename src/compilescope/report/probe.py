@@ -81,7 +81,7 @@ class ProbeReport:
     graph_breaks: tuple[BreakRow, ...]
     functions: tuple[FunctionReport, ...]
     recompile_limit: int | None
-    cache_start: str
+    cache_start: str | None  # cold | warm | unknown; None: no compile looked in the compile cache (eager, aot_eager)
     counters: tuple[tuple[str, int], ...]
     error: str | None
     exit_code: int
