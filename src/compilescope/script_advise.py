@@ -76,9 +76,10 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
               for c in group_causes(tuple(records), **caller_inputs(base, name))]
     for cause in causes:
         if cause.kind == "size" and cause.source and cause.dim is not None and cause.reachable:
-            item = f"{cause.frame_source or cause.source}:{cause.dim}"
-            if item not in sources:
-                sources.append(item)
+            for root in cause.frame_sources or (cause.frame_source or cause.source,):
+                item = f"{root}:{cause.dim}"
+                if item not in sources:
+                    sources.append(item)
             described.append(cause.description)
         elif cause.kind == "relation":
             relation = True

@@ -153,7 +153,7 @@ def _at(lines: Sequence[str]) -> str:
 
 def _next_step(
     kind: str, source: str | None, dim: int | None, values: tuple[Scalar, ...], exprs: tuple[str, ...] = (),
-    frame_src: str | None = None, *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
+    frame_srcs: tuple[str, ...] = (), *, lines: tuple[str, ...] = (), reach: bool = True, resume: bool = False,
     marked: bool | None = None, thresholds: bool = False, compiles: int = 0, module_int: bool = False,
     resumed_at: str = "",
 ) -> tuple[bool, str]:
@@ -178,7 +178,7 @@ def _next_step(
         return True, (f"a tensor inside the argument the caller passes: mark it dynamic before each call: "
                       f"torch._dynamo.mark_dynamic({inner}, {dim}); or pad it to a few bucket sizes")
     if kind == "size":
-        return True, _size_step(src, dim, values, frame_src, reach=reach, resume=resume, thresholds=thresholds)
+        return True, _size_step(src, dim, values, frame_srcs, reach=reach, resume=resume, thresholds=thresholds)
     if kind in ("module_attribute", "value") and inner is not None and not module_int:
         return False, (f"not shape-reducible: {inner} is a Python value on an object the caller passes (a cache's "
                        "state flag, say); each value needs its own graph — expected when it changes once (an "
@@ -214,7 +214,7 @@ def _range_step(exprs: tuple[str, ...], lines: tuple[str, ...], marked: bool | N
     return False, f"if mark_dynamic was called with min/max, {widen}; otherwise {threshold}"
 
 
-def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src: str | None, *, reach: bool,
+def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_srcs: tuple[str, ...], *, reach: bool,
                resume: bool, thresholds: bool) -> str:
     """A size that varied on a static dim: mark it dynamic (the caller's input), or the inputs
     it comes from (a tensor the program computes)."""
@@ -233,9 +233,9 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_src:
                 "inputs it comes from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
                 "dynamic=True")
     name = _local(src)
+    sources = ",".join(f"{s}:{dim}" for s in frame_srcs or (src,))  # each name the frames gave it
     step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
-            f"torch.compiler.config.patch(dynamic_sources=\"{frame_src or src}:{dim}\"); or pad it to a few "
-            "bucket sizes")
+            f"torch.compiler.config.patch(dynamic_sources=\"{sources}\"); or pad it to a few bucket sizes")
     if any(v in (0, 1) for v in ints):
         step += ("; sizes 0 and 1 are always specialised, so a marked dim still recompiles for them — use "
                  f"torch._dynamo.decorators.mark_unbacked({name}, {dim}) if they occur")
@@ -335,7 +335,7 @@ class _Evidence:
     examples: dict[CauseKey, str] = field(default_factory=dict)
     exprs: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
     involves: dict[CauseKey, tuple[str, ...]] = field(default_factory=dict)
-    frame_sources: dict[CauseKey, str] = field(default_factory=dict)
+    frame_sources: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
     lines: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))
     functions: dict[CauseKey, str] = field(default_factory=dict)
     filenames: dict[CauseKey, str] = field(default_factory=dict)
@@ -343,6 +343,7 @@ class _Evidence:
     module_ints: set[CauseKey] = field(default_factory=set)  # PyTorch's hint says: an nn.Module's integer
     refused: defaultdict[CauseKey, list[str]] = field(default_factory=lambda: defaultdict(list))  # limit-refused ids
     failed: defaultdict[CauseKey, list[CompileRecord]] = field(default_factory=lambda: defaultdict(list))  # failed compiles
+    packed: dict[CauseKey, tuple[str, str]] = field(default_factory=dict)  # the entry frame's *args/**kwargs names
 
     def add(self, c: CompileRecord) -> None:
         seen_here = set()
@@ -350,6 +351,8 @@ class _Evidence:
             key = self._add_relation(g) if g.kind == "relation" else self._add_guard(g)
             self.functions.setdefault(key, c.function)
             self.filenames.setdefault(key, c.filename)
+            if c.target is not None and c.target.packed:
+                self.packed.setdefault(key, c.target.packed)
             if any(r.lstrip().startswith(g.reason) and NN_MODULE_INT_HINT in r for r in c.reasons):
                 self.module_ints.add(key)
             if g.kind == "range":
@@ -384,8 +387,8 @@ class _Evidence:
         key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
         self.examples.setdefault(key, g.reason)
         raw = frame_source(g.reason)
-        if raw is not None:
-            self.frame_sources.setdefault(key, raw)
+        if raw is not None and raw not in self.frame_sources[key]:
+            self.frame_sources[key].append(raw)  # a wrapper's frame: the input by position and by keyword
         symbolic = g.kind in ("range", "specialization")
         if symbolic and isinstance(g.expected, str) and g.expected not in self.exprs[key]:
             self.exprs[key].append(g.expected)
@@ -438,6 +441,17 @@ def _with_instance(c: Cause) -> Cause:
     return c
 
 
+def _how_called(kind: str, source: str | None, reason: str, packed: tuple[str, str] | None) -> bool:
+    """A guard on a wrapper frame's packed ``*args``/``**kwargs`` themselves — how many there
+    are, which keys, or none (``not L['kwargs']``) — rather than on an input inside them."""
+    if not packed:
+        return False
+    whole = {f"L['{name}']" for name in packed}
+    if source in whole and kind in ("length", "dict_keys", "other"):
+        return True
+    return source is None and reason.strip().removeprefix("not ").strip() in whole
+
+
 def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequence[int]] | None,
            inputs: Iterable[str] | None, marked: bool | None, related: set[str]) -> Cause:
     source, kind, dim = key
@@ -449,12 +463,19 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
         fed = observed.get((name, dim), ())
         vals = sorted({*(v for v in vals if isinstance(v, int)), *fed})  # every size fed, in order
     exprs_or_dims = tuple(ev.involves.get(key, ())) if kind == "relation" else tuple(ev.exprs[key])
-    reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, ev.frame_sources.get(key),
+    frame_srcs = tuple(ev.frame_sources[key])
+    reducible, step = _next_step(kind, source, dim, tuple(vals), exprs_or_dims, frame_srcs,
                                  lines=tuple(ev.lines[key]), reach=reach, resume=function.startswith(RESUME_PREFIX),
                                  marked=True if key in ev.by_mark else marked,
                                  thresholds=f"{source} dim {dim}" in related, compiles=len(ev.ids[key]),
                                  module_int=key in ev.module_ints,
                                  resumed_at=resumed_at(function, ev.filenames.get(key, "")))
+    if _how_called(kind, source, ev.examples[key], ev.packed.get(key)):
+        reducible, step = False, (
+            "not shape-reducible: the calls pass the inputs in different ways — positionally or by keyword, or more "
+            f"or fewer of them — and the wrapper's frame receives them packed ({source or ev.examples[key]}), "
+            "whose length and keys are part of each graph: pass them the same way at every call (or compile the "
+            "function inside the wrapper)")
     failed = ev.failed[key]
     if failed and len(failed) == len(ev.ids[key]):  # nothing it caused compiled: no setting holds a graph for it
         f = failed[0]
@@ -464,4 +485,5 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
             "code compile for these inputs (the failure is listed apart)")
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
-                 ev.frame_sources.get(key, source), tuple(ev.lines[key]), reach, refused=tuple(ev.refused[key]))
+                 frame_srcs[0] if frame_srcs else source, tuple(ev.lines[key]), reach, refused=tuple(ev.refused[key]),
+                 frame_sources=frame_srcs or ((source,) if source else ()))

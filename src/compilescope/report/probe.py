@@ -32,6 +32,7 @@ class Cause:
     reachable: bool = True  # the source is an input the caller passes (not a frame temporary)
     description: str = ""  # "L['x'] dim 0 varied over 4, 8, 16 → 3 compile(s)", worded by analysis
     refused: tuple[str, ...] = ()  # those of compile_ids the recompile limit refused (no compile: the call ran eagerly)
+    frame_sources: tuple[str, ...] = ()  # every source the frames named it by (a wrapper: by position and by keyword)
 
 
 CauseRow = Cause  # the name probe reports used for it

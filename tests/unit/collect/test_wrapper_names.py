@@ -116,3 +116,19 @@ def test_the_shapes_spec_snippet_keys_a_decorators_a_and_kw_as_its_slots():
     roots = {"x": _usual_words("L['a'][0]", ("a", "kw"))}
     snippet = _shapes_spec_snippet([("x", 0)], {"x": 1}, StrategyOptions(), roots)
     assert "'*args': [TensorSpec([ShapeVar('x_0', min=0)])]" in snippet.setup
+
+
+def test_calls_passing_the_input_by_position_and_by_keyword(tmp_path):
+    # the wrapper's frame names the input L['a'][0] in one call and L['kw']['x'] in the next:
+    # one size cause with both names in its dynamic_sources, and the packing itself (how many
+    # positional arguments, whether any keyword) a cause of its own that no shape setting removes
+    script = tmp_path / "both_ways.py"
+    script.write_text(SCRIPT + "for n in (4, 5):\n    g(x=torch.randn(n))\n")
+    report = build_probe_report(probe_script(str(script), []))
+    (fn,) = report.functions
+    (size,) = [c for c in fn.causes if c.kind == "size"]
+    assert size.source == "L['x']" and size.frame_sources == ("L['a'][0]", "L['kw']['x']")
+    assert "dynamic_sources=\"L['a'][0]:0,L['kw']['x']:0\"" in size.next_step
+    packing = [c for c in fn.causes if c.kind != "size"]
+    assert packing and all(not c.shape_reducible and "pass them the same way at every call" in c.next_step
+                           for c in packing)
