@@ -58,7 +58,7 @@ from ..report import (
 )
 from ..stream import distinct_shapes
 from ..units import fmt_time
-from .advice import group_causes, whole_path
+from .advice import frame_source, group_causes, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
@@ -907,10 +907,13 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
             "loop over it, a branch on it, int(x.shape[0])), or hold one graph per size (raise "
             "torch._dynamo.config.recompile_limit)")), True
     took = list(cause.compile_ids).index(str(c.compile_id)) + 1
-    others = sorted({f"{g.source} dim {g.dim}" for g in c.guard_failures
-                     if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)})
-    marked = f"marked before the first call together with {', '.join(others)} (changed at that compile too)" \
-        if others else "marked before the first call"
+    companions = [g for g in c.guard_failures if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)]
+    others = sorted({f"{g.source} dim {g.dim}" for g in companions})
+    # the setting that marks them all, each as the frame names it (the cause's every name, a companion's own)
+    joint = [f"{s}:{cause.dim}" for s in cause.frame_sources or (cause.source,)]
+    joint += sorted({f"{frame_source(g.reason) or g.source}:{g.dim}" for g in companions} - set(joint))
+    marked = (f"marked before the first call together with {', '.join(others)} (changed at that compile too; "
+              f"dynamic_sources=\"{','.join(joint)}\" marks them all)") if others else "marked before the first call"
     return dataclasses.replace(cause, next_step=(
         f"{cause.next_step} — seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
         f"{c.compile_id} and no later size recompiled it; {marked}, it saves the {took} recompile(s) that took")), True

@@ -132,3 +132,34 @@ def test_calls_passing_the_input_by_position_and_by_keyword(tmp_path):
     packing = [c for c in fn.causes if c.kind != "size"]
     assert packing and all(not c.shape_reducible and "pass them the same way at every call" in c.next_step
                            for c in packing)
+
+
+PAIR = """\
+import functools, torch
+
+def deco(fn):
+    @functools.wraps(fn)
+    def wrapper(*a, **kw):
+        return fn(*a, **kw)
+    return wrapper
+
+@deco
+def f(x, y):
+    return x + y
+
+g = torch.compile(f, backend="eager")
+for n in (2, 3, 4):
+    g(x=torch.randn(n), y=torch.randn(n))
+"""
+
+
+def test_sizes_that_change_together_are_marked_together_each_by_its_frame_name(tmp_path):
+    # automatic dynamic shapes compiled both dims dynamic at 0/1: either mark alone would leave
+    # x + y specialising the other, so the step's setting names both, as the wrapper's frame does
+    script = tmp_path / "pair.py"
+    script.write_text(PAIR)
+    report = build_probe_report(probe_script(str(script), []))
+    (fn,) = report.functions
+    x = next(c for c in fn.causes if c.source == "L['x']")
+    assert "together with L['y'] dim 0" in x.next_step
+    assert "dynamic_sources=\"L['kw']['x']:0,L['kw']['y']:0\" marks them all" in x.next_step
