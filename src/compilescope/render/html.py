@@ -515,7 +515,8 @@ def render_probe(report: ProbeReport) -> str:
     page.add(f"<h1>compilescope probe — {e(report.source)}</h1>")
     cache = f" ({e(report.cache_start)} compile cache)" if report.compiles and report.cache_start else ""
     page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling"
-             f"{cache}, {report.graph_break_count} graph break(s)</p>")
+             f"{cache}, {len(report.graph_breaks)} distinct graph break(s) met {report.graph_break_count} time(s) "
+             "while tracing</p>")
     fig = go.Figure()
     for i, f in enumerate(report.functions):
         points = [c for c in f.compile_rows if c.start_us is not None]

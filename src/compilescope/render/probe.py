@@ -13,12 +13,14 @@ from .grid import Grid, T, to_text
 def renderables(report: ProbeReport) -> list[RenderableType]:
     parts: list[RenderableType] = []
     head = T(f"compilescope probe: {report.source}", "bold")
+    breaks = f"{len(report.graph_breaks)} graph break(s)" + (
+        f" met {report.graph_break_count} times" if report.graph_break_count > len(report.graph_breaks) else "")
     if report.compiles:
         head.append(f"  — {report.compiles} compile(s) in {report.frames} frame(s), {fmt_time(report.compile_s)} "
                     f"compiling{f' ({report.cache_start} compile cache)' if report.cache_start else ''}, "
-                    f"{report.graph_break_count} graph break(s)")
+                    f"{breaks}")
     else:  # no compile time, no cache state: nothing used them
-        head.append(f"  — nothing compiled, {report.graph_break_count} graph break(s)")
+        head.append(f"  — nothing compiled, {breaks}")
     parts.append(head)
     for f in report.functions:
         title = T(f"\n{f.name}", "bold")
@@ -61,9 +63,9 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
                           T(f"{run.compiles} ({run.recompiles})"), T(run.why))
         parts.append(table)
     if report.graph_breaks:
-        parts.append(T(f"\ngraph breaks: {report.graph_break_count} occurrence(s), {len(report.graph_breaks)} distinct",
-                       "bold"))
-        table = Grid(None, (("where", "left"), ("count", "right"), ("reason", "left")), keep=("where", "count"))
+        parts.append(T(f"\ngraph breaks: {len(report.graph_breaks)} distinct, met {report.graph_break_count} time(s) "
+                       "while tracing (once per compile that reached the line, not per call)", "bold"))
+        table = Grid(None, (("where", "left"), ("traced", "right"), ("reason", "left")), keep=("where", "traced"))
         for b in report.graph_breaks:
             reason = T(b.reason)
             for hint in b.hints:
