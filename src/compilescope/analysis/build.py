@@ -912,8 +912,8 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
     # the setting that marks them all, each as the frame names it (the cause's every name, a companion's own)
     joint = [f"{s}:{cause.dim}" for s in cause.frame_sources or (cause.source,)]
     joint += sorted({f"{frame_source(g.reason) or g.source}:{g.dim}" for g in companions} - set(joint))
-    marked = (f"marked before the first call together with {', '.join(others)} (changed at that compile too; "
-              f"dynamic_sources=\"{','.join(joint)}\" marks them all)") if others else "marked before the first call"
+    marked = (f"marked from the first call on, together with {', '.join(others)} (changed at that compile too; "
+              f"dynamic_sources=\"{','.join(joint)}\" marks them all)") if others else "marked from the first call on"
     return dataclasses.replace(cause, next_step=(
         f"{cause.next_step} — seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
         f"{c.compile_id} and no later size recompiled it; {marked}, it saves the {took} recompile(s) that took")), True

@@ -161,5 +161,5 @@ def test_sizes_that_change_together_are_marked_together_each_by_its_frame_name(t
     report = build_probe_report(probe_script(str(script), []))
     (fn,) = report.functions
     x = next(c for c in fn.causes if c.source == "L['x']")
-    assert "together with L['y'] dim 0" in x.next_step
+    assert "marked from the first call on, together with L['y'] dim 0" in x.next_step
     assert "dynamic_sources=\"L['kw']['x']:0,L['kw']['y']:0\" marks them all" in x.next_step
