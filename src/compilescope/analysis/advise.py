@@ -34,7 +34,7 @@ from __future__ import annotations
 import math
 import re
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -43,7 +43,7 @@ from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, 
 from .advice import group_causes, input_name, relation_multiple, relation_step
 from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note
 from .counts import count_compiles
-from .outcomes import tolerance_side, within_tolerance
+from .outcomes import SINGLE_SAMPLE_TOLERANCE, one_sample_apart, tolerance_side, within_tolerance
 from .regimes import TOLERANCE
 
 
@@ -142,20 +142,20 @@ def propose(
     ranks = dict(ranks or {})
     for name, dim in sizes:
         ranks[name] = max(ranks.get(name, 0), dim + 1)
-    size_causes: list[str] = []
+    size_causes: list[Cause] = []
     frame_roots: dict[str, str] = {}  # input → the source its frame names it by (for dynamic_sources)
     relation = None
     fixes: list[CodeFix] = []
     for c in causes:
         if c.kind == "size" and c.dim is not None and c.shape_reducible:
-            size_causes.append(c.description)
+            size_causes.append(c)
             name = input_name(c.source)
             if c.reachable and name is not None and c.frame_source:
                 frame_roots.setdefault(name, c.frame_source)
         elif c.kind == "relation":
             relation = c
         elif c.kind == "specialization" and _unbacked_covers(c, sizes):
-            size_causes.append(c.description)  # the unbacked proposal is its fix, measured beside the others
+            size_causes.append(c)  # the unbacked proposal is its fix, measured beside the others
         else:
             fixes.append(CodeFix(c.description, c.next_step))
     proposals: list[Proposal] = []
@@ -203,7 +203,22 @@ def _unbacked_covers(c: Cause, sizes: dict[tuple[str, int], list[int]]) -> bool:
     return key in sizes and min(sizes[key]) < 2  # type: ignore[index]
 
 
-def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[str, ...],
+def _addressed(causes: Sequence[Cause], chosen: Sequence[tuple[str, int]] | None, *, backed: bool) -> tuple[str, ...]:
+    """The causes a shape proposal can remove: those of the dims it marks (``chosen``; None:
+    every dim, ``dynamic=True``) — and, for a backed dynamic dim, none that saw a size 0 or 1,
+    which such a dim specialises all the same (only an unbacked one holds them)."""
+    out = []
+    for c in causes:
+        ints = [v for v in c.values if isinstance(v, int) and not isinstance(v, bool)]
+        if backed and (c.kind == "specialization" or any(v in (0, 1) for v in ints)):
+            continue
+        if chosen is not None and c.kind == "size" and (input_name(c.source), c.dim) not in set(chosen):
+            continue
+        out.append(c.description)
+    return tuple(out)
+
+
+def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int]], size_causes: tuple[Cause, ...],
                     frame_roots: dict[str, str], relation: Cause | None, ranks: Mapping[str, int],
                     packed: tuple[str, str] | None = None) -> list[Proposal]:
     """Size guards on static dims that varied: mark the varying dims dynamic (bounded when a
@@ -213,6 +228,7 @@ def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int
     thresholds = set(relation.involves) if relation is not None else set()
     compile_plain = _compile_call(base)
     chosen = sorted(sizes)  # only the varying dims of the inputs the caller passes
+    marked, everything = _addressed(size_causes, chosen, backed=True), _addressed(size_causes, None, backed=True)
     out: list[Proposal] = []
     unbounded = [MarkSpec(name, dim) for name, dim in chosen]
     # a range must cover every size fed: none does where sizes 0/1 occur (a backed dynamic
@@ -224,22 +240,22 @@ def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int
                                                        for m in bounded):
         out.append(Proposal(
             ",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
-            size_causes, Snippet(f"compiled = {compile_plain}", "; ".join(
+            marked, Snippet(f"compiled = {compile_plain}", "; ".join(
                 f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded))))
     sources = ",".join(f"{frame_roots.get(n, f'L[{n!r}]')}:{d}" for n, d in chosen)
     out.append(Proposal(
         ",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
-        size_causes,
+        marked,
         Snippet(f"compiled = {compile_plain}",
                 "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in unbounded)),
         alternative=Snippet(f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
     # the broad fix the narrow ones are judged against: every dim of every input symbolic
-    out.append(Proposal("everything", "dynamic", base, size_causes,
+    out.append(Proposal("everything", "dynamic", base, everything,
                         Snippet(f"compiled = {_compile_call(base, 'dynamic=True')}")))
     if any(min(sizes[key]) < 2 for key in chosen):
         # sizes 0/1 are specialised for a backed dynamic dim: only an unbacked one holds them
         out.append(Proposal("unbacked " + ",".join(str(m) for m in unbounded), "shapes-spec",
-                            replace(base, marks=tuple(unbounded)), size_causes,
+                            replace(base, marks=tuple(unbounded)), _addressed(size_causes, chosen, backed=False),
                             _shapes_spec_snippet(chosen, ranks, base, {n: _usual_words(r, packed)
                                                                        for n, r in frame_roots.items()})))
     return out
@@ -695,9 +711,12 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
     if target == "compile_s":
-        if default is not None and t.stream.compile_s >= default.stream.compile_s:
-            return (f"did not reduce what it targets: {t.stream.compile_s:.1f} s compiling against the default's "
-                    f"{default.stream.compile_s:.1f} s")
+        mine, theirs = t.stream.compile_s, default.stream.compile_s if default is not None else None
+        if theirs is not None and mine >= theirs:
+            return f"did not reduce what it targets: {mine:.1f} s compiling against the default's {theirs:.1f} s"
+        if theirs is not None and not one_sample_apart(mine, theirs):  # each trial's compile time is one sample
+            return (f"did not reduce what it targets beyond one sample's jitter: {mine:.1f} s compiling against the "
+                    f"default's {theirs:.1f} s (within ±{SINGLE_SAMPLE_TOLERANCE:.0%})")
         return ""
     if target == "steady":
         mine, theirs = steady_per_request(t), steady_per_request(default) if default is not None else None

@@ -72,11 +72,8 @@ from ..strategies import guard_filter_name
 from .build import build_run_report, strategy_compiles
 from .guards import lookup_samples
 from .noise import busy, holm, interleaved_ratios, mann_whitney_p
-from .outcomes import within_tolerance
+from .outcomes import SINGLE_SAMPLE_MIN_S, SINGLE_SAMPLE_TOLERANCE, within_tolerance
 from .regimes import TOLERANCE, iqr_separated
-
-SINGLE_SAMPLE_TOLERANCE = 0.25
-SINGLE_SAMPLE_MIN_S = 0.05  # and at least this many seconds: a tiny compile's jitter is no regression
 
 KINDS_SHOWN = 5  # the guard kinds whose counts moved most, named in a guards change
 

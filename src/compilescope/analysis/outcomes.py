@@ -280,6 +280,18 @@ def within_tolerance(a: float, b: float) -> bool:
     return (a >= 0) == (b >= 0) and hi < lo * (1 + TOLERANCE)
 
 
+SINGLE_SAMPLE_TOLERANCE = 0.25  # one sample of a figure (a compile time): its jitter is not the spread of many
+SINGLE_SAMPLE_MIN_S = 0.05  # and at least this many seconds: a tiny compile's jitter is no difference
+
+
+def one_sample_apart(a: float, b: float) -> bool:
+    """Whether two single samples of seconds (two trials' compile time) differ beyond one
+    sample's jitter: by more than ``SINGLE_SAMPLE_TOLERANCE`` of the smaller, and by at least
+    ``SINGLE_SAMPLE_MIN_S``."""
+    lo, hi = sorted((a, b))
+    return hi - lo >= SINGLE_SAMPLE_MIN_S and hi > lo * (1 + SINGLE_SAMPLE_TOLERANCE)
+
+
 def tolerance_side(ratio: float) -> Literal[-1, 0, 1]:
     """Where a ratio to 1 lies: 1 above the tolerance, -1 below it, 0 within it."""
     if within_tolerance(ratio, 1.0):

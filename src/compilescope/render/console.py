@@ -433,7 +433,7 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
         if rec.proposal.alternative is not None:
             parts.append(T("  or, with no code change:", "green"))
             parts.extend(snippet_renderables(rec.proposal.alternative))
-        parts.append(T("  addresses: " + "; ".join(rec.proposal.addresses), "dim"))
+        parts.append(T("  addresses: " + ("; ".join(rec.proposal.addresses) or "—"), "dim"))
     else:
         parts.append(T("no measured proposal beat the default on this objective", "yellow"))
     if advice.tie:

@@ -188,6 +188,13 @@ def test_a_proposal_for_compile_time_is_accepted_on_its_compile_time():
     row = next(r for r in judge(report, [regional], "total", None, []).rows if r.proposal is regional)
     assert row.verdict in ("accepted", "recommended")
     assert row.why.startswith("measured: 0.5 s compiling against the default's 2.0 s; 1 compile(s) against 1"), row.why
+    # each trial's compile time is one sample: a few percent less is within its jitter, no reduction
+    close = _report(_trial("eager", 1e-3, 1e-3), _trial("default", 4.7, 0.5e-3),
+                    _trial("regional", 4.5, 0.5e-3, variant="Block"))
+    row = next(r for r in judge(close, [regional], "total", None, []).rows if r.proposal is regional)
+    assert row.verdict == "rejected"
+    assert row.why == ("did not reduce what it targets beyond one sample's jitter: 4.5 s compiling against the "
+                       "default's 4.7 s (within ±25%)"), row.why
 
 
 def test_a_slowdown_the_mix_tells_apart_but_no_shape_alone_says_which_told_it():
@@ -243,3 +250,20 @@ def test_a_setting_whose_frame_never_compiles_is_never_the_pick_and_a_fix_is_jud
     assert "ran eagerly" not in rows["mark-dynamic[x:0] (cold)"].why  # judged on what it targets
     assert advice.recommendation is not None and advice.recommendation.proposal is EAGER
     assert "eager is the pick" in advice.horizon
+
+
+def test_a_shape_proposal_claims_only_the_causes_it_can_remove():
+    """gpt2-tiny's batch went 1 → 2 and its sequence 8 → 16; a cache's length varied too. A
+    backed mark (mark_dynamic, dynamic_sources) specialises sizes 0 and 1 all the same, and
+    marks only the dims it names: it addresses the sequence alone; dynamic=True every dim but
+    the batch; the unbacked spec the dims it names, the batch included."""
+    from compilescope.analysis.advise import _addressed
+    from compilescope.report import Cause
+
+    batch = Cause("L['input_ids']", "size", 0, (1, 2), ("0/1",), True, "", description="batch")
+    seq = Cause("L['input_ids']", "size", 1, (8, 16), ("0/1",), True, "", description="seq")
+    cache = Cause("L['past'].layers[0].keys", "size", 2, (12, 13), ("0/2",), True, "", description="cache")
+    chosen = [("input_ids", 0), ("input_ids", 1)]
+    assert _addressed((batch, seq, cache), chosen, backed=True) == ("seq",)
+    assert _addressed((batch, seq, cache), None, backed=True) == ("seq", "cache")
+    assert _addressed((batch, seq, cache), chosen, backed=False) == ("batch", "seq")
