@@ -206,8 +206,8 @@ def test_compare_html_shows_the_console_figures(runs):
 
 
 @pytest.mark.parametrize("ratio, significant, want", [
-    (1.23, False, "steady-state execution was not measurably different from eager: the difference is inside the noise"),
-    (0.80, False, "steady-state execution was not measurably different from eager: the difference is inside the noise"),
+    (1.23, False, "steady-state execution could not be told apart from eager: the difference is inside the noise"),
+    (0.80, False, "steady-state execution could not be told apart from eager: the difference is inside the noise"),
     (1.02, False, "steady-state execution matched eager: within 5%, inside the noise"),
     (1.23, True, "steady-state execution improved on this stream's mix of shapes"),
     (1.03, True, "steady-state execution was marginally faster than eager: under 5%, but beyond the noise"),
@@ -229,7 +229,7 @@ def test_a_verdict_never_calls_a_ratio_outside_5_percent_matched(runs, ratio, si
     if not significant and abs(ratio - 1) > 0.05:
         wide = dataclasses.replace(shaped, saving_per_request_s=-4e-4, saving_noise_s=7e-5)
         clauses = verdict_clauses(wide)
-        assert clauses[0].startswith("steady-state execution was not measurably different from eager: the samples' "
+        assert clauses[0].startswith("steady-state execution could not be told apart from eager: the samples' "
                                      "test does not bear the difference out"), clauses[0]
         assert any("is not borne out by the samples' test" in c for c in clauses)
     if ratio == 1.02:  # within 5%, outside the band: matched, and not called "inside the noise"

@@ -63,12 +63,12 @@ def steady_clauses(t: TrialReport) -> list[str]:
         head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, {how} ({where})"
     elif _beyond_band(t):
         # outside the IQR band, yet the samples' test does not support it (too few, or too spread)
-        head = (f"steady-state execution was not measurably different from eager: the samples' test does not bear "
+        head = (f"steady-state execution could not be told apart from eager: the samples' test does not bear "
                 f"the difference out ({where})")
     else:
         # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,
         # and the ratio is never called a match
-        head = (f"steady-state execution was not measurably different from eager: the difference is inside the "
+        head = (f"steady-state execution could not be told apart from eager: the difference is inside the "
                 f"noise ({where})")
     out = [head]
     if s.faster.count and s.slower.count:
