@@ -8,7 +8,7 @@ from compilescope.collect.records import packed_names, rename_source
 from compilescope.probe.capture import probe_script
 from compilescope.render.probe import render
 
-SCRIPT = """\
+DECORATOR = """\
 import functools, torch
 
 def deco(fn):
@@ -16,7 +16,9 @@ def deco(fn):
     def wrapper(*a, **kw):
         return fn(*a, **kw)
     return wrapper
+"""
 
+SCRIPT = DECORATOR + """
 @deco
 def f(x):
     return x.sin()
@@ -134,15 +136,7 @@ def test_calls_passing_the_input_by_position_and_by_keyword(tmp_path):
                            for c in packing)
 
 
-PAIR = """\
-import functools, torch
-
-def deco(fn):
-    @functools.wraps(fn)
-    def wrapper(*a, **kw):
-        return fn(*a, **kw)
-    return wrapper
-
+PAIR = DECORATOR + """
 @deco
 def f(x, y):
     return x + y
