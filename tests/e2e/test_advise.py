@@ -142,7 +142,8 @@ from compilescope.report import CompileCounts  # noqa: E402
 def _trial(label, strategy, stream_s, compiles=1, recompiles=0, entries=0, why_status="ok", partial_fallbacks=0):
     """A trial report with only what judging reads: its stream wall, compile counts, and the
     compiles each frame holds."""
-    rows = (SimpleNamespace(shape="n=16", steady=SimpleNamespace(median=stream_s / 10), eager=None, requests=10),)
+    rows = (SimpleNamespace(shape="n=16", steady=SimpleNamespace(median=stream_s / 10), eager=None, requests=10,
+                            fallback_calls=0, partial_fallback_calls=partial_fallbacks, cause=""),)
     compile_rows = tuple(SimpleNamespace(outcome="compiled", phase="stream", epoch=0, compile_id=f"1/{i}",
                                          name="Block.forward") for i in range(entries))
     return SimpleNamespace(label=label, strategy=strategy, status=why_status, error=None, call_errors=0, fallbacks=0,

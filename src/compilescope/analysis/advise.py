@@ -704,10 +704,12 @@ def _rejection(t: TrialReport, default: TrialReport | None, target: str = "recom
     # judged against the default's own: a frame that never compiles falls back under every setting
     own, partly = (default.fallbacks, default.partial_fallbacks) if default is not None else (0, 0)
     if t.fallbacks > own:
-        return f"{t.fallbacks} request(s) ran eagerly" + (f" against the default's {own}" if own else "")
+        why = next((f" ({r.cause})" for r in t.rows if r.fallback_calls and r.cause), "")  # a failed compile, say
+        return f"{t.fallbacks} request(s) ran eagerly" + (f" against the default's {own}" if own else "") + why
     if t.partial_fallbacks > partly:
-        return f"{t.partial_fallbacks} request(s) ran partly eagerly" + (f" against the default's {partly}"
-                                                                          if partly else "")
+        why = next((f" ({r.cause})" for r in t.rows if r.partial_fallback_calls and r.cause), "")
+        return (f"{t.partial_fallbacks} request(s) ran partly eagerly"
+                + (f" against the default's {partly}" if partly else "") + why)
     if t.numerics_failed:
         return f"outputs differed from eager on {t.numerics_failed} shape(s)"
     if target == "compile_s":

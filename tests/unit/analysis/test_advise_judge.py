@@ -267,3 +267,19 @@ def test_a_shape_proposal_claims_only_the_causes_it_can_remove():
     assert _addressed((batch, seq, cache), chosen, backed=True) == ("seq",)
     assert _addressed((batch, seq, cache), None, backed=True) == ("seq", "cache")
     assert _addressed((batch, seq, cache), chosen, backed=False) == ("batch", "seq")
+
+
+def test_a_rejection_for_running_eagerly_says_why_the_frame_did():
+    """A shapes-spec proposal whose own compile failed (a data-dependent UserError) and whose
+    model then ran its outer frame eagerly: the rejection names the failed compile, as the
+    run's table does, not only the count."""
+    from types import SimpleNamespace
+
+    from compilescope.analysis.advise import _rejection
+
+    row = SimpleNamespace(partial_fallback_calls=1, fallback_calls=0,
+                          cause="frame 0 (GPT2LMHeadModel.forward) ran eagerly: compile 0/0 failed (UserError)")
+    t = SimpleNamespace(status="ok", call_errors=0, fallbacks=0, partial_fallbacks=1, numerics_failed=0, rows=(row,))
+    default = SimpleNamespace(fallbacks=0, partial_fallbacks=0)
+    assert _rejection(t, default) == ("1 request(s) ran partly eagerly (frame 0 (GPT2LMHeadModel.forward) ran "
+                                      "eagerly: compile 0/0 failed (UserError))")
