@@ -96,8 +96,10 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
     of its graphs — when its graph has run on some call (it is real code with a graph, entered
     by the stream: a frame whose graphs are empty runs nothing compiled either way), or, for a
     failed frame that never had one, at the call it failed at (entered then) and, when it is a
-    graph break's resume frame, at every call after (the code before the break enters it on
-    a straight path; another function's frame may have been entered once, a lazy set-up say).
+    graph break's resume frame or the compiled target's own entry frame, at every call after
+    (the code before the break enters it on a straight path; every call enters the target's
+    frame — a model whose outer frame failed runs it eagerly around an inner frame Dynamo
+    compiled instead; another function's frame may have been entered once, a lazy set-up say).
     Calls that raised, ran nothing compiled (a whole eager fallback, see
     :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
     frame that this call's path never entered would be counted too; a graph break on a
@@ -112,7 +114,7 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
             blocked[frame] = min(blocked.get(frame, r.call_index), r.call_index)
             if r.failed:
                 failed.setdefault(frame, set()).add(r.call_index)
-                if r.resumes:
+                if r.resumes or r.target is not None:  # entered by every call after
                     resumes.add(frame)
     out: dict[int, tuple[int, ...]] = {}
     if not blocked:

@@ -3,6 +3,7 @@ on the records real runs wrote (``tests/data/derivations``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -188,3 +189,21 @@ def test_two_resume_frames_of_one_name_and_line_are_two_functions_in_a_probe_rep
     report = build_probe_report(ProbeResult(compiles=records))
     assert report.frames == 3
     assert [f.name for f in report.functions] == ["forward", f"{resume} [frame 1]", f"{resume} [frame 3]"]
+
+
+def test_a_target_whose_own_frame_failed_runs_it_eagerly_at_every_later_call():
+    """A model whose outer frame failed to compile (a shapes spec's data-dependent UserError)
+    while Dynamo compiled the inner frame it calls: every later call enters the outer frame
+    eagerly around the compiled inner one — partly eager, not only the call it failed at. A
+    failed frame of another function, entered once, counts at that call alone."""
+    from compilescope.model import CallRecord, CompiledTarget, CompileId, CompileRecord
+
+    target = CompiledTarget("GPT2LMHeadModel.forward", "modeling_gpt2.py", 647)
+    outer = CompileRecord(CompileId(0, 0), "forward", "modeling_gpt2.py", 647, outcome="failed", fail_type="UserError",
+                          call_index=0, target=target)
+    inner = CompileRecord(CompileId(1, 0), "forward", "modeling_gpt2.py", 400, call_index=0)
+    calls = tuple(CallRecord(i, {"seq": 8 + i}, 0.01, ("1/0",) if i == 0 else (), graphs_run=("1/0",),
+                             ran_eagerly=False) for i in range(3))
+    assert eager_frames(calls, (outer, inner)) == {0: (0,), 1: (0,), 2: (0,)}
+    setup = dataclasses.replace(outer, target=None)  # another function's frame: entered at its failure only
+    assert eager_frames(calls, (setup, inner)) == {0: (0,)}
