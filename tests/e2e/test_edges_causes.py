@@ -307,6 +307,39 @@ def test_probe_judges_a_mark_dynamic_fix_by_its_own_compiles(tmp_path, cli_in_pr
         assert "seen in this run" not in x and "4 compile(s), 3 recompile(s)" in proc.stderr and unchecked
 
 
+
+FROM_ONE = """
+import torch
+
+
+@torch.compile(backend="eager")
+def f(x):
+    return x.sin() * 2
+
+
+for n in (1, 2, 3, 4):
+    f(torch.randn(n, 3))
+"""
+
+
+@pytest.mark.parametrize("config", [(), ("--config", "dynamic_sources=L['x']:0")])
+def test_a_recompile_that_left_size_one_is_not_said_to_be_saved_by_a_mark(tmp_path, cli_in_process, config):
+    """A stream that starts at size 1 recompiles once, at 2, whether or not the dim is marked
+    dynamic (Dynamo specialises sizes 0 and 1 in a marked dim too): the run's own compiles show
+    it, so the step is the mark that covers size 1, not a mark-dynamic said to save that
+    recompile. Under ``--config dynamic_sources=L['x']:0`` — that mark already in force — it
+    recompiles all the same."""
+    (tmp_path / "s.py").write_text(FROM_ONE)
+    proc = cli_in_process("probe", *config, "s.py")
+    assert proc.returncode == 0, proc.stderr
+    assert "2 compile(s), 1 recompile(s)" in proc.stderr, proc.stderr
+    (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 1, 2, 3, 4")]
+    step = x.split("next step: ", 1)[1]
+    assert step.startswith("mark it unbacked before each call: torch._dynamo.decorators.mark_unbacked(x, 0)"), x
+    assert "left size 1" in step and "saves none of them" in step and "it saves the" not in step, x
+    assert "torch._dynamo.mark_dynamic(x, 0)" not in step and 'dynamic_sources="' not in step, x
+
+
 ACROSS = '''
 import torch
 from compilescope import Workload

@@ -238,7 +238,7 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_srcs
             f"torch.compiler.config.patch(dynamic_sources=\"{sources}\"); or pad it to a few bucket sizes")
     if any(v in (0, 1) for v in ints):
         step += ("; sizes 0 and 1 are always specialised, so a marked dim still recompiles for them — use "
-                 f"torch._dynamo.decorators.mark_unbacked({name}, {dim}) if they occur")
+                 f"{unbacked_mark(src, dim)} if they occur")
     if thresholds:
         step += "; the threshold/relation guards on it (listed apart) stay whatever it is marked"
     return step
@@ -315,6 +315,11 @@ def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequ
                  "torch._dynamo.config.recompile_limit above the number of variants)" + (f", or {where}" if where else ""))
     return ("not removable by mark_dynamic — these relations exist because the dims are already dynamic: "
             + "; ".join(steps))
+
+
+def unbacked_mark(source: str, dim: int) -> str:
+    """The mark that keeps a dim dynamic through sizes 0 and 1, as the user writes it."""
+    return f"torch._dynamo.decorators.mark_unbacked({_local(source)}, {dim})"
 
 
 def _local(source: str) -> str:

@@ -58,7 +58,7 @@ from ..report import (
 )
 from ..stream import distinct_shapes
 from ..units import fmt_time
-from .advice import frame_source, group_causes, whole_path
+from .advice import frame_source, group_causes, unbacked_mark, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
@@ -906,7 +906,14 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
             f"{size}), so marking it dynamic changes nothing — find where it turns the size into a Python number (a "
             "loop over it, a branch on it, int(x.shape[0])), or hold one graph per size (raise "
             "torch._dynamo.config.recompile_limit)")), True
-    took = list(cause.compile_ids).index(str(c.compile_id)) + 1
+    ids = list(cause.compile_ids)
+    upto = ids[: ids.index(str(c.compile_id)) + 1]
+    by_id = {str(r.compile_id): r for r in records}
+    # a recompile that left size 0 or 1 happens whether or not the dim is marked: marking saves it not
+    specialised = sorted({g.expected for i in upto for g in by_id[i].guard_failures
+                          if (g.source, g.dim) == (cause.source, cause.dim) and g.expected in (0, 1)})
+    took = sum(not any((g.source, g.dim) == (cause.source, cause.dim) and g.expected in (0, 1)
+                       for g in by_id[i].guard_failures) for i in upto)
     companions = [g for g in c.guard_failures if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)]
     others = sorted({f"{g.source} dim {g.dim}" for g in companions})
     # the setting that marks them all, each as the frame names it (the cause's every name, a companion's own)
@@ -914,9 +921,19 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
     joint += sorted({f"{frame_source(g.reason) or g.source}:{g.dim}" for g in companions} - set(joint))
     marked = (f"marked from the first call on, together with {', '.join(others)} (changed at that compile too; "
               f"dynamic_sources=\"{','.join(joint)}\" marks them all)") if others else "marked from the first call on"
-    return dataclasses.replace(cause, next_step=(
-        f"{cause.next_step} — seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile "
-        f"{c.compile_id} and no later size recompiled it; {marked}, it saves the {took} recompile(s) that took")), True
+    seen = (f"seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic at compile {c.compile_id} "
+            "and no later size recompiled it")
+    left = " or ".join(map(str, specialised))
+    if specialised and not took:  # only a mark that keeps sizes 0 and 1 dynamic saves what it took
+        return dataclasses.replace(cause, next_step=(
+            f"mark it unbacked before each call: {unbacked_mark(cause.source, cause.dim)} (read from the guards, "
+            f"not run) — the {len(upto)} "
+            f"recompile(s) it took left size {left}, which Dynamo specialises even in a marked dim, so "
+            f"mark_dynamic or dynamic_sources saves none of them; {seen}")), True
+    saves = (f"it saves the {took} recompile(s) that took" if not specialised else
+             f"it saves {took} of the {len(upto)} recompile(s) that took (the others left size {left}, which a "
+             "marked dim still specialises)")
+    return dataclasses.replace(cause, next_step=f"{cause.next_step} — {seen}; {marked}, {saves}"), True
 
 
 def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) -> ProbeReport:
