@@ -17,7 +17,7 @@ from .errors import OptionError, WorkloadError
 # The schema version of every file compilescope writes (results and probe JSON, journals,
 # store rows): one number for the records below. Its history and the steps that migrate older
 # files on load are in :mod:`compilescope.schema`.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 Shape = dict[str, int]
 Scalar = Union[int, float, str, bool, None]
@@ -751,6 +751,7 @@ class ProbeResult:
     created: str = ""
     schema_version: int = SCHEMA_VERSION
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record: a hook of its raised
+    settings: tuple[str, ...] = ()  # what the program ran under (probe --config), NAME=VALUE with VALUE as JSON
 
 
 # ----------------------------------------------------------------------------- warm-up plans

@@ -45,6 +45,8 @@ Schema history (``schema_version``):
       compiled target's ``packed`` (the names its entry frame gives ``*args``/``**kwargs``). A
       schema-4 file has none: they load as not known, and a recompile is read from the compile
       id as that file counted it.
+  6 — a probe's ``settings``: the ``probe --config`` items the program ran under
+      (``NAME=VALUE``, VALUE as JSON). A schema-5 probe file has none recorded.
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
@@ -490,6 +492,13 @@ def _guard_costs(data: Document) -> Document:
 def _automatic_dynamic(data: Document) -> Document:
     """3 → 4: a compile record's ``automatic_dynamic`` is new and optional; a schema-3 file did
     not record it, and loads with it not known (None)."""
+    return data
+
+
+@migration(5)
+def _probe_settings(data: Document) -> Document:
+    """5 → 6: a probe's ``settings`` (what ``probe --config`` applied) is new; a schema-5 probe
+    file did not record them and loads with none."""
     return data
 
 

@@ -338,6 +338,9 @@ def test_a_recompile_that_left_size_one_is_not_said_to_be_saved_by_a_mark(tmp_pa
     assert step.startswith("mark it unbacked before each call: torch._dynamo.decorators.mark_unbacked(x, 0)"), x
     assert "left size 1" in step and "saves none of them" in step and "it saves the" not in step, x
     assert "torch._dynamo.mark_dynamic(x, 0)" not in step and 'dynamic_sources="' not in step, x
+    # the report says what the program ran under
+    said = [ln for ln in proc.stderr.splitlines() if ln.startswith("run under --config")]
+    assert said == (["run under --config dynamic_sources=\"L['x']:0\""] if config else []), said
 
 
 ACROSS = '''

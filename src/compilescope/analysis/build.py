@@ -989,6 +989,7 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         lost_capabilities=result.lost_capabilities,
         checks=tuple(checks),
         fixes_unchecked=unjudged > 0,
+        settings=result.settings,
     ))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,7 @@ def probe_script(script: str, args: Sequence[str], *, settings: Sequence[str] = 
     try:
         returncode = run_probed(script, list(args), config, journal, set(ignored_signals), record_shapes)
         result = probe_result(journal, " ".join([script, *args]), returncode)
+        result = dataclasses.replace(result, settings=tuple(f"{k}={json.dumps(v)}" for k, v in config.items()))
         read = True
     finally:
         if json_path is None or not read:

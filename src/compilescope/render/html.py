@@ -517,6 +517,8 @@ def render_probe(report: ProbeReport) -> str:
     page.add(f"<p>{report.compiles} compile(s) in {report.frames} frame(s), {e(fmt_time(report.compile_s))} compiling"
              f"{cache}, {len(report.graph_breaks)} distinct graph break(s) met {report.graph_break_count} time(s) "
              "while tracing</p>")
+    if report.settings:
+        page.add(f"<p>run under --config {e(' '.join(report.settings))}</p>")
     fig = go.Figure()
     for i, f in enumerate(report.functions):
         points = [c for c in f.compile_rows if c.start_us is not None]

@@ -22,6 +22,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
     else:  # no compile time, no cache state: nothing used them
         head.append(f"  — nothing compiled, {breaks}")
     parts.append(head)
+    if report.settings:
+        parts.append(T(f"run under --config {' '.join(report.settings)}", "dim"))
     for f in report.functions:
         title = T(f"\n{f.name}", "bold")
         title.append(f"  {f.location} — {f.compiles} compile(s), {f.recompiles} recompile(s), "

@@ -91,3 +91,4 @@ class ProbeReport:
     killed: bool = False  # the program was killed by a signal (its error says by which), rather than raising
     checks: tuple[ScriptRun, ...] = ()  # probe --check-fixes: each setting fix run and judged (advise --script's way)
     fixes_unchecked: bool = False  # a mark-dynamic fix is printed that no run checked (no --check-fixes)
+    settings: tuple[str, ...] = ()  # what the program ran under (probe --config), NAME=VALUE
