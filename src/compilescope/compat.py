@@ -1324,13 +1324,30 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
                          "capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
                 stack.enter_context(torch._dynamo.config.patch(**{key: value}))
             elif key.startswith("inductor.") and hasattr(inductor_config, key.removeprefix("inductor.")):
-                stack.enter_context(inductor_config.patch(**{key.removeprefix("inductor."): value}))
+                name = key.removeprefix("inductor.")
+                _check_like(key, value, getattr(inductor_config, name))
+                stack.enter_context(inductor_config.patch(**{name: value}))
             else:
                 raise KeyError(key)
     except BaseException:
         stack.close()
         raise
     return stack.close
+
+
+def _check_like(key: str, value: Any, default: Any) -> None:
+    """``value`` of the kind ``default`` is (a number where a float is; a setting whose default
+    is None or another object is not checked); TypeError otherwise."""
+    if isinstance(default, bool):
+        ok = isinstance(value, bool)
+    elif isinstance(default, (int, float)):
+        ok = isinstance(value, (int, float) if isinstance(default, float) else int) and not isinstance(value, bool)
+    elif isinstance(default, str):
+        ok = isinstance(value, str)
+    else:
+        return
+    if not ok:
+        raise TypeError(f"{key} takes a {type(default).__name__} (its default is {default!r}), not {value!r}")
 
 
 def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]:

@@ -752,6 +752,7 @@ class ProbeResult:
     schema_version: int = SCHEMA_VERSION
     lost_capabilities: tuple[str, ...] = ()  # what compilescope could not record: a hook of its raised
     settings: tuple[str, ...] = ()  # what the program ran under (probe --config), NAME=VALUE with VALUE as JSON
+    forked_unobserved: int = 0  # processes the program forked that compiled or called compiled code: not recorded
 
 
 # ----------------------------------------------------------------------------- warm-up plans

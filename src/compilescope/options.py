@@ -243,8 +243,15 @@ SETTINGS = ("dynamic_sources", "recompile_limit", "automatic_dynamic_shapes", "a
             "capture_dynamic_output_shape_ops", "capture_scalar_outputs")  # and inductor.NAME (compat.patch_settings)
 
 
+# what each of SETTINGS takes (inductor.NAME: what its default is, checked where torch is imported)
+SETTING_TYPES: dict[str, type] = {"dynamic_sources": str, "recompile_limit": int, "automatic_dynamic_shapes": bool,
+                                  "assume_static_by_default": bool, "capture_dynamic_output_shape_ops": bool,
+                                  "capture_scalar_outputs": bool}
+
+
 def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
-    """``NAME=VALUE`` items (``probe --config``): VALUE as JSON when it parses, else text."""
+    """``NAME=VALUE`` items (``probe --config``): VALUE as JSON when it parses, else text;
+    each of :data:`SETTINGS` checked for the kind of value it takes. Imports no torch."""
     import json
 
     known = SETTINGS
@@ -259,6 +266,13 @@ def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
             out[name] = json.loads(value)
         except ValueError:
             out[name] = value
+        want, got = SETTING_TYPES.get(name), out[name]
+        if want is bool and not isinstance(got, bool):
+            raise OptionError(f"--config {name}={value}: true or false")
+        if want is int and (not isinstance(got, int) or isinstance(got, bool) or got < 1):
+            raise OptionError(f"--config {name}={value}: a whole number, 1 or more")
+        if want is str and not isinstance(got, str):
+            out[name] = value  # a source list is text, whatever JSON it also reads as
     if "dynamic_sources" in out:
         parse_dynamic_sources(str(out["dynamic_sources"]))
     return out
@@ -266,10 +280,17 @@ def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
 
 def parse_probe_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:
     """``probe --config`` items parsed and applied once here (then undone), so that a name or
-    value this torch refuses is one line before the script starts."""
+    value this torch refuses is one line before the script starts (``probe`` itself does it in
+    a forked process: its own imports no torch before the script does)."""
+    parsed = parse_settings(items)
+    apply_probe_settings(parsed)
+    return parsed
+
+
+def apply_probe_settings(parsed: dict[str, object]) -> None:
+    """Apply ``parsed`` (then undo it); what this torch refuses raises one :class:`OptionError`."""
     from . import compat
 
-    parsed = parse_settings(items)
     try:
         compat.patch_settings(parsed)()
     except KeyError as exc:
@@ -278,7 +299,6 @@ def parse_probe_settings(items: tuple[str, ...] | list[str]) -> dict[str, object
         raise OptionError(f"--config {exc}") from None
     except (TypeError, ValueError, AssertionError) as exc:
         raise OptionError(f"--config refused by torch {compat.torch_version()}: {exc}") from None
-    return parsed
 
 
 def parse_objective(text: str) -> str:

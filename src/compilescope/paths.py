@@ -70,6 +70,15 @@ def _text(path: str | os.PathLike[str], what: str) -> str:
     return text
 
 
+def check_recording(path: str | os.PathLike[str]) -> Path:
+    """A shape recording's file (``record_shapes``, ``probe --record-shapes``) as
+    :func:`check_output` takes it, in a directory that exists."""
+    checked = check_output(path, "the shape recording")  # refuses a device, a directory, a foreign link
+    if not checked.parent.is_dir():
+        raise OptionError(f"record_shapes path {str(path)!r}: no directory {str(Path(path).parent)!r}")
+    return checked
+
+
 def check_output(path: str | os.PathLike[str], what: str) -> Path:
     """Refuse now, before any trial, an output path that is not ours to write (see the module
     docstring); creates nothing: a new directory is tested at its nearest existing ancestor.

@@ -46,7 +46,9 @@ Schema history (``schema_version``):
       schema-4 file has none: they load as not known, and a recompile is read from the compile
       id as that file counted it.
   6 — a probe's ``settings``: the ``probe --config`` items the program ran under
-      (``NAME=VALUE``, VALUE as JSON). A schema-5 probe file has none recorded.
+      (``NAME=VALUE``, VALUE as JSON), and ``forked_unobserved``: how many processes the
+      program forked compiled or called a compiled function (their records are not the
+      program's). A schema-5 probe file has neither recorded.
 
 Every file compilescope writes carries :data:`~compilescope.model.SCHEMA_VERSION`: results
 and probe JSON (``schema_version``), run journals (``{"journal": N}``), probe journals
@@ -497,8 +499,9 @@ def _automatic_dynamic(data: Document) -> Document:
 
 @migration(5)
 def _probe_settings(data: Document) -> Document:
-    """5 → 6: a probe's ``settings`` (what ``probe --config`` applied) is new; a schema-5 probe
-    file did not record them and loads with none."""
+    """5 → 6: a probe's ``settings`` (what ``probe --config`` applied) and
+    ``forked_unobserved`` are new; a schema-5 probe file did not record them and loads with
+    none."""
     return data
 
 

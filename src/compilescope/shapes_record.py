@@ -56,7 +56,7 @@ from typing import Any
 
 from . import compat
 from .errors import OptionError
-from .paths import check_output
+from .paths import check_output, check_recording
 from .stream import META_KEY
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
@@ -330,9 +330,7 @@ class ShapeRecorder:
             raise OptionError(f"record_shapes sample={sample!r}: a rate in (0, 1]")
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
             raise OptionError(f"record_shapes max_bytes={max_bytes!r}: a positive number of bytes")
-        self.path = check_output(path, "the shape recording")  # refuses a device, a directory, a foreign link
-        if not self.path.parent.is_dir():
-            raise OptionError(f"record_shapes path {str(path)!r}: no directory {str(Path(path).parent)!r}")
+        self.path = check_recording(path)
         self.sample, self.max_bytes, self.accept = float(sample), max_bytes, accept
         self.sampled_out = self.errors = 0
         # sampling in integer steps of 1/_ONE, the first call always recorded

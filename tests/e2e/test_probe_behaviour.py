@@ -52,7 +52,7 @@ def test_an_exit_code_past_255_is_recorded_as_the_status_the_process_has(tmp_pat
     assert json.loads(out.read_text())["exit_code"] == 1
     # the probed process's own journal ends with that status too, not sys.exit's argument
     journal = tmp_path / "j.jsonl"
-    child = subprocess.run([sys.executable, "-c", "import sys; from compilescope.probe.capture import run_child; "
+    child = subprocess.run([sys.executable, "-c", "import sys; from compilescope.probe.child import run_child; "
                             f"run_child({str(script)!r}, [], {str(journal)!r})"], timeout=300)
     assert child.returncode == 1
     ends = [json.loads(line)["end"] for line in journal.read_text().splitlines() if "end" in json.loads(line)]

@@ -221,6 +221,11 @@ def test_an_uncaught_exceptions_traceback_is_pythons(runs):
 def test_a_forked_workers_records_stay_out_of_the_programs(runs):
     assert runs["forks"]["probe"][1] == "worker done\n"
     assert [c["compile_id"] for c in runs["forks"]["data"]["compiles"]] == ["0/0"]
+    # and the report says a process it forked compiled too, unrecorded
+    assert runs["forks"]["data"]["forked_unobserved"] == 1
+    assert "1 process(es) the program forked compiled or called compiled code too: not recorded here" in \
+        runs["forks"]["probe"][2]
+    assert runs["normal"]["data"]["forked_unobserved"] == 0
 
 
 # -- signals from outside: the terminal's Ctrl-C and `kill PID` ----------------------------------------
@@ -341,3 +346,49 @@ def test_the_program_dies_with_probe(tmp_path):
     else:
         os.kill(program, signal.SIGKILL)
         pytest.fail("the program outlived probe")
+
+
+ENV_BEFORE_TORCH = '''
+import os
+import sys
+
+print("torch imported before the script's own import:", "torch" in sys.modules)
+os.environ["TORCHDYNAMO_CAPTURE_SCALAR_OUTPUTS"] = "1"
+os.environ["TORCH_LOGS"] = "recompiles"
+import torch
+
+print("capture_scalar_outputs", torch._dynamo.config.capture_scalar_outputs)
+
+
+@torch.compile(backend="eager")
+def f(x):
+    return x * x.sum().item()
+
+
+for n in (2, 3):
+    f(torch.ones(n))
+print("graph breaks", sum(torch._dynamo.utils.counters["graph_break"].values()))
+'''
+
+
+def test_what_a_script_sets_before_importing_torch_is_read_by_torch_as_under_python(tmp_path):
+    """torch reads its environment as it is imported, so the probe imports no torch in the
+    program's process before the script's own ``import torch`` (the capture goes in as that
+    import ends): a variable the script sets first — here one that keeps ``.item()`` in the graph,
+    and its own ``TORCH_LOGS`` — acts as under python, with ``--config`` and ``--record-shapes``
+    too (checked in a fresh interpreter: the tests' CLI server has torch imported)."""
+    (tmp_path / "s.py").write_text(ENV_BEFORE_TORCH)
+    plain = subprocess.run(_cmd(sys.executable, "s.py"), cwd=tmp_path, capture_output=True, text=True,
+                           timeout=TIMEOUT)
+    probed = subprocess.run(_probe("--json", "p.json", "--config", "recompile_limit=4", "--record-shapes",
+                                   "shapes.jsonl", "s.py"), cwd=tmp_path, capture_output=True, text=True,
+                            timeout=TIMEOUT)
+    assert plain.returncode == probed.returncode == 0, probed.stderr[-3000:]
+    assert probed.stdout == plain.stdout, probed.stderr[-3000:]
+    assert "before the script's own import: False" in plain.stdout and "capture_scalar_outputs True" in plain.stdout
+    assert "graph breaks 0" in plain.stdout
+    assert "Recompiling function f" in plain.stderr and "Recompiling function f" in probed.stderr
+    data = json.loads((tmp_path / "p.json").read_text())
+    assert data["graph_breaks"] == [] and len(data["compiles"]) == 2 and data["torch_version"]
+    assert data["settings"] == ["recompile_limit=4"] and data["recompile_limit"] == 4
+    assert (tmp_path / "shapes.jsonl").read_text().count('"x"') >= 2

@@ -38,6 +38,16 @@ def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, cli_in_pr
     assert outcomes.count("compiled") == 2 and "refused" in outcomes
     bad = cli_in_process("probe", "--config", "nope=1", "serve.py")  # refused before the script runs
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "unknown --config 'nope'" in bad.stderr
+    # a value of the wrong kind too: before, recompile_limit=abc reached Dynamo (a TypeError in
+    # the program, status 1) and 0 left a compile with no function named
+    for item, said in (("recompile_limit=abc", "recompile_limit=abc: a whole number, 1 or more"),
+                       ("recompile_limit=0", "recompile_limit=0: a whole number, 1 or more"),
+                       ("automatic_dynamic_shapes=maybe", "automatic_dynamic_shapes=maybe: true or false"),
+                       ("inductor.max_autotune=3", "inductor.max_autotune takes a bool (its default is False), "
+                                                    "not 3")):
+        bad = cli_in_process("probe", "--config", item, "serve.py")
+        assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and said in bad.stderr, (item, bad.stderr)
+        assert not bad.stdout  # the script never ran
 
 
 def test_advise_needs_a_workload_or_a_script(cli_in_process):

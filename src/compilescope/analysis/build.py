@@ -990,6 +990,7 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         checks=tuple(checks),
         fixes_unchecked=unjudged > 0,
         settings=result.settings,
+        forked_unobserved=result.forked_unobserved,
     ))
 
 

@@ -40,12 +40,17 @@ def probe_script(script: str, args: Sequence[str], *, settings: Sequence[str] = 
     records to a journal beside ``json_path`` (kept, for the caller to remove once the probe
     JSON is written), else to a temporary file (removed). ``ignored_signals`` stay ignored
     for the program, as they were for compilescope."""
-    from ..options import parse_probe_settings
-    from ..probe.launch import probe_result, run_probed
+    from ..options import apply_probe_settings, parse_settings
+    from ..probe.launch import in_a_fork, probe_result, run_probed
 
     if not Path(script).is_file():
         raise CompilescopeError(f"script {script!r} does not exist")
-    config = parse_probe_settings(list(settings))
+    config = parse_settings(list(settings))
+    # applied once (and undone) where torch may be imported: this process imports it only in the
+    # program, after the script's own import; a name or value this torch refuses is one line now
+    refused = in_a_fork(lambda: apply_probe_settings(config)) if config else None
+    if refused:
+        raise OptionError(refused)
     journal = journal_for(json_path)
     read = False
     try:

@@ -59,14 +59,14 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
     chosen, json_path = results_out(outputs(outs, html=html_path, perfetto=perfetto_path), json_path)
     check_kinds(chosen, ProbeFile, "a probe")
     if record_shapes is not None:
-        from ..shapes_record import ShapeRecorder
+        from ..paths import check_recording
 
         if trace_dir is not None:
             raise OptionError("--record-shapes records a running script, not a --trace directory")
         if record_shapes == STDOUT:
             raise OptionError("--record-shapes cannot be `-`: stdout is the script's (and several functions "
                               "make several files); give a path")
-        ShapeRecorder(record_shapes)  # a bad path is an error before the script starts
+        check_recording(record_shapes)  # a bad path is an error before the script starts
     if STDOUT in (json_path, stream_out, html_path, perfetto_path) and trace_dir is None:
         raise OptionError("probe's outputs cannot be `-`: stdout is the script's; give a file")
     stdout_output(json=json_path, **{"stream-out": stream_out}, html=html_path, perfetto=perfetto_path)

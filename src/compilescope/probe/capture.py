@@ -7,7 +7,7 @@ compiled (so a frame PyTorch calls ``inner`` is named ``Linear.forward``) and th
 shapes of every call. Everything installed is removed at exit, in reverse order.
 
 ``compilescope probe`` runs the program in a child process of its own
-(:func:`run_child`, started by :mod:`compilescope.probe.launch`) that streams every record to
+(:func:`compilescope.probe.child.run_child`, started by :mod:`compilescope.probe.launch`) that streams every record to
 a journal as it is captured; :func:`probe_script` runs one in this process.
 """
 
@@ -29,7 +29,8 @@ from .. import compat
 from ..collect.capture import CaptureSession
 from ..collect.records import TargetInfo
 from ..model import ProbeCall, ProbeResult
-from .journal import JournalStream, JournalWriter
+from .script import error_line as _error_line, run_as_main
+from .journal import JournalStream
 
 
 def _shapes(names: dict[str, Any]) -> dict[str, list[int]]:
@@ -79,7 +80,7 @@ class ProbeSession:
     def install(self) -> None:
         self.cache_start = cache_start()
         if self.stream is not None:
-            self.stream.header(compat.torch_version(), *self.cache_start)
+            self.stream.torch(compat.torch_version(), *self.cache_start)
         self.capture.install()
         self.capture.add_undo(self._patch_compile())
 
@@ -206,38 +207,6 @@ class ProbeSession:
         )
 
 
-def run_as_main(path: str, restore: bool = True) -> None:
-    """Run ``path`` as ``python path`` does. A source file runs as the module ``__main__``, its
-    ``__file__`` and code named by the absolute path (as Python 3.9+ names them) and
-    ``sys.argv[0]`` left as given — ``runpy.run_path`` would put the path it is handed there;
-    a directory, zip archive or compiled file goes to ``runpy.run_path`` as given, which runs
-    them as ``python`` does. ``restore``: put the previous ``__main__`` back after (not in a
-    process that ends with the script: its threads and ``atexit`` handlers still run, and see
-    the script's ``__main__``, as under ``python``)."""
-    import builtins
-    import io
-    import runpy
-    import types
-    import zipfile
-
-    script = os.path.abspath(path)
-    if not os.path.isfile(script) or zipfile.is_zipfile(script) or script.endswith((".pyc", ".pyo")):
-        runpy.run_path(path, run_name="__main__")
-        return
-    with io.open_code(script) as f:
-        code = compile(f.read(), script, "exec", dont_inherit=True)
-    module = types.ModuleType("__main__")
-    module.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__=None, __spec__=None,
-                           __builtins__=builtins)
-    saved = sys.modules.get("__main__")
-    sys.modules["__main__"] = module
-    try:
-        exec(code, module.__dict__)
-    finally:
-        if restore and saved is not None:
-            sys.modules["__main__"] = saved
-
-
 def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
     """Run ``path`` as ``python path args…`` would, in this process: as ``__main__``, with
     its own ``sys.argv`` and ``sys.path[0]``. Returns (exit status, error line or None)."""
@@ -263,60 +232,6 @@ def run_script(path: str, args: list[str]) -> tuple[int, str | None]:
         return 1, _error_line(exc)
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-
-
-def run_child(path: str, args: list[str], journal: str) -> None:
-    """In the child process ``probe`` starts: run ``path`` as ``python path args…`` would
-    (``__main__``, its argv, its directory first on ``sys.path``), streaming every record to
-    ``journal``. How the script ended propagates: ``SystemExit`` and any exception are
-    re-raised, and the next ``sys.excepthook`` call — whichever hook the script left in
-    place — shows the traceback from the script's first frame, as ``python`` does."""
-    stream = JournalStream(JournalWriter(journal))
-    session = ProbeSession(stream)
-    session.install()
-    script = os.path.abspath(path)
-    sys.argv = [path, *args]
-    sys.path[0] = os.path.dirname(script)  # the script's directory, as `python path` puts it
-    try:
-        run_as_main(path, restore=False)
-    except SystemExit as exc:
-        session.uninstall()
-        code = exc.code
-        if code is None or isinstance(code, int):
-            stream.end((code or 0) & 0xFF, None)  # the exit status the process will have
-        else:
-            stream.end(1, str(code))
-        raise
-    except BaseException as exc:
-        session.uninstall()
-        stream.end(130 if isinstance(exc, KeyboardInterrupt) else 1, _error_line(exc))
-        _trim_next_traceback(script)
-        raise
-    session.uninstall()
-    stream.end(0, None)
-
-
-def _error_line(exc: BaseException) -> str:
-    if isinstance(exc, KeyboardInterrupt):
-        return "KeyboardInterrupt"
-    from ..execute.trial import headline  # at call time: the trial worker's imports stay out of a probe's start
-
-    return headline(type(exc).__name__, str(exc))
-
-
-def _trim_next_traceback(script: str) -> None:
-    """The next uncaught exception's traceback starts at the script's first frame (without
-    one, as for a syntax error, only the exception), then goes to whichever
-    ``sys.excepthook`` the script left in place."""
-    hook = sys.excepthook
-
-    def trimmed(kind: type[BaseException], value: BaseException, tb: Any) -> None:
-        sys.excepthook = hook
-        while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
-            tb = tb.tb_next
-        hook(kind, value.with_traceback(tb), tb)  # Python's own hook prints the exception's traceback
-
-    sys.excepthook = trimmed
 
 
 def _print_user_traceback(exc: BaseException, path: str) -> None:

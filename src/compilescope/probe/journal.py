@@ -34,8 +34,9 @@ from ..schema import SCHEMA_VERSION, from_data, to_data
 
 class JournalWriter:
     """Appends lines to ``path``; each line reaches the file with one ``write`` call. Only
-    the process that opened it writes: a process the program forks (a DataLoader worker)
-    keeps the capture but not the journal."""
+    the process that opened it writes its records: a process the program forks (a DataLoader
+    worker) keeps the capture but not the journal — it appends one line saying it compiled or
+    called a compiled function, its records left out."""
 
     def __init__(self, path: str | Path) -> None:
         # not inherited by the script's own subprocesses (PEP 446), appended only
@@ -44,8 +45,16 @@ class JournalWriter:
         self.failed = ""  # why a write failed (a full disk): nothing more is written, the program runs on
 
     def write(self, data: dict[str, Any]) -> None:
-        if os.getpid() != self.pid or self.failed:
+        if self.failed:
             return
+        if os.getpid() != self.pid:
+            if getattr(self, "_forked", None) != os.getpid():  # once per forked process
+                self._forked = os.getpid()
+                self._append({"forked": os.getpid()})
+            return
+        self._append(data)
+
+    def _append(self, data: dict[str, Any]) -> None:
         view = memoryview((json.dumps(data) + "\n").encode())
         try:
             while view:
@@ -82,6 +91,7 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
     limit: int | None = None
     end: dict[str, Any] | None = None
     lost: tuple[str, ...] = ()
+    forked: set[int] = set()
     for number, line in enumerate(lines, 1):
         try:
             data = json.loads(line)
@@ -106,6 +116,10 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
             limit = data.get("recompile_limit")
         elif "lost" in data and isinstance(data["lost"], list):
             lost = tuple(str(x) for x in data["lost"])
+        elif "forked" in data:
+            forked.add(int(data["forked"]))
+        elif "torch" in data and isinstance(data["torch"], dict):
+            header = {**header, **data["torch"]}
         elif "end" in data:
             end = data["end"]
     if header is None:
@@ -124,6 +138,7 @@ def read_journal(path: str | Path, *, source: str, exit_code: int, error: str | 
         cache_dir=str(header.get("cache_dir", "")),
         created=_dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         lost_capabilities=lost,
+        forked_unobserved=len(forked),
     )
 
 
@@ -139,9 +154,14 @@ class JournalStream:
         self._counters: tuple[dict[str, int], int | None] = ({}, None)
         self._lost: tuple[str, ...] = ()
 
-    def header(self, torch_version: str, cache_start: str, cache_dir: str) -> None:
-        self.writer.write({"probe": SCHEMA_VERSION, "torch_version": torch_version, "cache_start": cache_start,
-                           "cache_dir": cache_dir})
+    def header(self) -> None:
+        """The journal's first line, written as the program starts."""
+        self.writer.write({"probe": SCHEMA_VERSION})
+
+    def torch(self, torch_version: str, cache_start: str, cache_dir: str) -> None:
+        """torch as the program imported it, and the compile cache then."""
+        self.writer.write({"torch": {"torch_version": torch_version, "cache_start": cache_start,
+                                     "cache_dir": cache_dir}})
 
     def call(self, call: ProbeCall) -> None:
         self.writer.write({"call": to_data(call)})

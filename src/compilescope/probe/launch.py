@@ -1,9 +1,11 @@
 """``compilescope probe SCRIPT``: the program in a process of its own, observed, never changed.
 
-``probe`` forks; the child (torch already imported, so nothing is paid twice) restores the
-signal dispositions and mask ``probe`` was started with — those a plain ``python SCRIPT``
-has — installs the capture and runs SCRIPT as ``__main__`` with argv SCRIPT and every
-argument after it (:func:`compilescope.probe.capture.run_child`), then ends as Python ends:
+``probe`` forks before anything of it has imported torch; the child restores the signal
+dispositions and mask ``probe`` was started with — those a plain ``python SCRIPT`` has — and
+runs SCRIPT as ``__main__`` with argv SCRIPT and every argument after it
+(:func:`compilescope.probe.child.run_child`), which installs the capture once the script's
+own ``import torch`` has run (torch reads the environment the script may have set before it
+as it is imported), then ends as Python ends:
 non-daemon threads joined, ``atexit`` functions run, the exit status of ``sys.exit``, an
 uncaught exception's traceback through ``sys.excepthook`` (status 1), an uncaught
 ``KeyboardInterrupt`` by SIGINT. The child streams every record into a journal as it is
@@ -27,7 +29,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -127,17 +129,23 @@ def _die_with(parent: int) -> None:
 def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journal: Path,
                    record_shapes: Path | None = None) -> int:
     """Run the script, then end as the interpreter ends after ``python SCRIPT``."""
-    from .. import compat
-    from ..shapes_record import HUB, ShapeRecorder
-    from .capture import run_child
+    from .child import run_child
 
     interrupted = False
-    recorder = ShapeRecorder(record_shapes).start() if record_shapes is not None else None
-    try:
+    recording: list[Any] = []
+
+    def on_torch() -> None:  # once the script has imported torch
+        from .. import compat
+        from ..shapes_record import HUB, ShapeRecorder
+
         compat.patch_settings(settings)  # for the whole program: never undone
-        if recorder is not None:
+        if record_shapes is not None:
+            recorder = ShapeRecorder(record_shapes).start()
+            recording.append(recorder)
             HUB.add(recorder)
-        run_child(script, args, str(journal))
+
+    try:
+        run_child(script, args, str(journal), on_torch)
         code = 0
     except SystemExit as exc:
         code = _exit_status(exc.code)
@@ -146,7 +154,9 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
         code, interrupted = 1, isinstance(exc, KeyboardInterrupt)
     threading._shutdown()  # type: ignore[attr-defined]  # non-daemon threads joined, as at exit
     atexit._run_exitfuncs()
-    if recorder is not None:  # never raises: a recording that stopped says why, on stderr with the report
+    for recorder in recording:  # never raises: a recording that stopped says why, on stderr with the report
+        from ..shapes_record import HUB
+
         HUB.remove(recorder)
         for f in recorder.close().files:
             if f.stopped:
@@ -156,6 +166,34 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGINT)
     return code
+
+
+def in_a_fork(check: Callable[[], None]) -> str | None:
+    """Run ``check`` in a forked process and return the line of the :class:`CompilescopeError`
+    it raised, else None: what needs torch to check is checked without importing torch here."""
+    from ..errors import CompilescopeError
+
+    _flush()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        said = b""
+        try:
+            check()
+        except CompilescopeError as exc:
+            said = str(exc).encode()
+        except BaseException as exc:  # noqa: BLE001 - said as one line in the probe's own process
+            said = f"could not check the settings: {type(exc).__name__}: {exc}".encode()
+        try:
+            os.write(write, said)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        said = pipe.read()
+    os.waitpid(pid, 0)
+    return said.decode(errors="replace") or None
 
 
 def _exit_status(code: object) -> int:

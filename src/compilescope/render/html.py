@@ -519,6 +519,9 @@ def render_probe(report: ProbeReport) -> str:
              "while tracing</p>")
     if report.settings:
         page.add(f"<p>run under --config {e(' '.join(report.settings))}</p>")
+    if report.forked_unobserved:
+        page.add(f"<p>{report.forked_unobserved} process(es) the program forked compiled or called compiled code "
+                 "too: not recorded here — each has its own compile cache</p>")
     fig = go.Figure()
     for i, f in enumerate(report.functions):
         points = [c for c in f.compile_rows if c.start_us is not None]

@@ -24,6 +24,9 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
     parts.append(head)
     if report.settings:
         parts.append(T(f"run under --config {' '.join(report.settings)}", "dim"))
+    if report.forked_unobserved:
+        parts.append(T(f"{report.forked_unobserved} process(es) the program forked compiled or called compiled code "
+                       "too: not recorded here — each has its own compile cache", "yellow"))
     for f in report.functions:
         title = T(f"\n{f.name}", "bold")
         title.append(f"  {f.location} — {f.compiles} compile(s), {f.recompiles} recompile(s), "

@@ -92,3 +92,4 @@ class ProbeReport:
     checks: tuple[ScriptRun, ...] = ()  # probe --check-fixes: each setting fix run and judged (advise --script's way)
     fixes_unchecked: bool = False  # a mark-dynamic fix is printed that no run checked (no --check-fixes)
     settings: tuple[str, ...] = ()  # what the program ran under (probe --config), NAME=VALUE
+    forked_unobserved: int = 0  # processes the program forked that compiled or called compiled code
