@@ -123,6 +123,20 @@ def fails_to_compile_at_32() -> Workload:
     return Workload("fails_at_32", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 16, 32, 16, 64))
 
 
+def raises_at_7() -> Workload:
+    """The function raises for n=7 (eager too): Dynamo traces the ``raise``, its compile fails
+    softly (Unsupported), the frame runs eagerly and raises the user's error — and from then
+    on Dynamo skips the frame, its graphs for 4 and 8 included."""
+
+    def f(x):
+        if x.shape[0] == 7:
+            raise ValueError("no sevens")
+        return x.sin() * 2
+
+    return Workload("raises_at_7", lambda: f, lambda s: (torch.randn(s["n"]),), ("n",),
+                    _shape_stream(4, 8, 7, 4, 8, 16))
+
+
 def never_compiles() -> Workload:
     """A module whose only frame fails to compile (Dynamo does not trace an ``nn.LSTM``): no
     graph is ever compiled, and every call runs eagerly."""

@@ -10,6 +10,7 @@ the one to change; the rest of the package only calls the helpers below. Public 
 
 from __future__ import annotations
 
+import collections
 import json
 import operator
 import os
@@ -571,11 +572,17 @@ def enable_compilation_metrics(limit: int = 100_000) -> Callable[[], None]:
     previous = utils._compilation_metrics.maxlen
     if previous is not None and previous >= limit:
         return lambda: None
-    utils.set_compilation_metrics_limit(limit)
+
+    def bound(maxlen: int) -> None:  # PyTorch's setter makes a plain deque: an observing one stays observing
+        utils.set_compilation_metrics_limit(maxlen)
+        if _metrics_observers and not isinstance(utils._compilation_metrics, _ObservingDeque):
+            utils._compilation_metrics = _ObservingDeque(utils._compilation_metrics, maxlen=maxlen)
+
+    bound(limit)
 
     def undo() -> None:
         if previous is not None:
-            utils.set_compilation_metrics_limit(previous)
+            bound(previous)
 
     return undo
 
@@ -1013,31 +1020,40 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     return undo
 
 
+_metrics_observers: list[Callable[[Any], None]] = []
+
+
+class _ObservingDeque(collections.deque):  # type: ignore[type-arg]
+    """The compilation metrics' deque, calling each observer as an entry is appended."""
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        for observe in list(_metrics_observers):
+            observe(item)
+
+
 def observe_compilation_metrics(on_entry: Callable[[Any], None]) -> Callable[[], None]:
     """Call ``on_entry(metrics)`` in the compiling thread as each compilation-metrics entry
     is recorded (a frame compile ends, fails or is refused; a lazy backward ends).
 
     ``torch._dynamo.utils._compilation_metrics`` is a module-level deque that
     ``record_compilation_metrics`` appends to — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. It is swapped for an
-    observing deque with the same entries and bound; the undo swaps a plain deque with the
-    entries back in."""
-    import collections
-
+    observing deque with the same entries and bound, shared by every observer (a probe and a
+    ``watch`` in the program it runs); the last undo swaps a plain deque with the entries
+    back in."""
     from torch._dynamo import utils
 
     observe = contained("compile records", on_entry)
-
-    class _ObservingDeque(collections.deque):  # type: ignore[type-arg]
-        def append(self, item: Any) -> None:
-            super().append(item)
-            observe(item)
-
+    _metrics_observers.append(observe)
     current = utils._compilation_metrics
-    utils._compilation_metrics = _ObservingDeque(current, maxlen=current.maxlen)
+    if not isinstance(current, _ObservingDeque):
+        utils._compilation_metrics = _ObservingDeque(current, maxlen=current.maxlen)
 
     def undo() -> None:
+        if observe in _metrics_observers:
+            _metrics_observers.remove(observe)
         now = utils._compilation_metrics
-        if isinstance(now, _ObservingDeque):
+        if not _metrics_observers and isinstance(now, _ObservingDeque):
             utils._compilation_metrics = collections.deque(now, maxlen=now.maxlen)
 
     return undo

@@ -32,7 +32,7 @@ from typing import Any
 from . import compat
 from .analysis.advice import group_causes
 from .analysis.counts import count_compiles, distinct_breaks
-from .analysis.outcomes import RequestOutcome, classify
+from .analysis.outcomes import RequestOutcome, classify, failure_then
 from .collect.capture import CaptureSession
 from .collect.records import CodeKey, TargetInfo
 from .errors import CompilescopeError
@@ -389,12 +389,7 @@ def failure_lines(records: Iterable[CompileRecord]) -> list[str]:
             why = (r.fail_reason or "").strip().split("\n", 1)[0][:200]
             at = f" at {r.fail_at[0]}:{r.fail_at[1]}" if r.fail_at else ""
             again = any((o.epoch, o.compile_id.frame) == (r.epoch, r.compile_id.frame) for o in records[i + 1:])
-            if r.reached_call:
-                then = ": the error raised into the call"
-            elif r.reached_call is False:
-                then = ": Dynamo ran the frame eagerly" + ("" if again else "; no later attempt of it is on record")
-            else:
-                then = "" if again else ": no later attempt of that frame is on record"
+            then = failure_then(r, again)
             out.append(f"  compile {r.compile_id} of {r.display_name} ({r.display_location}) failed{at} "
                        f"({r.fail_type or 'an error'}{': ' + why if why else ''}){then}")
     return out

@@ -343,6 +343,57 @@ def test_a_recompile_that_left_size_one_is_not_said_to_be_saved_by_a_mark(tmp_pa
     assert said == (["run under --config dynamic_sources=\"L['x']:0\""] if config else []), said
 
 
+
+FAILS = """
+import sys
+
+import torch
+
+
+@torch.compile(backend="eager")
+def ranged(x, w):
+    return (x @ w).softmax(-1)
+
+
+@torch.compile(backend="eager")
+def looped(x):
+    for _ in range(3):
+        x = x * 2
+        torch._dynamo.graph_break()  # a break in a loop: Dynamo gives the whole frame up
+    return x
+
+
+w = torch.randn(16, 16)
+for n in (4, 8, 32, 64):
+    x = torch.randn(n, 16)
+    torch._dynamo.mark_dynamic(x, 0, min=2, max=16)
+    try:
+        ranged(x, w)
+    except Exception as exc:
+        print(n, "raised", type(exc).__name__)
+for n in (4, 8):
+    looped(torch.randn(n))
+"""
+
+
+def test_a_failed_compile_says_what_became_of_the_call(tmp_path, cli_in_process):
+    """The probe sees each compile end, as ``watch`` does, so a failure says what followed:
+    a size outside a ``mark_dynamic`` range raised into the call (before: "Dynamo runs the frame
+    eagerly", and "no shape setting" helps where a wider range does); a frame Dynamo gave up
+    ran eagerly (before: only "compile 0/0 failed")."""
+    (tmp_path / "s.py").write_text(FAILS)
+    proc = cli_in_process("probe", "s.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    (ranged,) = [ln for ln in lines if ln.startswith("L['x'] dim 0 outside its range")]
+    assert "its error raised into the call: widen the range the dim is marked with" in ranged, ranged
+    assert "Dynamo runs the frame eagerly" not in ranged and "no shape setting" not in ranged, ranged
+    raised = [ln for ln in lines if ln.startswith("compile 0/") and "ConstraintViolationError" in ln]
+    assert raised and all(ln.endswith(": the error raised into the call") for ln in raised), raised
+    (gave_up,) = [ln for ln in lines if "Call to `torch._dynamo.graph_break()`" in ln and ln.startswith("compile ")]
+    assert gave_up.endswith(": Dynamo ran the frame eagerly; no later attempt of it is on record"), gave_up
+
+
 ACROSS = '''
 import torch
 from compilescope import Workload

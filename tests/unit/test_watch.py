@@ -66,6 +66,28 @@ def test_pytorch_is_left_exactly_as_found():
     assert all(type(v) is list for v in torch._dynamo.utils.guard_failures.values())
 
 
+
+def test_a_watch_inside_a_probed_program_leaves_the_probes_observer_in_place():
+    """Both a probe and a ``watch`` in the program it runs observe the compilation metrics as
+    each compile ends (a failure's fullgraph-ness is read then): one deque observing for both.
+    Before, the watch swapped in a deque of its own and, on leaving, a plain one — the probe
+    saw no compile end from then on."""
+    from compilescope import compat
+
+    seen: list[str] = []
+    undo = compat.observe_compilation_metrics(lambda e: seen.append("probe"))
+    try:
+        f = torch.compile(sincos, backend="eager", dynamic=False)
+        with compilescope.watch():
+            f(torch.randn(4))
+        f(torch.randn(5))
+        assert seen == ["probe", "probe"]
+    finally:
+        undo()
+    assert type(torch._dynamo.utils._compilation_metrics) is not type(None)
+    assert not isinstance(torch._dynamo.utils._compilation_metrics, compat._ObservingDeque)
+
+
 def test_watches_nest_and_keep_to_their_thread():
     f = torch.compile(sincos, backend="eager", dynamic=False)
     g = torch.compile(lambda x: x * 3, backend="eager", dynamic=False)

@@ -484,10 +484,14 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
     failed = ev.failed[key]
     if failed and len(failed) == len(ev.ids[key]):  # nothing it caused compiled: no setting holds a graph for it
         f = failed[0]
+        then = (", its error raised into the call" if all(r.reached_call for r in failed) else
+                ", after which Dynamo ran the frame eagerly" if all(r.reached_call is False for r in failed) else "")
+        fix = ("widen the range the dim is marked with (mark_dynamic's min/max) to the sizes it gets, or keep "
+               "sizes outside it from the call" if kind == "range" else
+               "no shape setting or recompile limit holds a graph for it — make the code compile for these inputs")
         reducible, step = False, (
-            f"every compile it caused failed (compile {f.compile_id}: {f.fail_type or 'an error'}), after which "
-            "Dynamo runs the frame eagerly: no shape setting or recompile limit holds a graph for it — make the "
-            "code compile for these inputs (the failure is listed apart)")
+            f"every compile it caused failed (compile {f.compile_id}: {f.fail_type or 'an error'}){then}: {fix} "
+            "(the failure is listed apart)")
     return Cause(source, kind, dim if kind not in ("other", "relation") else None, tuple(vals),
                  tuple(ev.ids[key]), reducible, step, ev.examples[key], ev.involves.get(key, ()),
                  frame_srcs[0] if frame_srcs else source, tuple(ev.lines[key]), reach, refused=tuple(ev.refused[key]),

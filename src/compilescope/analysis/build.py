@@ -64,7 +64,7 @@ from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
 from .presented import finish_probe_report, finish_run_report
 from .outcomes import (
-    CHANGE_OUTCOME, FIRST_CALL_STATUS, FIRST_COMPILE_CAUSE, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls,
+    CHANGE_OUTCOME, FIRST_CALL_STATUS, FIRST_COMPILE_CAUSE, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls, failure_then,
     speedup, tolerance_side, trial_limit,
 )
 from .noise import ALPHA, busy, holm, mann_whitney_p, reachable, sign_test_p
@@ -958,7 +958,8 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         failures = tuple(
             f"compile {c.compile_id} failed{f' at {c.fail_at[0]}:{c.fail_at[1]}' if c.fail_at else ''}: "
             f"{c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
-            for c in records if c.failed
+            f"{failure_then(c, any(o.compile_id.frame == c.compile_id.frame for o in records[i + 1:]))}"
+            for i, c in enumerate(records) if c.failed
         )
         first = records[0]
         renamed = first.target is not None and (first.display_location != f"{first.filename}:{first.line}")

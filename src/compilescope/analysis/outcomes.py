@@ -203,6 +203,31 @@ FIRST_COMPILE_CAUSE: dict[RequestOutcome, str] = {RequestOutcome.COMPILE: "first
 ForecastWord = Literal["hit", "compile", "eager", "error", "unknown"]
 
 
+def failure_then(record: CompileRecord, again: bool) -> str:
+    """What became of a failed compile's call, in words (empty when nothing is known):
+    ``again``: a later attempt of the frame is on record."""
+    if record.reached_call:
+        return ": the error raised into the call"
+    if record.reached_call is False:
+        return ": Dynamo ran the frame eagerly" + ("" if again else "; no later attempt of it is on record")
+    return "" if again else ": no later attempt of that frame is on record"
+
+
+def failure_skips_frame(record: CompileRecord, call_error: str | None) -> bool:
+    """Whether a failed compile left its frame to run eagerly from then on — Dynamo suppressed
+    the failure and skips the frame's code, its cached graphs too — rather than raising it into
+    the call (``fullgraph``, an error Dynamo never suppresses: the frame is tried again at the
+    next call). Recorded as ``reached_call`` where it was seen (``watch``); else read from the
+    call: one that did not raise, or raised an error other than the compile's own (the frame,
+    run eagerly after the failure, raised it itself — a ``raise`` Dynamo traced), was not
+    raised into."""
+    if record.reached_call is not None:
+        return not record.reached_call
+    if call_error is None:
+        return True
+    return call_error.split(":", 1)[0].strip() != (record.fail_type or "")
+
+
 def forecast_word(outcome: RequestOutcome, compiled_a_frame: bool) -> ForecastWord:
     """The forecast's word for a request: ``error``, ``unknown``, ``compile`` when it compiled
     a frame (a stall on the request path), ``eager`` when it ran eagerly, wholly or partly,

@@ -122,14 +122,14 @@ def request_outcomes(calls: Sequence[CallRecord], compiles: Sequence[CompileReco
     forecast's words (:func:`~compilescope.analysis.outcomes.forecast_word`): ``compile``
     when it compiled a frame, else ``eager`` when it ran eagerly, wholly or a frame of it,
     else ``hit``; ``error`` when it raised."""
-    from ..analysis.outcomes import classify_calls, forecast_word
+    from ..analysis.outcomes import classify_calls, failure_skips_frame, forecast_word
 
     out = []
     blocked: str | None = None  # why a frame runs eagerly from some call on
     for c in classify_calls(calls, compiles):
         word = forecast_word(c.outcome, bool(c.made))
-        # a compile that failed into a call that raised is tried again next time: no frame is skipped
-        failed = next((r for r in c.records if r.failed), None) if c.call.error is None else None
+        # a compile whose failure raised into the call is tried again next time: no frame is skipped
+        failed = next((r for r in c.records if r.failed and failure_skips_frame(r, c.call.error)), None)
         why = None
         if failed is not None:
             blocked = (f"compile {failed.compile_id} of {failed.display_name} failed ({failed.fail_type or 'an error'}): "

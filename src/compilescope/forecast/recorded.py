@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..analysis.outcomes import call_arguments, limit_in_force, repeat_word, trial_limit
+from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
 from ..leaves import Node, parse_source, source, type_name, walk
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
@@ -472,9 +472,9 @@ def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest]) -> list[Fo
     eagerly for good). Which request of the stream meets that failure, and which later ones
     run the frame eagerly, no recorded guard tells: each request after the first that compiles
     is ``unknown``."""
-    raised = {c.index for c in trial.calls if c.error is not None}
-    failed = next((r for r in trial.compiles if r.failed and r.call_index not in raised
-                   and r.phase in ("stream", "startup")), None)
+    errors = {c.index: c.error for c in trial.calls}
+    failed = next((r for r in trial.compiles if r.failed and r.phase in ("stream", "startup")
+                   and failure_skips_frame(r, errors.get(r.call_index))), None)
     first = next((i for i, r in enumerate(rows) if r.outcome == "compile"), None)
     if failed is None or first is None:
         return rows

@@ -82,6 +82,8 @@ class ProbeSession:
         if self.stream is not None:
             self.stream.torch(compat.torch_version(), *self.cache_start)
         self.capture.install()
+        # what only the moment a compile fails tells: whether its error raised into the call
+        self.capture.add_undo(compat.observe_compilation_metrics(self.capture.note_compile))
         self.capture.add_undo(self._patch_compile())
 
     def uninstall(self) -> None:

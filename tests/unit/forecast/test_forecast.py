@@ -461,6 +461,17 @@ def test_a_frame_whose_compile_fails_is_forecast_eager_after_it_with_why(tmp_pat
     assert "fails" in (s.requests[1].why or "")  # a repeat of request 0's shape: its outcome, and why
 
 
+def test_a_call_that_raises_its_own_error_after_a_suppressed_failure_leaves_the_frame_skipped(tmp_path, monkeypatch):
+    """n=7 raises the user's ValueError — from the frame Dynamo ran eagerly once its compile
+    failed softly, not the compile's own error raised into the call — so the frame is skipped
+    from then on: 4 and 8 again run eagerly, not on their graphs (before, forecast "hit")."""
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:raises_at_7"
+    report = _agrees_with_real(ref, "eager", tmp_path, monkeypatch, ("default",), fake=False)
+    s = report.strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "compile", "error", "eager", "eager", "eager"]
+    assert "0/2 fails (Unsupported)" in (s.requests[3].why or "") and s.requests[3].basis == "repeat"
+
+
 def test_a_shape_repeated_after_a_failed_compile_is_forecast_eager_as_it_runs(tmp_path, monkeypatch):
     """16 compiled, then 32's compile fails and Dynamo runs the frame eagerly: 16 again runs
     eagerly, not on its old graph (the caches did not only grow: the frame is skipped)."""
