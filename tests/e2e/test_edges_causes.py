@@ -10,7 +10,7 @@ case of its own —
 * a Python number taken from ``x.size(0)`` held across a graph break is blamed on that break,
   at its line, with no setting that does not touch it (``capture_scalar_outputs`` is for
   ``.item()``); the same number handed to a helper with no graph break blames none;
-* one value seen is not said to vary;
+* one value on record is not said to vary;
 * a library cache's ``is_initialized`` on an object the caller passes is not a module attribute,
   and the tensors inside the cache are inputs the caller can mark;
 * a training loop's eval pass is one entry per grad mode, expected.
@@ -198,8 +198,8 @@ def test_a_caches_flag_and_tensors_are_the_callers(probed):
     flag = causes[("L['cache'].layers[0].is_initialized", "module_attribute", None)]
     assert "cache.layers[0].is_initialized is a Python value on an object the caller passes" in flag.next_step
     assert "module attribute" not in flag.next_step and "allow_unspec_int_on_nn_module" not in flag.next_step
-    assert flag.description.startswith("L['cache'].layers[0].is_initialized value False (one value seen) →")
-    assert "varied over" not in flag.description  # one value seen is no variation
+    assert flag.description.startswith("L['cache'].layers[0].is_initialized value changed from False (to what, PyTorch's reason does not say) →")
+    assert "varied over" not in flag.description  # one value on record is no variation
     keys = causes[("L['cache'].layers[0].keys", "size", 1)]
     assert keys.shape_reducible and "torch._dynamo.mark_dynamic(cache.layers[0].keys, 1)" in keys.next_step
     assert "a tensor the program computes" not in keys.next_step
@@ -392,6 +392,42 @@ def test_a_failed_compile_says_what_became_of_the_call(tmp_path, cli_in_process)
     assert raised and all(ln.endswith(": the error raised into the call") for ln in raised), raised
     (gave_up,) = [ln for ln in lines if "Call to `torch._dynamo.graph_break()`" in ln and ln.startswith("compile ")]
     assert gave_up.endswith(": Dynamo ran the frame eagerly; no later attempt of it is on record"), gave_up
+
+
+
+INSIDE_ARGUMENTS = """
+import torch
+
+
+@torch.compile(backend="eager")
+def step(batch):
+    return batch["tokens"].sum(-1)
+
+
+@torch.compile(backend="eager")
+def fwd(**kwargs):
+    return kwargs["input_ids"].float().sum(-1)
+
+
+for n in (8, 16, 24):
+    step({"tokens": torch.ones(2, n)})
+    fwd(input_ids=torch.ones(2, n, dtype=torch.long))
+"""
+
+
+def test_a_tensor_inside_a_dict_or_keyword_arguments_is_the_callers_and_its_mark_is_python(tmp_path, cli_in_process):
+    """A tensor the caller passes in a dict, or by keyword into ``**kwargs``, is the caller's
+    input (before: "a tensor the program computes"), and the mark printed is Python (before:
+    ``mark_dynamic(batch']['tokens, 1)``)."""
+    (tmp_path / "s.py").write_text(INSIDE_ARGUMENTS)
+    proc = cli_in_process("probe", "s.py")
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stderr.splitlines()
+    for source, expr in (("L['batch']['tokens']", "batch['tokens']"), ("L['kwargs']['input_ids']", "kwargs['input_ids']")):
+        (line,) = [ln for ln in lines if ln.startswith(f"{source} dim 1 varied over 8, 16, 24")]
+        assert f"torch._dynamo.mark_dynamic({expr}, 1)" in line and f'dynamic_sources="{source}:1"' in line, line
+        assert "a tensor the program computes" not in line and "shape-reducible?: yes" in line, line
+        compile(f"torch._dynamo.mark_dynamic({expr}, 1)", "advice", "eval")  # as printed: Python
 
 
 ACROSS = '''

@@ -29,10 +29,10 @@ def describe(cause: Cause) -> str:
             "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
             "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
             "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(cause.kind)
-    if what and len(cause.values) == 1:  # one value is no variation: the guard held it, the call brought it
+    if what and len(cause.values) == 1:  # the entry's value; the one the call brought, PyTorch's reason does not say
         noun = {"size": "size", "stride": "stride", "value": "value", "module_attribute": "value",
                 "global": "value"}.get(cause.kind, cause.kind.replace("_", " "))
-        head = f"{where} {noun} {seen} (one value seen)"
+        head = f"{where} {noun} changed from {seen} (to what, PyTorch's reason does not say)"
     elif what and seen:
         head = f"{where} {what} {seen}"
     elif cause.kind == "relation":
@@ -108,7 +108,8 @@ def reachable(source: str | None, frame_function: str, inputs: Iterable[str] | N
     name = input_name(source)
     if name is None or frame_function.startswith(RESUME_PREFIX):
         return False
-    return inputs is None or name in set(inputs)
+    # a recorded input inside an argument is named by its path (``batch['tokens']``, ``args[0]``)
+    return inputs is None or name in {re.split(r"[\[.]", i, maxsplit=1)[0] for i in inputs}
 
 
 _TENSOR_NAME = re.compile(r"^tensor '(?P<name>.+?)' (?:size|stride|dtype|requires_grad|rank|dispatch|device)")
@@ -322,10 +323,14 @@ def unbacked_mark(source: str, dim: int) -> str:
     return f"torch._dynamo.decorators.mark_unbacked({_local(source)}, {dim})"
 
 
+_LOCAL = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?P<path>.*)$")
+
+
 def _local(source: str) -> str:
-    if source.startswith("L['") and source.endswith("']"):
-        return source[3:-2]
-    return source
+    """Python for a frame's source as its code names it: ``L['x']`` → ``x``,
+    ``L['batch']['tokens']`` → ``batch['tokens']``."""
+    m = _LOCAL.match(source)
+    return m["name"] + m["path"] if m else source
 
 
 CauseKey = tuple[str | None, str, int | None]  # (source, kind, dim); an "other" guard's dim is its text's hash
@@ -465,7 +470,7 @@ def _cause(ev: _Evidence, key: CauseKey, observed: Mapping[tuple[str, int], Sequ
     vals = list(ev.values[key])
     name = input_name(source)
     if kind == "size" and reach and observed and name is not None and dim is not None:
-        fed = observed.get((name, dim), ())
+        fed = observed.get((_local(source or ""), dim)) or observed.get((name, dim), ())
         vals = sorted({*(v for v in vals if isinstance(v, int)), *fed})  # every size fed, in order
     exprs_or_dims = tuple(ev.involves.get(key, ())) if kind == "relation" else tuple(ev.exprs[key])
     frame_srcs = tuple(ev.frame_sources[key])

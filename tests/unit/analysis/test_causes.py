@@ -51,7 +51,7 @@ def test_two_real_module_instances_of_different_widths():
 
 def test_one_value_is_no_variation():
     (c,) = group_causes((_compile("0/1", GuardFailure("L['n'] == 200", "0/0", "value", "L['n']", None, 200, None)),))
-    assert c.description == "L['n'] value 200 (one value seen) → 1 compile(s)"
+    assert c.description == "L['n'] value changed from 200 (to what, PyTorch's reason does not say) → 1 compile(s)"
     assert "varied over" not in c.description
 
 
