@@ -123,6 +123,30 @@ def fails_to_compile_at_32() -> Workload:
     return Workload("fails_at_32", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 16, 32, 16, 64))
 
 
+def int_keyword() -> Workload:
+    """A keyword-only int that a loop turns into a Python number: made symbolic once it has
+    changed (or by dynamic=True), then specialised — its guard (``L['repeats'] == 2``) is in
+    the shape environment's epilogue, not an ``EQUALS_MATCH``."""
+
+    class KW(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, x, *, repeats: int):
+            for _ in range(repeats):
+                x = torch.relu(self.lin(x))
+            return x.sum(-1)
+
+    def build():
+        torch.manual_seed(0)
+        return KW().eval()
+
+    stream = ((4, 1), (8, 1), (8, 2), (16, 2), (16, 3), (4, 1), (32, 3))
+    return Workload("int_keyword", build, lambda s: ((torch.randn(s["n"], 8),), {"repeats": s["r"]}), ("n", "r"),
+                    tuple({"n": n, "r": r} for n, r in stream))
+
+
 def raises_at_7() -> Workload:
     """The function raises for n=7 (eager too): Dynamo traces the ``raise``, its compile fails
     softly (Unsupported), the frame runs eagerly and raises the user's error — and from then

@@ -179,7 +179,9 @@ class EntryGuard:
     are its static sizes, ``None`` where the dim is dynamic, ``example`` the sizes of the input
     it was compiled for, ``dtype`` its dtype), ``size``/``relation``/``range``/``specialization``
     (a symbolic-shape guard: ``text`` is its expression over sources, ``2 <= L['x'].size()[0]``),
-    ``value`` (a Python scalar input's value, ``expected``) or ``other`` (``text`` only)."""
+    ``value`` (a Python scalar input's value, ``expected``; a symbolic int's specialisation,
+    ``L['n'] == 2``, too), ``scalar`` (a symbolic-shape guard over a Python number input,
+    ``2 <= L['n']``: ``text``) or ``other`` (``text`` only)."""
 
     kind: str
     source: str | None = None

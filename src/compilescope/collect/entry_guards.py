@@ -38,6 +38,7 @@ _SIZE_OF = re.compile(r"\.(?:size|stride)\(\)\[\d+\]")
 _NOT_INPUT = re.compile(r"G\[|L\[(['\"])self\1\]|___")
 _EQUALS = re.compile(r"^(?P<src>.+?) == (?P<exp>.+)$")
 _IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
+_SOURCE = re.compile(r"L\[['\"][^'\"]+['\"]\](?:\[[^\]]+\]|\.[A-Za-z_]\w*)*")
 _MISSING = object()
 
 
@@ -90,8 +91,15 @@ def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
         out = []
         for part in leaf.parts:
             g = parse_guard_failure(part)
-            if _SIZE_OF.search(g.reason) and not _NOT_INPUT.search(g.reason):
+            if _NOT_INPUT.search(g.reason):
+                continue
+            if _SIZE_OF.search(g.reason):
                 out.append(EntryGuard(g.kind, g.source, g.dim, None, _cut(g.reason)))
+            elif g.kind == "value" and g.source is not None and is_input_source(g.source):
+                # a Python number made symbolic (automatic dynamic, dynamic=True), then specialised: ``L['n'] == 2``
+                out.append(EntryGuard("value", g.source, None, g.expected, _cut(g.reason)))
+            elif any(is_input_source(s) for s in _SOURCE.findall(g.reason)):
+                out.append(EntryGuard("scalar", None, None, None, _cut(g.reason)))  # ``2 <= L['n']``
         return out
     if not leaf.parts:
         return []

@@ -147,6 +147,12 @@ def _eval(node: ast.AST, request: Request) -> Any:
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
         return node.value
     if isinstance(node, ast.Subscript):
+        src = ast.unparse(node).replace('"', "'")
+        if src in request.scalars:  # a Python number input: ``L['n']``
+            value = request.scalars[src]
+            if isinstance(value, (int, float)):
+                return value
+            raise Unevaluable(f"{_name(src)} is {type(value).__name__}, not a number")
         return _size_ref(node, request)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         right = _eval(node.right, request)

@@ -86,6 +86,24 @@ def test_recorded_guards_agree_with_real_trials(case, tmp_path, monkeypatch):
           ", ".join(f"{k} {a}/{t}" for k, (a, t) in counts.items()), *misses, sep="\n  ")
 
 
+def test_a_python_int_made_symbolic_keeps_its_guard_in_the_recording(tmp_path, monkeypatch):
+    """An int input made symbolic, then specialised by a loop, is guarded in the shape
+    environment (``L['repeats'] == 2``): the recording keeps that guard, so its own stream is
+    forecast as it ran (before: 3 compiles of 4 under default, 1 of 3 under dynamic)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:int_keyword"
+    stream = load_workload(workload).default_stream
+    strategies = ("default", "dynamic")
+    trials = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in strategies}
+    made = [r for r in trials["dynamic"].compiles if r.outcome == "compiled"]
+    assert len(made) == 3 and all(any(g.kind == "value" and g.text == f"L['repeats'] == {n}" for g in r.entry_guards)
+                                  for r, n in zip(made, (1, 2, 3))), [r.entry_guards for r in made]
+    report = forecast_recorded(workload, stream, _recorded(workload, stream, trials.values(), tmp_path / "r.json"),
+                               strategies)
+    counts: dict = {}
+    assert _misses(report, trials, counts) == [] and counts == {"default": [7, 7], "dynamic": [7, 7]}
+    assert [report.strategy(s).compiles for s in strategies] == [4, 3]
+
+
 def test_recorded_guards_beside_the_dry_run(tmp_path, monkeypatch):
     stream = parse_stream("16,16,32,8,24,1,8,1,32,16,2,40", ("n",))
     recorded = _trial("sincos", "default", parse_stream("16,32", ("n",)), "eager", tmp_path, monkeypatch)
@@ -133,6 +151,13 @@ def test_the_evaluator_runs_arithmetic_on_sizes_and_nothing_else():
     assert evaluate("L['x'].stride()[1] == L['x'].size()[3]*L['x'].size()[2]", request)
     assert not evaluate("L['x'].size()[2] % 2 == 0", request)
     assert evaluate("2 <= L['x'].size()[0] <= 15", request)
+    # a Python number input made symbolic: its guards name it bare
+    numbers = Request({"L['x']": (4,)}, scalars={"L['n']": 3, "L['mode']": "sum"})
+    assert evaluate("2 <= L['n']", numbers) and not evaluate("L['n'] == 2", numbers)
+    assert evaluate("L['x'].size()[0] == L['n'] + 1", numbers)
+    for text in ("L['mode'] == 1", "L['m'] == 1"):
+        with pytest.raises(Unevaluable):
+            evaluate(text, numbers)
     for text in ("__import__('os').getcwd() == 1", "L['y'].size()[0] == 1", "L['x'].size()[9] == 1",
                  "L['x'].numel() == 1", "2 ** 10000 > 1", "lambda: 1", "L['x'].size()[0] == (1"):
         with pytest.raises(Unevaluable):
