@@ -156,15 +156,21 @@ def _difference(expected: Any, actual: Any) -> tuple[bool, float | None, str | N
     a, b = list(_leaves(expected)), list(_leaves(actual))
     if len(a) != len(b):
         return False, None, f"{len(a)} against {len(b)} output tensors"
-    err = 0.0
+    err, nans = 0.0, 0
     for x, y in zip(a, b):
         if x.shape != y.shape:
             return False, None, f"shape {tuple(x.shape)} against {tuple(y.shape)}"
         if x.requires_grad != y.requires_grad:
             return False, None, f"requires_grad {x.requires_grad} (eager) against {y.requires_grad} (compiled)"
         if x.numel():
-            err = max(err, float((x.detach().double() - y.detach().double()).abs().max()))
+            dx, dy = x.detach().double(), y.detach().double()
+            nans += int((dx.isnan() != dy.isnan()).sum())  # NaN on one side: no number measures it (max() drops NaN)
+            both = ~(dx.isnan() | dy.isnan())
+            if both.any():
+                err = max(err, float((dx[both] - dy[both]).abs().max()))
     same = all(torch.allclose(x.detach(), y.detach(), atol=1e-4, rtol=1e-4, equal_nan=True) for x, y in zip(a, b))
+    if nans:
+        return same, None, f"NaN in {nans} element(s) on one side only"
     return same, err, None
 
 

@@ -57,3 +57,23 @@ def test_an_error_in_the_per_shape_table_is_never_cut(eager_run):
     text = console_render.render(report, width=400)
     cells = [ln for ln in text.splitlines() if "error: ValueError: seven" in ln and not ln.lstrip().startswith("!")]
     assert cells and all(f"error: ValueError: {MESSAGE}" in ln for ln in cells), text
+
+
+def test_csv_gives_no_numerics_figure_for_a_call_that_ran_eagerly():
+    """A shape that ran eagerly (past the recompile limit, or a frame of it) measured no
+    compiled error: its ``max_abs_err`` is empty, as its ``numerics_pass`` is and as the
+    console says "eager: not counted" (before: 0.0)."""
+    import csv
+    import io
+    from pathlib import Path
+
+    from compilescope.analysis.outputs import run_file
+    from compilescope.render import csv as csv_render
+    from compilescope.schema import load
+
+    data = Path(__file__).resolve().parents[2] / "data" / "derivations"
+    for name in ("run_recompile_limit", "run_partial_fallback"):
+        rows = list(csv.DictReader(io.StringIO(csv_render.render(run_file(load(data / f"{name}.json")).report))))
+        eager = [r for r in rows if r["numerics_ran_eagerly"] == "True"]
+        assert eager and all(r["max_abs_err"] == r["max_rel_err"] == r["numerics_pass"] == "" for r in eager), name
+        assert any(r["max_abs_err"] == "0.0" for r in rows if r["numerics_ran_eagerly"] == "False"), name

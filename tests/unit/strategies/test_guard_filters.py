@@ -311,3 +311,14 @@ def test_the_stream_order_lookup_is_claimed_only_with_the_per_shape_test(trials,
     assert stream.flag == ("regression" if flagged else ""), stream
     if not flagged:
         assert "not told apart" in stream.why
+
+
+def test_a_nan_on_one_side_is_said_not_measured_as_no_difference():
+    """max() drops NaN: an output that became NaN on one side only measured "max abs err 0".
+    It is said as the NaN it is, with no number."""
+    from compilescope.collect.soundness import _difference
+
+    a, b = torch.tensor([1.0, float("nan"), 3.0]), torch.tensor([1.0, 2.0, 3.5])
+    assert _difference(a, b) == (False, None, "NaN in 1 element(s) on one side only")
+    assert _difference(a, a.clone()) == (True, 0.0, None)  # NaN on both sides is the same output
+    assert _difference(b, b + 0.25) == (False, 0.25, None)
