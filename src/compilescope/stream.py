@@ -216,6 +216,7 @@ def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
                  recorded: Mapping[str, str] | None) -> list[Shape]:
     """Each distinct shape named by the workload's dims (see the module docstring)."""
     varying = _varying([shape for _, shape in order])
+    twins = _twins([shape for _, shape in order], varying)
     named = bool(recorded) and any(k in shape for _, shape in order for k in recorded.values())  # type: ignore[union-attr]
     shapes = []
     for token, shape in order:
@@ -230,10 +231,28 @@ def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
             # dims that vary across the file when the file has more than the workload
             if len(shape) != len(dims) and len(varying) == len(dims):
                 shape = {k: shape[k] for k in varying if k in shape}
+            elif len(shape) == len(dims) and twins and twins[0][1] in shape:
+                # two of them are one dimension (an attention mask's length beside the ids'): matched
+                # in order, one of the workload's dims would get another's sizes, silently
+                a, b = twins[0]
+                raise StreamError(
+                    f"bad stream token {token!r}: {a} and {b} are equal in every request — one dimension "
+                    f"named twice — so the file's dims cannot be matched to the workload's "
+                    f"({', '.join(dims)}) in order: name them by the workload's dims (or give the workload "
+                    "recorded_dims)")
             if len(shape) == len(dims):
                 shape = dict(zip(dims, shape.values()))
         shapes.append(_check_dims(shape, dims, token))
     return shapes
+
+
+def _twins(shapes: list[Shape], varying: list[str]) -> list[tuple[str, str]]:
+    """Pairs (a varying name, a later one) whose values are equal in every shape: one
+    dimension named twice (:func:`_varying` names it once)."""
+    keys = list(dict.fromkeys(k for s in shapes for k in s))
+    first = {tuple(s.get(k) for s in shapes): k for k in reversed(varying)}
+    return [(first[c], k) for k in keys if k not in varying
+            and (c := tuple(s.get(k) for s in shapes)) in first]
 
 
 def _varying(shapes: list[Shape]) -> list[str]:

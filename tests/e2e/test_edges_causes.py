@@ -458,3 +458,36 @@ def test_advise_blames_a_size_held_across_a_graph_break_on_that_break(tmp_path_f
     assert f"graph break at {tmp / 'wl.py'}:{break_line} in f" in fix.step, fix.step
     assert "capture_scalar_outputs" not in fix.step and ".item()" not in fix.step
     assert not [j for j in advice.rows if j.proposal is not None and "capture_scalar_outputs" in j.proposal.name]
+
+
+DATACLASS_ARGUMENT = """
+import dataclasses
+
+import torch
+
+
+@dataclasses.dataclass
+class Batch:
+    feats: torch.Tensor
+
+
+@torch.compile(backend="eager")
+def f(b):
+    return b.feats.sum(-1)
+
+
+for n in (5, 9):
+    f(Batch(torch.ones(2, n)))
+"""
+
+
+def test_a_shape_stream_with_no_size_of_a_call_is_not_written(tmp_path, cli_in_process):
+    """The calls pass their tensor inside a dataclass, which the probe's call record does not
+    open: a stream of ``{}`` rows is no stream (before: written, and said written); it is not
+    written, and the line says why and what records it."""
+    (tmp_path / "s.py").write_text(DATACLASS_ARGUMENT)
+    proc = cli_in_process("probe", "--stream-out", "s.jsonl", "s.py")
+    assert proc.returncode == 0, proc.stderr
+    assert not (tmp_path / "s.jsonl").exists()
+    assert "shape stream not written to s.jsonl: a call passed no tensor the probe records" in proc.stderr
+    assert "--record-shapes records those" in proc.stderr

@@ -99,3 +99,17 @@ def test_a_streams_syntax_that_needs_the_workload_passes_the_early_check():
 def test_every_command_refuses_a_bad_stream_before_loading_the_workload(main, command):
     code, _, err = main(command, "no_such_file.py:w", "--stream", "n=x")
     assert code == 2 and err.strip() == "compilescope: error: bad stream token 'n=x': 'x' is not an integer", err
+
+
+def test_a_recorded_file_whose_two_names_are_one_dimension_is_refused_not_matched_in_order(tmp_path):
+    """``probe --stream-out`` of a model called with ids and a mask of the same length names
+    that length twice; matched to (batch, seq) in order, the batch took the length — silently.
+    Two dims of the file that always agree are refused, with the way out."""
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"input_ids.1": n, "attention_mask.1": n}) + "\n" for n in (8, 12, 16)))
+    with pytest.raises(StreamError, match=r"input_ids.1 and attention_mask.1 are equal in every request"):
+        parse_stream(f"@{path}", ("batch", "seq"))
+    # dims that differ somewhere are two dims: matched in order, as documented
+    path.write_text("".join(json.dumps({"x.0": b, "x.1": s}) + "\n" for b, s in ((1, 8), (2, 8), (2, 16))))
+    assert parse_stream(f"@{path}", ("batch", "seq")) == ({"batch": 1, "seq": 8}, {"batch": 2, "seq": 8},
+                                                           {"batch": 2, "seq": 16})

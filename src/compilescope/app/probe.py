@@ -95,6 +95,11 @@ def journal_for(json_path: Path | None) -> Path:
         raise OptionError(f"cannot write the probe journal: {exc.strerror}") from None
 
 
-def shape_stream(file: ProbeFile) -> str:
-    """The input shapes the probe saw, as a stream file (``run --stream @FILE``)."""
-    return "".join(json.dumps(row) + "\n" for row in probe_stream(file.result))
+def shape_stream(file: ProbeFile) -> str | None:
+    """The input shapes the probe saw, as a stream file (``run --stream @FILE``); None when a
+    call of the function passed no tensor it records (one inside an object argument, say): a
+    row with no size is no request a workload can make."""
+    rows = probe_stream(file.result)
+    if any(not row for row in rows):
+        return None
+    return "".join(json.dumps(row) + "\n" for row in rows)

@@ -88,16 +88,21 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
         write_text(json_path, json_render.render_probe(file.result, file.report))
         if probed.journal is not None:
             probed.journal.unlink(missing_ok=True)
-    if stream_out is not None:
-        write_text(stream_out, shape_stream(file))
+    stream_text = shape_stream(file) if stream_out is not None else None
+    if stream_out is not None and stream_text is not None:
+        write_text(stream_out, stream_text)
     if check_fixes and script is not None:
         file = checked_fixes(script, list(args), file,
                              lambda label: say(out, f"checking a fix: the script again under {label}", "dim"))
     show(file, out, chosen)
     if json_path is not None:
         say(out, f"probe JSON: {shown(json_path)}")
-    if stream_out is not None:
+    if stream_out is not None and stream_text is not None:
         say(out, f"shape stream: {shown(stream_out)}")
+    elif stream_out is not None:
+        say(out, f"shape stream not written to {shown(stream_out)}: a call passed no tensor the probe records as an "
+                 "argument, list, tuple or dict (one inside an object, a dataclass say): --record-shapes records "
+                 "those", "yellow")
     if record_shapes is not None:
         say(out, f"recorded shapes: {shown(record_shapes)} (per function, {record_shapes.stem}.<function>"
                  f"{record_shapes.suffix} when several)")

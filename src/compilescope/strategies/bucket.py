@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from .. import compat
+from ..errors import OptionError
 from ..model import Shape, StrategyOptions
 
 if TYPE_CHECKING:
@@ -80,6 +81,11 @@ def prepare_bucket(target: Callable[..., Any], options: StrategyOptions, ctx: Pr
         ]
     varying = {d for d in base if len({s.get(d) for s in ctx.stream}) > 1}
     input_dims = {d: t for d, t in input_dims.items() if d in varying}
+    untied = sorted(d for d, t in input_dims.items() if not t)
+    if untied:  # nothing to pad: the size lives inside an object the call passes, say
+        raise OptionError(f"strategy 'bucket' pads the tensors a call passes as arguments; "
+                          f"{', '.join(map(repr, untied))} changes none of them (a tensor inside an object or "
+                          "container it passes?), so it cannot pad it")
     from . import TORCH_DYNAMIC, get_strategy
 
     marked = get_strategy("bucket").mode(options) == "marked"

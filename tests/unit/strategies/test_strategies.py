@@ -285,3 +285,27 @@ def test_a_source_the_reports_print_is_set_as_the_wrapper_names_it_when_the_targ
         "L['input_ids']:0", "L['kwargs']['input_ids']:0", "L['args'][0]:0"]
     # a parameter after the target's own *args is never reached by position
     assert through_wrapper("L['flag']", ("x", "args", "flag")).split(",") == ["L['flag']", "L['kwargs']['flag']"]
+
+
+def test_bucket_says_it_cannot_pad_a_size_inside_an_object_argument():
+    """The size that varies lives in a dataclass the call passes: bucket finds no argument
+    tensor to pad, and says so before a call (before: every request "raised" KeyError: 'seq')."""
+    import dataclasses
+
+    import torch
+
+    from compilescope.errors import OptionError
+    from compilescope.model import StrategyOptions
+    from compilescope.strategies import PrepareContext
+    from compilescope.strategies.bucket import prepare_bucket
+
+    @dataclasses.dataclass
+    class Batch:
+        feats: torch.Tensor
+
+    def make_inputs(s):
+        return (Batch(torch.ones(2, s["seq"])),), {}
+
+    ctx = PrepareContext(make_inputs, ({"seq": 5}, {"seq": 9}))
+    with pytest.raises(OptionError, match=r"'seq' changes none of them \(a tensor inside an object"):
+        prepare_bucket(lambda b: b.feats.sum(-1), StrategyOptions(backend="eager", buckets=(16,)), ctx)
