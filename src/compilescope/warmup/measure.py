@@ -161,7 +161,7 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
             cache: str = "cold") -> Verdict | None:
     """Which strategy pays over the lifetime: start-up (``cache`` start) + lifetime × steady per
     request; a strategy whose plan compiled after start-up is ranked after those that held."""
-    from ..analysis.outcomes import within_tolerance
+    from ..analysis.outcomes import SINGLE_SAMPLE_MIN_S, SINGLE_SAMPLE_TOLERANCE, one_sample_apart, within_tolerance
     from ..analysis.regimes import TOLERANCE, iqr_separated
     from ..units import fmt_time
 
@@ -205,8 +205,9 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
             same.add(r.strategy)
             steady = life * (r.steady_s - best.steady_s)
             decides = (f"the start-ups, {fmt_time(best.startup_s)} against {fmt_time(r.startup_s)} (one sample each), "
-                       f"are within {TOLERANCE:.0%} of each other: a tie" if within_tolerance(r.startup_s, best.startup_s)
-                       else f"the start-up decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)})")
+                       f"are within one sample's jitter of each other: a tie" if not one_sample_apart(r.startup_s, best.startup_s)
+                       else f"the start-up decides ({fmt_time(best.startup_s)} against {fmt_time(r.startup_s)}, one sample "
+                            "each, beyond one sample's jitter)")
             noise.append(f"{best.strategy} and {r.strategy}: steady state within noise (IQRs overlap): {decides}; "
                          f"{r.strategy}'s steady figure, {fmt_time(abs(steady))} {'more' if steady >= 0 else 'less'} "
                          f"over {life:,} requests, is not a measured difference")
@@ -221,8 +222,9 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
         other = ranked[1]
         why += f", against {other.strategy}'s {fmt_time(other.total_s)}{mix(other.strategy)}"
         if other.strategy in same and (other.strategy in held) == (best.strategy in held):
-            why += ("; their steady states are within noise and their start-ups within "
-                    f"{TOLERANCE:.0%}: a tie" if within_tolerance(other.startup_s, best.startup_s)
+            why += ("; their steady states are within noise and their start-ups (one sample each) within ±"
+                    f"{SINGLE_SAMPLE_TOLERANCE:.0%} or {fmt_time(SINGLE_SAMPLE_MIN_S)} of each other: a tie"
+                    if not one_sample_apart(other.startup_s, best.startup_s)
                     else "; their steady states are within noise: the start-up decides")
         elif within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
             why += f" (within {TOLERANCE:.0%}: a tie)"

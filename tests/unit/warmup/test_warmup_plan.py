@@ -309,7 +309,7 @@ def test_the_verdict_adds_start_up_and_lifetime_steady_and_trusts_no_steady_diff
     long_noisy = verdict([measured("dynamic", 1.0, 30e-6, 8e-6), measured("static", 5.0, 20e-6, 8e-6)], 10_000_000, 10)
     assert long_noisy.recommended == "dynamic" and "the start-up decides" in long_noisy.why
     assert long_noisy.steady_noise == ("dynamic and static: steady state within noise (IQRs overlap): the start-up "
-                                       "decides (1 s against 5 s); static's steady figure, 100 s less over "
+                                       "decides (1 s against 5 s, one sample each, beyond one sample's jitter); static's steady figure, 100 s less over "
                                        "10,000,000 requests, is not a measured difference",)
     # a plan that compiled after start-up comes after one that held, whatever its total
     broken = measured("dynamic", 0.1, 30e-6, 1e-6, (AfterStartup(3, "16", "compile 0/1"),))
@@ -447,11 +447,14 @@ def test_a_noise_tie_is_among_plans_no_two_of_which_the_noise_tells_apart():
     assert judged.recommended == "dynamic", judged.why
     # static ranks by its total, not by its start-up: no "the start-up decides" about it
     assert [n.split(":")[0] for n in judged.steady_noise] == ["dynamic and default"], judged.steady_noise
-    # start-ups within 5% of each other, one sample each, decide nothing: a tie, said as one
-    close = verdict([measured("a", 2.18, 750e-6, 700e-6, 800e-6), measured("b", 2.2, 760e-6, 700e-6, 800e-6)],
-                    10_000, 10, cache="warm")
-    assert "their steady states are within noise and their start-ups within 5%: a tie" in close.why
-    assert "are within 5% of each other: a tie" in close.steady_noise[0]
+    # start-ups within one sample's jitter of each other (one sample each) decide nothing: a tie,
+    # said as one — 2.0 s against 2.2 s too (before, 10% apart "decided"; reruns reversed it)
+    for a_s in (2.18, 2.0):
+        close = verdict([measured("a", a_s, 750e-6, 700e-6, 800e-6), measured("b", 2.2, 760e-6, 700e-6, 800e-6)],
+                        10_000, 10, cache="warm")
+        assert ("their steady states are within noise and their start-ups (one sample each) within ±25% or 50 ms of "
+                "each other: a tie") in close.why, close.why
+        assert "are within one sample's jitter of each other: a tie" in close.steady_noise[0]
     # a plan that did not hold ranks after one that did, and the verdict says why
     broken = measured("static", 0.9, 488e-6, 400e-6, 720e-6, (AfterStartup(4, "35", "eager fallback"),))
     held = verdict([broken, measured("default", 2.27, 736e-6, 700e-6, 760e-6)], 10_000, 10, cache="warm")
