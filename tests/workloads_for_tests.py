@@ -123,6 +123,37 @@ def fails_to_compile_at_32() -> Workload:
     return Workload("fails_at_32", build, lambda s: (torch.randn(s["n"]),), ("n",), _shape_stream(16, 16, 32, 16, 64))
 
 
+def dataclass_argument() -> Workload:
+    """The varying size is a tensor's inside a dataclass the call passes (``b.feats``)."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Batch:
+        feats: torch.Tensor
+
+    return Workload("dataclass_argument", lambda: (lambda b: b.feats.sin().sum(-1)),
+                    lambda s: (Batch(torch.randn(2, s["seq"])),), ("seq",), tuple({"seq": n} for n in (5, 9, 13)))
+
+
+def training_step() -> Workload:
+    """A training step: the workload's inputs (x, y) go to ``step``, which passes only x to
+    the compiled model (``Sequential.forward(input)``) and y to the loss."""
+    state = {}
+
+    def build():
+        torch.manual_seed(0)
+        state["m"] = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+        return state["m"]
+
+    def step(fn, x, y):
+        loss = torch.nn.functional.mse_loss(fn(x), y)
+        loss.backward()
+        return loss.detach()
+
+    return Workload("training_step", build, lambda s: (torch.randn(s["b"], 8), torch.randn(s["b"], 1)), ("b",),
+                    tuple({"b": b} for b in (16, 24, 48)), grad=True, step=step)
+
+
 def int_keyword() -> Workload:
     """A keyword-only int that a loop turns into a Python number: made symbolic once it has
     changed (or by dynamic=True), then specialised — its guard (``L['repeats'] == 2``) is in

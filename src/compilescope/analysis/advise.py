@@ -40,7 +40,7 @@ from typing import Any
 
 from ..model import CompileRecord, MarkSpec, RunResult, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
-from .advice import group_causes, input_name, relation_multiple, relation_step
+from .advice import group_causes, input_name, inside_input, relation_multiple, relation_step
 from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note
 from .counts import count_compiles
 from .outcomes import SINGLE_SAMPLE_TOLERANCE, one_sample_apart, tolerance_side, within_tolerance
@@ -158,6 +158,9 @@ def propose(
             size_causes.append(c)  # the unbacked proposal is its fix, measured beside the others
         else:
             fixes.append(CodeFix(c.description, c.next_step))
+    # a size inside an object the caller passes (a dataclass's b.mask) is no input dim a proposal
+    # marks: its mark is a change to the code, listed with the cause's step — never dropped
+    fixes += [CodeFix(c.description, c.next_step) for c in size_causes if inside_input(c.source) is not None or not sizes]
     proposals: list[Proposal] = []
     if size_causes and sizes:
         packed = next((r.target.packed for r in records if r.target is not None), None)
@@ -242,13 +245,17 @@ def _size_proposals(base: StrategyOptions, sizes: dict[tuple[str, int], list[int
             ",".join(str(m) for m in bounded), "mark-dynamic", replace(base, marks=tuple(bounded)),
             marked, Snippet(f"compiled = {compile_plain}", "; ".join(
                 f"torch._dynamo.mark_dynamic({m.input}, {m.dim}, min={m.min}, max={m.max})" for m in bounded))))
-    sources = ",".join(f"{frame_roots.get(n, f'L[{n!r}]')}:{d}" for n, d in chosen)
+    # the setting names each dim as the compiled frame does, read from the causes: an input no cause
+    # names there (a training step's target, which the model never receives; an input the frame
+    # knows by another name) has no source to give, and a guessed one would mark nothing
+    sources = ",".join(f"{frame_roots[n]}:{d}" for n, d in chosen) if all(n in frame_roots for n, _ in chosen) else None
     out.append(Proposal(
         ",".join(str(m) for m in unbounded), "mark-dynamic", replace(base, marks=tuple(unbounded)),
         marked,
         Snippet(f"compiled = {compile_plain}",
                 "; ".join(f"torch._dynamo.mark_dynamic({m.input}, {m.dim})" for m in unbounded)),
-        alternative=Snippet(f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
+        alternative=None if sources is None else Snippet(
+            f"torch.compiler.config.dynamic_sources = {sources!r}\ncompiled = {compile_plain}")))
     # the broad fix the narrow ones are judged against: every dim of every input symbolic
     out.append(Proposal("everything", "dynamic", base, everything,
                         Snippet(f"compiled = {_compile_call(base, 'dynamic=True')}")))

@@ -283,3 +283,50 @@ def test_a_rejection_for_running_eagerly_says_why_the_frame_did():
     default = SimpleNamespace(fallbacks=0, partial_fallbacks=0)
     assert _rejection(t, default) == ("1 request(s) ran partly eagerly (frame 0 (GPT2LMHeadModel.forward) ran "
                                       "eagerly: compile 0/0 failed (UserError))")
+
+
+def test_a_size_inside_an_object_argument_is_listed_as_a_code_change_not_dropped(tmp_path, monkeypatch):
+    """The default recompiled on ``b.feats`` dim 1, a tensor inside a dataclass: no input dim a
+    proposal marks, so before it was neither proposed nor listed (``proposals: [],
+    code_fixes: []``); its mark is listed as the change it needs."""
+    from pathlib import Path
+
+    from compilescope.analysis.advise import propose
+    from compilescope.execute.trial import run_trial
+    from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
+    from compilescope.workload import load_workload
+
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:dataclass_argument"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    spec = TrialSpec(ref, "default", "cold", load_workload(ref).default_stream, StrategyOptions(backend="eager"),
+                     MeasureOptions(steady=False, numerics=False))
+    default = run_trial(spec)[0]
+    assert sum(r.outcome == "compiled" for r in default.compiles) == 2  # the recompile is real
+    _, fixes = propose(default, StrategyOptions(backend="eager"), {}, 3, compat.recompile_limit_value())
+    (fix,) = [f for f in fixes if "L['b'].feats dim 1" in f.cause]
+    assert "torch._dynamo.mark_dynamic(b.feats, 1)" in fix.step, fix
+
+
+def test_a_training_steps_mark_offers_no_setting_it_cannot_name(tmp_path, monkeypatch):
+    """The step's inputs (x, y) do not bind to the model's ``forward(input)``: the mark
+    proposal names them arg0/arg1 as the workload makes them, and the no-code-change setting
+    would have to name them as the compiled frame does — which no cause gives for y (the
+    model never receives it). Before, ``dynamic_sources = "L['arg0']:0,L['arg1']:0"`` was
+    printed, unmeasured; it marks nothing (2 graphs, as without it)."""
+    from pathlib import Path
+
+    from compilescope.analysis.advise import propose
+    from compilescope.execute.trial import run_trial
+    from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
+    from compilescope.workload import load_workload
+
+    ref = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:training_step"
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path))
+    spec = TrialSpec(ref, "default", "cold", load_workload(ref).default_stream, StrategyOptions(backend="eager"),
+                     MeasureOptions(steady=False, numerics=False))
+    default = run_trial(spec)[0]
+    sizes = {("arg0", 0): [16, 24, 48], ("arg1", 0): [16, 24, 48]}
+    proposals, _ = propose(default, StrategyOptions(backend="eager"), sizes, 3, compat.recompile_limit_value())
+    (marks,) = [p for p in proposals if p.name == "arg0:0,arg1:0"]
+    assert marks.alternative is None
+    assert all("L['arg" not in (p.alternative.setup if p.alternative else "") for p in proposals)
