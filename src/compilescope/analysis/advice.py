@@ -310,7 +310,8 @@ def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequ
                      "so each of its values needs its own graph — keep it a tensor operation, or feed sizes that "
                      "give one value")
     if thresholds:
-        steps.append("keep each input on one side of the size threshold(s) (a kernel choice switches there)")
+        steps.append("keep each input on one side of the size threshold(s) (the code takes another path there — "
+                     f"a branch on the size, or a kernel choice of an op it calls{_at(lines)})")
     where = f"change the code at {', '.join(lines)} so no guard depends on the size" if lines else ""
     steps.append(("or " if steps else "") + "hold the graphs they split into (raise "
                  "torch._dynamo.config.recompile_limit above the number of variants)" + (f", or {where}" if where else ""))

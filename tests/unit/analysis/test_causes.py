@@ -166,3 +166,14 @@ def test_a_cause_whose_every_compile_failed_is_no_limit_to_raise():
     (c,) = group_causes((failed,))
     assert not c.shape_reducible and "recompile_limit" not in c.next_step.split("—")[1]
     assert c.next_step.startswith("every compile it caused failed (compile 0/2: Unsupported)")
+
+
+def test_a_threshold_step_does_not_say_a_kernel_chose_where_the_users_branch_may_have():
+    """A ``<=`` bound on a size comes from a branch on it in the user's code as often as from
+    a kernel's choice: the step names both and the line PyTorch cites (before: "a kernel choice
+    switches there", said of ``if y.shape[1] > 10``)."""
+    from compilescope.analysis.advice import relation_step
+
+    step = relation_step(("L['y'].size()[1] <= 10",), ("L['y'] dim 1",), ("s.py:7",))
+    assert "a branch on the size, or a kernel choice of an op it calls at s.py:7" in step, step
+    assert "(a kernel choice switches there)" not in step
