@@ -1352,8 +1352,11 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
 
 
 def _check_like(key: str, value: Any, default: Any) -> None:
-    """``value`` of the kind ``default`` is (a number where a float is; a setting whose default
-    is None or another object is not checked); TypeError otherwise."""
+    """``value`` of the kind ``default`` is (a number where a float is; None, which several
+    settings take, and a setting whose default is None or another object are not checked);
+    TypeError otherwise."""
+    if value is None:
+        return
     if isinstance(default, bool):
         ok = isinstance(value, bool)
     elif isinstance(default, (int, float)):
@@ -1363,7 +1366,13 @@ def _check_like(key: str, value: Any, default: Any) -> None:
     else:
         return
     if not ok:
-        raise TypeError(f"{key} takes a {type(default).__name__} (its default is {default!r}), not {value!r}")
+        kind = type(default).__name__
+        raise TypeError(f"{key} takes {'an' if kind[0] in 'aeiou' else 'a'} {kind} (its default is {default!r}), "
+                        f"not {value!r}")
+
+
+_call_observers: list[Callable[[Any], None]] = []
+_call_patch: list[tuple[Any, Any]] = []  # (the wrapper installed, what it wraps) while any observer is
 
 
 def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]:
@@ -1375,27 +1384,37 @@ def observe_compiled_calls(on_call: Callable[[Any], None]) -> Callable[[], None]
     looks up the module-level ``torch._dynamo.eval_frame._callback_from_stance`` once per
     call with its compile callback (also called, with no callback or from ``__enter__``, by
     disable contexts and ``with optimize(...)``) — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1. The global is swapped
-    for a wrapper that passes the caller's frame on when it is a ``compile_wrapper``."""
+    for one wrapper, shared by every observer (a wrapper around a wrapper would see the other
+    wrapper as its caller, not the ``compile_wrapper``), that passes the caller's frame on when
+    it is a ``compile_wrapper``; the last undo puts the original back."""
     import sys
 
     from torch._dynamo import eval_frame
 
-    original = eval_frame._callback_from_stance
-    getframe = sys._getframe
     safe_on_call = contained("call inputs", on_call)
+    _call_observers.append(safe_on_call)
+    if not _call_patch:
+        original = eval_frame._callback_from_stance
+        getframe = sys._getframe
 
-    def observed(callback: Any) -> Any:
-        if callback:
-            frame = getframe(1)
-            if frame.f_code.co_name == "compile_wrapper":
-                safe_on_call(frame)
-        return original(callback)
+        def observed(callback: Any) -> Any:
+            if callback:
+                frame = getframe(1)
+                if frame.f_code.co_name == "compile_wrapper":
+                    for observe in list(_call_observers):
+                        observe(frame)
+            return original(callback)
 
-    eval_frame._callback_from_stance = observed
+        eval_frame._callback_from_stance = observed
+        _call_patch.append((observed, original))
 
     def undo() -> None:
-        if eval_frame._callback_from_stance is observed:
-            eval_frame._callback_from_stance = original
+        if safe_on_call in _call_observers:
+            _call_observers.remove(safe_on_call)
+        if not _call_observers and _call_patch:
+            observed, original = _call_patch.pop()
+            if eval_frame._callback_from_stance is observed:
+                eval_frame._callback_from_stance = original
 
     return undo
 

@@ -325,7 +325,7 @@ class ShapeRecorder:
     module docstring. ``accept(target)`` limits it to some targets (a watch's ``functions``)."""
 
     def __init__(self, path: str | Path, sample: float = 1.0, max_bytes: int = DEFAULT_MAX_BYTES,
-                 accept: Callable[[Any], bool] | None = None) -> None:
+                 accept: Callable[[Any], bool] | None = None, thread: int | None = None) -> None:
         if not isinstance(sample, (int, float)) or isinstance(sample, bool) or not 0 < sample <= 1:
             raise OptionError(f"record_shapes sample={sample!r}: a rate in (0, 1]")
         if not isinstance(max_bytes, int) or isinstance(max_bytes, bool) or max_bytes < 1:
@@ -340,7 +340,7 @@ class ShapeRecorder:
         self._functions: dict[Any, _Function | None] = {}  # fn → its file (None: not accepted)
         self._order: list[_Function] = []
         self._main = _Function("", [], self.path, self.max_bytes)  # the given file: the first function's
-        self._thread = threading.get_ident()
+        self._thread = threading.get_ident() if thread is None else thread  # whose calls it records
         self._tensor: type = _tensor_type()
         self._summary: RecordSummary | None = None
 

@@ -236,10 +236,10 @@ def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
                 # in order, one of the workload's dims would get another's sizes, silently
                 a, b = twins[0]
                 raise StreamError(
-                    f"bad stream token {token!r}: {a} and {b} are equal in every request — one dimension "
-                    f"named twice — so the file's dims cannot be matched to the workload's "
-                    f"({', '.join(dims)}) in order: name them by the workload's dims (or give the workload "
-                    "recorded_dims)")
+                    f"bad stream token {token!r}: {a} and {b} are equal in every request — the same dim of "
+                    f"two inputs, most likely one dimension named twice — so matching the file's dims to the "
+                    f"workload's ({', '.join(dims)}) in order would be a guess: name them by the workload's "
+                    "dims (or give the workload recorded_dims)")
             if len(shape) == len(dims):
                 shape = dict(zip(dims, shape.values()))
         shapes.append(_check_dims(shape, dims, token))
@@ -247,12 +247,19 @@ def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
 
 
 def _twins(shapes: list[Shape], varying: list[str]) -> list[tuple[str, str]]:
-    """Pairs (a varying name, a later one) whose values are equal in every shape: one
-    dimension named twice (:func:`_varying` names it once)."""
+    """Pairs (a varying name, a later one) whose values are equal in every shape and that name
+    the same dim of two inputs (``input_ids.1``, ``attention_mask.1``): one dimension named
+    twice (:func:`_varying` names it once). Two dims of one input that agree (a square image's
+    ``img.2`` and ``img.3``) are two dims."""
     keys = list(dict.fromkeys(k for s in shapes for k in s))
     first = {tuple(s.get(k) for s in shapes): k for k in reversed(varying)}
-    return [(first[c], k) for k in keys if k not in varying
-            and (c := tuple(s.get(k) for s in shapes)) in first]
+
+    def split(name: str) -> tuple[str, str]:
+        owner, _, dim = name.rpartition(".")
+        return owner, dim
+
+    return [(a, k) for k in keys if k not in varying and (c := tuple(s.get(k) for s in shapes)) in first
+            and (a := first[c]) and split(a)[1] == split(k)[1] and split(a)[0] != split(k)[0]]
 
 
 def _varying(shapes: list[Shape]) -> list[str]:

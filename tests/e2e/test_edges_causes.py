@@ -349,6 +349,8 @@ import sys
 
 import torch
 
+torch._dynamo.config.suppress_errors = False  # PyTorch's default (the probe forks from the test's process)
+
 
 @torch.compile(backend="eager")
 def ranged(x, w):

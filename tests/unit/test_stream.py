@@ -109,6 +109,9 @@ def test_a_recorded_file_whose_two_names_are_one_dimension_is_refused_not_matche
     path.write_text("".join(json.dumps({"input_ids.1": n, "attention_mask.1": n}) + "\n" for n in (8, 12, 16)))
     with pytest.raises(StreamError, match=r"input_ids.1 and attention_mask.1 are equal in every request"):
         parse_stream(f"@{path}", ("batch", "seq"))
+    # two dims of one input that agree in every request (a square image) are two dims
+    path.write_text("".join(json.dumps({"img.2": n, "img.3": n}) + "\n" for n in (224, 256)))
+    assert parse_stream(f"@{path}", ("h", "w")) == ({"h": 224, "w": 224}, {"h": 256, "w": 256})
     # dims that differ somewhere are two dims: matched in order, as documented
     path.write_text("".join(json.dumps({"x.0": b, "x.1": s}) + "\n" for b, s in ((1, 8), (2, 8), (2, 16))))
     assert parse_stream(f"@{path}", ("batch", "seq")) == ({"batch": 1, "seq": 8}, {"batch": 2, "seq": 8},

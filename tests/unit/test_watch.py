@@ -84,8 +84,9 @@ def test_a_watch_inside_a_probed_program_leaves_the_probes_observer_in_place():
         assert seen == ["probe", "probe"]
     finally:
         undo()
-    assert type(torch._dynamo.utils._compilation_metrics) is not type(None)
-    assert not isinstance(torch._dynamo.utils._compilation_metrics, compat._ObservingDeque)
+    import collections
+
+    assert type(torch._dynamo.utils._compilation_metrics) is collections.deque  # the last undo: a plain one again
 
 
 def test_watches_nest_and_keep_to_their_thread():
@@ -366,3 +367,26 @@ def test_the_break_count_says_it_counts_distinct_breaks_and_how_often_they_were_
     first = str(caught[0].message).splitlines()[0]
     assert first.startswith("compilescope.watch: 1 distinct graph break(s) exceed the budget of 0 ")
     assert first.endswith(", 1 distinct graph break(s) met 3 times)")
+
+
+def test_two_observers_of_compiled_calls_both_see_every_call():
+    """A shape recording and the probe's settings (or two recordings) observe compiled calls
+    at once. Before, the second wrapper saw the first as its caller, not the compiled
+    function's wrapper, and its observer never ran."""
+    from compilescope import compat
+    from torch._dynamo import eval_frame
+
+    before = eval_frame._callback_from_stance
+    seen: list[str] = []
+    undo_a = compat.observe_compiled_calls(lambda frame: seen.append("a"))
+    undo_b = compat.observe_compiled_calls(lambda frame: seen.append("b"))
+    f = torch.compile(sincos, backend="eager")
+    try:
+        f(torch.randn(3))
+        undo_a()
+        f(torch.randn(3))
+    finally:
+        undo_a()
+        undo_b()
+    assert seen == ["a", "b", "b"]
+    assert eval_frame._callback_from_stance is before

@@ -958,7 +958,7 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         failures = tuple(
             f"compile {c.compile_id} failed{f' at {c.fail_at[0]}:{c.fail_at[1]}' if c.fail_at else ''}: "
             f"{c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"
-            f"{failure_then(c, any(o.compile_id.frame == c.compile_id.frame for o in records[i + 1:]))}"
+            f"{failure_then(c, any((o.epoch, o.compile_id.frame) == (c.epoch, c.compile_id.frame) for o in records[i + 1:]))}"
             for i, c in enumerate(records) if c.failed
         )
         first = records[0]

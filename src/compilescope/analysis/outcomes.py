@@ -220,12 +220,16 @@ def failure_skips_frame(record: CompileRecord, call_error: str | None) -> bool:
     next call). Recorded as ``reached_call`` where it was seen (``watch``); else read from the
     call: one that did not raise, or raised an error other than the compile's own (the frame,
     run eagerly after the failure, raised it itself — a ``raise`` Dynamo traced), was not
-    raised into."""
+    raised into. The compile's own error may reach the call wrapped
+    (``InternalTorchDynamoError: KeyError: …``); a failure of no known type that raised is
+    taken as raised into it."""
     if record.reached_call is not None:
         return not record.reached_call
     if call_error is None:
         return True
-    return call_error.split(":", 1)[0].strip() != (record.fail_type or "")
+    if not record.fail_type:
+        return False
+    return record.fail_type not in (part.strip() for part in call_error.split(":", 2)[:2])
 
 
 def forecast_word(outcome: RequestOutcome, compiled_a_frame: bool) -> ForecastWord:

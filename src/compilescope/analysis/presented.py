@@ -63,8 +63,11 @@ def steady_missing(t: TrialReport, r: ShapeRow, steady_failed: bool) -> str:
 def finish_row(r: ShapeRow, t: TrialReport) -> ShapeRow:
     text, state = shape_numerics(r.numerics)
     steady_failed = bool(r.steady_note) and r.steady_note != "not measured"
+    counted = state in ("pass", "fail") and r.numerics is not None  # a call that ran eagerly measured no error
     return replace(r, numerics_text=text, numerics_state=state,
                    numerics_pass={"pass": True, "fail": False}.get(state),
+                   counted_abs_err=r.numerics.max_abs_err if counted and r.numerics else None,
+                   counted_rel_err=r.numerics.max_rel_err if counted and r.numerics else None,
                    recompiled=r.status == "compiled" and r.first_call_index > 0,
                    other_fallback_calls=0 if r.status == "eager fallback" else r.fallback_calls,
                    other_partial_fallback_calls=0 if r.status == "partial eager fallback" else r.partial_fallback_calls,

@@ -95,10 +95,11 @@ def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
                 continue
             if _SIZE_OF.search(g.reason):
                 out.append(EntryGuard(g.kind, g.source, g.dim, None, _cut(g.reason)))
-            elif g.kind == "value" and g.source is not None and is_input_source(g.source):
+            elif g.kind == "value" and g.source is not None and _number(inputs.value(g.source)):
                 # a Python number made symbolic (automatic dynamic, dynamic=True), then specialised: ``L['n'] == 2``
                 out.append(EntryGuard("value", g.source, None, g.expected, _cut(g.reason)))
-            elif any(is_input_source(s) for s in _SOURCE.findall(g.reason)):
+            elif " is " not in g.reason and (named := _SOURCE.findall(g.reason)) and all(
+                    _number(inputs.value(s)) for s in named):
                 out.append(EntryGuard("scalar", None, None, None, _cut(g.reason)))  # ``2 <= L['n']``
         return out
     if not leaf.parts:
@@ -124,6 +125,11 @@ def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
     if leaf.kind == "LENGTH_CHECK" and isinstance(value, (list, tuple, dict)):
         return [EntryGuard("length", leaf.source, None, len(value), _cut(text))]
     return []  # an identity or marking check: a stream of the same program does not change it
+
+
+def _number(value: Any) -> bool:
+    """A Python number input (what a symbolic int or float guard is about)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def frame_params(code: Any) -> tuple[str, ...] | None:

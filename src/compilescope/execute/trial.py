@@ -8,7 +8,6 @@ is recorded with its phase instead of being mixed into the stream.
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import importlib.util
 import os
@@ -33,6 +32,7 @@ from ..collect.graphs import GraphRunLog
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
 from ..leaves import changed_inputs, input_state, map_tensors, walk
+from ..torchtext import headline
 from ..model import (
     CallRecord,
     CompileRecord,
@@ -135,33 +135,6 @@ def _user_frame(chain: list[BaseException]) -> str | None:
         if frames:
             return f"{frames[-1].filename}:{frames[-1].lineno} in {frames[-1].name}"
     return None
-
-
-# Dynamo's explanation of an op that failed on fake tensors names the error the op raised:
-# "Explanation: Dynamo failed to run FX node with fake tensors: call_function …: got RuntimeError('…')"
-_GOT = re.compile(r"^Explanation: .*: got (?P<type>\w+)\((?P<message>(?P<q>['\"]).*(?P=q))\)\s*$")
-
-
-def headline(type_name: str, message: str) -> str:
-    """``Type: first line`` of a message, the next line joined when the first only
-    announces it (``backend='inductor' raised:``); when Dynamo's explanation names the error an
-    op raised (its first line only says ``RuntimeError when making fake tensor call``), that
-    error too."""
-    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    first = lines[0] if lines else ""
-    for nxt in lines[1:3]:
-        if not first.endswith(":"):
-            break
-        first = f"{first} {nxt}"
-    got = next((m for ln in lines[1:4] if (m := _GOT.match(ln))), None)
-    if got is not None:
-        try:  # the exception's repr: its message as a Python literal
-            said = ast.literal_eval(got["message"])
-        except (ValueError, SyntaxError):
-            said = None
-        if isinstance(said, str):
-            first = f"{first}: {got['type']}: {said.splitlines()[0] if said else said}"
-    return f"{type_name}: {first}"[:500] if first else type_name
 
 
 def error_info(exc: BaseException) -> ErrorInfo:

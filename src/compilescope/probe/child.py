@@ -25,30 +25,36 @@ from .script import error_line, run_as_main, trim_next_traceback
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
-    """Finds nothing itself: when ``name`` is first imported, it lets the finders after it find
-    the module, and has the loader call ``callback`` once the module's code has run. The
-    module's own ``__loader__`` and ``__spec__.loader`` are the real loader's once it has."""
+    """Finds nothing itself: when ``name`` is looked for, it lets the finders after it find
+    the module, and has the loader call ``callback`` once the module's code has run — then
+    leaves ``sys.meta_path``. A look that imports nothing (``importlib.util.find_spec("torch")``,
+    a library's availability check) leaves it waiting. The module's own ``__loader__`` and
+    ``__spec__.loader`` are the real loader's once its code has run."""
 
     def __init__(self, name: str, callback: Callable[[], None]) -> None:
-        self.name, self.callback = name, callback
+        self.name, self.callback, self.fired = name, callback, False
+
+    def fire(self) -> None:
+        _remove(self)
+        if not self.fired:
+            self.fired = True
+            self.callback()
 
     def find_spec(self, fullname: str, path: Any, target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname != self.name:
+        if fullname != self.name or self.fired:
             return None
-        _remove(self)
         spec = None
         for finder in sys.meta_path:
-            find = getattr(finder, "find_spec", None)
+            find = getattr(finder, "find_spec", None) if finder is not self else None
             spec = find(fullname, path, target) if find is not None else None
             if spec is not None:
                 break
         if spec is None:  # not importable (yet): the import fails as it would; the wait goes on
-            sys.meta_path.insert(0, self)
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            self.callback()
+            self.fire()
             return spec
-        spec.loader = _Loaded(spec.loader, self.callback)
+        spec.loader = _Loaded(spec.loader, self.fire)
         return spec
 
 

@@ -44,11 +44,12 @@ class JournalWriter:
         self.pid = os.getpid()
         self.failed = ""  # why a write failed (a full disk): nothing more is written, the program runs on
 
-    def write(self, data: dict[str, Any]) -> None:
+    def write(self, data: dict[str, Any], record: bool = False) -> None:
+        """``record``: a call or a compile's records (what a forked process says it made)."""
         if self.failed:
             return
         if os.getpid() != self.pid:
-            if getattr(self, "_forked", None) != os.getpid():  # once per forked process
+            if record and getattr(self, "_forked", None) != os.getpid():  # once per forked process
                 self._forked = os.getpid()
                 self._append({"forked": os.getpid()})
             return
@@ -164,16 +165,16 @@ class JournalStream:
                                      "cache_dir": cache_dir}})
 
     def call(self, call: ProbeCall) -> None:
-        self.writer.write({"call": to_data(call)})
+        self.writer.write({"call": to_data(call)}, record=True)
 
     def sync(self, compiles: list[CompileRecord], breaks: list[GraphBreak], counters: dict[str, int],
              limit: int | None, lost: tuple[str, ...] = ()) -> None:
         for i, record in enumerate(compiles):
             if i >= len(self._compiles) or self._compiles[i] is not record:
-                self.writer.write({"compile": i, "record": to_data(record)})
+                self.writer.write({"compile": i, "record": to_data(record)}, record=True)
         self._compiles = list(compiles)
         for i in range(self._breaks, len(breaks)):
-            self.writer.write({"break": i, "record": to_data(breaks[i])})
+            self.writer.write({"break": i, "record": to_data(breaks[i])}, record=True)
         self._breaks = len(breaks)
         if (counters, limit) != self._counters:
             self.writer.write({"counters": counters, "recompile_limit": limit})

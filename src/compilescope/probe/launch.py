@@ -138,9 +138,13 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
         from .. import compat
         from ..shapes_record import HUB, ShapeRecorder
 
-        compat.patch_settings(settings)  # for the whole program: never undone
+        if threading.current_thread() is threading.main_thread():
+            compat.patch_settings(settings)  # for the whole program: never undone
+        elif settings:
+            _in_the_main_thread(lambda: compat.patch_settings(settings))
         if record_shapes is not None:
-            recorder = ShapeRecorder(record_shapes).start()
+            # the program's main thread, whichever thread imported torch
+            recorder = ShapeRecorder(record_shapes, thread=threading.main_thread().ident).start()
             recording.append(recorder)
             HUB.add(recorder)
 
@@ -168,6 +172,23 @@ def _run_as_python(script: str, args: list[str], settings: dict[str, Any], journ
     return code
 
 
+def _in_the_main_thread(apply: Callable[[], None]) -> None:
+    """Run ``apply`` in the program's main thread before its first compiled call: torch was
+    imported in another thread, and a setting made there holds only there (from 2.13 a
+    setting is per thread: a context variable)."""
+    from .. import compat
+
+    done: list[bool] = []
+
+    def before_call(_frame: Any) -> None:
+        if not done and threading.current_thread() is threading.main_thread():
+            done.append(True)
+            undo()
+            apply()
+
+    undo = compat.observe_compiled_calls(before_call)
+
+
 def in_a_fork(check: Callable[[], None]) -> str | None:
     """Run ``check`` in a forked process and return the line of the :class:`CompilescopeError`
     it raised, else None: what needs torch to check is checked without importing torch here."""
@@ -192,7 +213,12 @@ def in_a_fork(check: Callable[[], None]) -> str | None:
     os.close(write)
     with os.fdopen(read, "rb") as pipe:
         said = pipe.read()
-    os.waitpid(pid, 0)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if not said and code != 0:  # it died before saying: nothing was checked
+        how = f"killed by {signal.Signals(-code).name}" if code < 0 and -code in signal.valid_signals() else \
+            f"ended with status {code}"
+        return f"could not check the settings: the process checking them was {how}"
     return said.decode(errors="replace") or None
 
 

@@ -42,21 +42,32 @@ def run_as_main(path: str, restore: bool = True) -> None:
 def error_line(exc: BaseException) -> str:
     if isinstance(exc, KeyboardInterrupt):
         return "KeyboardInterrupt"
-    from ..execute.trial import headline  # at call time: the trial worker's imports stay out of a probe's start
+    from ..torchtext import headline
 
     return headline(type(exc).__name__, str(exc))
 
 
 def trim_next_traceback(script: str) -> None:
     """The next uncaught exception's traceback starts at the script's first frame (without
-    one, as for a syntax error, only the exception), then goes to whichever
+    one, as for a syntax error, only the exception), leaves out the probe's own import hook
+    (between the script's ``import torch`` and torch's code) and importlib's frames, as Python
+    leaves them out, then goes to whichever
     ``sys.excepthook`` the script left in place."""
     hook = sys.excepthook
+    ours = os.path.join(os.path.dirname(os.path.abspath(__file__)), "child.py")
 
     def trimmed(kind: type[BaseException], value: BaseException, tb: Any) -> None:
         sys.excepthook = hook
         while tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename) != script:
             tb = tb.tb_next
+        link = tb
+        while link is not None and link.tb_next is not None:
+            name = link.tb_next.tb_frame.f_code.co_filename
+            # and importlib's frames around it, which Python leaves out of an import's traceback
+            if name.startswith("<frozen importlib._bootstrap") or os.path.abspath(name) == ours:
+                link.tb_next = link.tb_next.tb_next
+            else:
+                link = link.tb_next
         hook(kind, value.with_traceback(tb), tb)  # Python's own hook prints the exception's traceback
 
     sys.excepthook = trimmed

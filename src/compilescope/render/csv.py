@@ -55,9 +55,8 @@ COLUMNS: tuple[tuple[str, Getter], ...] = (
     ("speedup", _shape(lambda r: r.speedup)),
     ("speed_class", _shape(lambda r: r.speed_class or None)),
     ("eager_trial_median_s", _shape(lambda r: r.eager_trial.median if r.eager_trial else None)),
-    # empty where not counted, as numerics_pass: a call that ran eagerly measured no compiled error
-    ("max_abs_err", _shape(lambda r: r.numerics.max_abs_err if r.numerics and r.numerics_pass is not None else None)),
-    ("max_rel_err", _shape(lambda r: r.numerics.max_rel_err if r.numerics and r.numerics_pass is not None else None)),
+    ("max_abs_err", _shape(lambda r: r.counted_abs_err)),  # empty where not counted, as numerics_pass
+    ("max_rel_err", _shape(lambda r: r.counted_rel_err)),
     ("numerics_pass", _shape(lambda r: r.numerics_pass)),  # empty where not counted (a call that ran eagerly)
     ("numerics_ran_eagerly", _shape(lambda r: r.numerics.ran_eagerly if r.numerics else None)),
     ("trial_compiles", _trial(lambda t: t.stream.compiles)),

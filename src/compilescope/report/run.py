@@ -84,6 +84,8 @@ class ShapeRow:
     numerics_text: str = "—"  # the numerics cell: "1.5e-07", "FAIL 3.0e-02", "eager: not counted"…
     numerics_state: NumericsState = ""
     numerics_pass: bool | None = None  # the check passed (False: failed); None when not counted or not run
+    counted_abs_err: float | None = None  # the check's max abs error where it counts (None: not counted or not run)
+    counted_rel_err: float | None = None  # … and its max relative error
     # made by analysis/presented.py's finish_row:
     recompiled: bool = False  # its first call compiled after the stream's first request (a recompile or a new frame's)
     other_fallback_calls: int = 0  # calls that ran eagerly besides what its status says

@@ -207,3 +207,23 @@ def test_a_target_whose_own_frame_failed_runs_it_eagerly_at_every_later_call():
     assert eager_frames(calls, (outer, inner)) == {0: (0,), 1: (0,), 2: (0,)}
     setup = dataclasses.replace(outer, target=None)  # another function's frame: entered at its failure only
     assert eager_frames(calls, (setup, inner)) == {0: (0,)}
+
+
+def test_a_failed_compile_skips_its_frame_unless_its_own_error_reached_the_call():
+    """Dynamo skips a frame whose compile failure it suppressed; one raised into the call is
+    tried again. The call's error tells them apart where nothing recorded it: the compile's
+    own type, bare or wrapped by Dynamo, raised into it; another (the frame, run eagerly,
+    raised the user's error) means the failure was suppressed."""
+    from compilescope.analysis.outcomes import failure_skips_frame
+    from compilescope.model import CompileId, CompileRecord
+
+    def failed(fail_type, reached=None):
+        return CompileRecord(CompileId(0, 0), "f", "f.py", 1, outcome="failed", fail_type=fail_type,
+                             reached_call=reached)
+
+    assert failure_skips_frame(failed("Unsupported"), None)  # the call went on: eagerly
+    assert failure_skips_frame(failed("Unsupported"), "ValueError: no sevens")  # the frame raised, eagerly
+    assert not failure_skips_frame(failed("Unsupported"), "Unsupported: Call to graph_break()")  # fullgraph
+    assert not failure_skips_frame(failed("KeyError"), "InternalTorchDynamoError: KeyError: 'k'")  # wrapped
+    assert not failure_skips_frame(failed(None), "RuntimeError: ?")
+    assert failure_skips_frame(failed("KeyError", reached=False), "InternalTorchDynamoError: KeyError: 'k'")

@@ -438,7 +438,7 @@ def test_a_workload_whose_every_request_raises_is_forecast_so_with_the_ops_own_e
 
 
 def test_dynamos_fake_tensor_failure_is_headlined_with_the_ops_own_error_read_as_python_reads_it():
-    from compilescope.execute.trial import headline
+    from compilescope.torchtext import headline
 
     said = ("RuntimeError when making fake tensor call\n  Explanation: Dynamo failed to run FX node with fake tensors: "
             "call_function <built-in function linear>(*(FakeTensor(..., size=(2, 5)),), **{}): got "
