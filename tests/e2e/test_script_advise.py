@@ -48,6 +48,8 @@ def test_probe_config_applies_a_setting_and_rejects_unknown_names(cli, cli_in_pr
         bad = cli_in_process("probe", "--config", item, "serve.py")
         assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and said in bad.stderr, (item, bad.stderr)
         assert not bad.stdout  # the script never ran
+    bad = cli_in_process("probe", "--strict", "serve.py")  # before: accepted, and did nothing
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--strict applies to --trace DIR" in bad.stderr
 
 
 def test_advise_needs_a_workload_or_a_script(cli_in_process):

@@ -54,6 +54,8 @@ def probe_command(json_path: Path | None, stream_out: Path | None, record_shapes
 
     if (script is None) == (trace_dir is None):
         raise click.UsageError("give a SCRIPT to run or --trace DIR (one of them)")
+    if strict and trace_dir is None:
+        raise OptionError("--strict applies to --trace DIR (a trace's unknown or malformed events), not to a script")
     if check_fixes and (trace_dir is not None or settings):
         raise OptionError("--check-fixes runs a SCRIPT again under each fix alone: not with --trace or --config")
     chosen, json_path = results_out(outputs(outs, html=html_path, perfetto=perfetto_path), json_path)
