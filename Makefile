@@ -18,7 +18,7 @@ demo: $(STAMP)
 	$(BIN)/compilescope demo
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --durations=15
+	$(BIN)/python -m pytest -n 3 --dist loadfile --no-loadscope-reorder --durations=15
 
 # The version matrix (not part of `make test`: each torch but the pinned one is a CUDA build of a
 # few GB from PyPI, run on the CPU). `make test-torch TORCH=2.10.0` builds .venv-torch-2.10.0
