@@ -55,15 +55,21 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 @pytest.fixture(autouse=True)
 def _fresh_dynamo():
-    """Each in-process test starts with empty dynamo caches (reset is public API). Where torch
-    is not imported yet there is nothing to reset, and a test that needs no torch imports none."""
+    """Each in-process test starts with empty dynamo caches (reset is public API), and leaves
+    ``suppress_errors`` as it found it (a test workload's ``build()`` sets it, and a later
+    test in the same worker — a probe forked from it — would run under it). Where torch is not
+    imported yet there is nothing to reset, and a test that needs no torch imports none."""
     torch = sys.modules.get("torch")
+    suppress = None
     if torch is not None:
         torch.compiler.reset()
+        suppress = torch._dynamo.config.suppress_errors
     yield
     torch = sys.modules.get("torch")
     if torch is not None:
         torch.compiler.reset()
+        if suppress is not None and torch._dynamo.config.suppress_errors != suppress:
+            torch._dynamo.config.suppress_errors = suppress
 
 
 def _cli_env(tmp_path: Path) -> dict[str, str]:

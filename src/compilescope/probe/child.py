@@ -113,6 +113,10 @@ def run_child(path: str, args: list[str], journal: str,
     def install() -> None:
         try:
             on_torch()
+        except Exception as exc:  # noqa: BLE001 - a setting or the recording lost; the capture still goes in
+            _say(f"compilescope: the probe could not apply its settings or shape recording ({type(exc).__name__}: "
+                 f"{exc}); the program runs on without them")
+        try:
             from .capture import ProbeSession
 
             session = ProbeSession(stream)
