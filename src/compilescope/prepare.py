@@ -17,13 +17,14 @@ from .stream import check_syntax, parse_stream
 from .workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
 
 
-def _check_marks(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
-    """Validate ``--mark`` against real inputs now, so a typo is a one-line error, not N failed trials."""
+def _check_inputs(workload: Workload, target: object, marks: tuple[MarkSpec, ...], shape: Shape) -> None:
+    """Make the stream's first inputs and validate ``--mark`` against them now, so a
+    ``make_inputs`` that raises or a typo is a one-line error, not N failed trials."""
+    args, kwargs = call_arguments(seeded_inputs(workload, shape))
     if not marks:
         return
     import torch
 
-    args, kwargs = call_arguments(seeded_inputs(workload, shape))
     named = bind_arguments(target, args, kwargs)  # type: ignore[arg-type]
     probe = {k: v.detach().clone() if isinstance(v, torch.Tensor) else v for k, v in named.items()}
     apply_marks(marks, probe)
@@ -64,7 +65,7 @@ def prepare_run_with_target(
         raise OptionError("the stream is empty")
     check_sizes(shapes)
     names = parse_strategies(strategies if isinstance(strategies, str) else ",".join(strategies), options)
-    _check_marks(loaded, target, options.marks, shapes[0])
+    _check_inputs(loaded, target, options.marks, shapes[0])
     if "eager" not in names:
         names = ("eager", *names)  # the baseline every comparison needs
     assert loaded.ref is not None

@@ -38,6 +38,20 @@ _DTYPE = re.compile(_TENSOR + r" dtype mismatch\. expected (?P<exp>\S+), actual 
 _DEVICE = re.compile(_TENSOR + r" device mismatch\. expected (?P<exp>.+), actual (?P<act>.+)$")
 _REQUIRES_GRAD = re.compile(_TENSOR + r" requires_grad mismatch\. expected requires_grad=(?P<exp>[01])")
 _TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>.+)$")
+# A tensor's slot holding another type (a cache's keys still None), in PyTorch's words (its
+# text has a stray quote, "tensor type, ' but found") and as the guard walk finds it: a
+# ``TYPE_MATCH`` leaf, ``___check_type_id(L['x'], 9437…)`` with the type it expects.
+_TYPE_TENSOR = re.compile(r"^expected type of '(?P<name>.+?)' to be a tensor type, '? ?but found (?P<act>.+)$")
+_TYPE_ID = re.compile(r"^___check_type_id\((?P<src>[^,()]+), \d+\)(?:, type=(?P<exp>.+))?$")
+_CLASS = re.compile(r"^<class '(?:[\w.]*\.)?(?P<name>\w+)'>$")
+
+
+def _class_name(text: str | None) -> str | None:
+    """``<class 'torch.Tensor'>`` → ``Tensor``; ``<class 'NoneType'>`` → ``NoneType``."""
+    if text is None:
+        return None
+    m = _CLASS.match(text.strip())
+    return m["name"] if m else text.strip()
 _GRAD_MODE = re.compile(r"GLOBAL_STATE changed:.*grad_mode")
 # A symbolic-shape guard: "2 <= x.size()[0]", "4 <= x.size()[0] <= 64", "x.size()[0] == 16".
 _SYM_SIZE = re.compile(r"(?P<name>[A-Za-z_][\w\[\]'\".]*)\.(?P<kind>size|stride)\(\)\[(?P<dim>\d+)\]")
@@ -164,6 +178,10 @@ def _parse_guard_failure(text: str) -> GuardFailure:
         return make("requires_grad", source=local_source(m["name"]), expected=expected, actual=not expected)
     if m := _TENSOR_OTHER.match(reason):
         return make("other", source=local_source(m["name"]))
+    if m := _TYPE_TENSOR.match(reason):
+        return make("type", source=local_source(m["name"]), expected="Tensor", actual=_class_name(m["act"]))
+    if m := _TYPE_ID.match(reason):
+        return make("type", source=local_source(m["src"].strip()), expected=_class_name(m["exp"]))
     if _GRAD_MODE.search(reason):
         return make("grad_mode")
     if _SYM_SIZE.search(reason):
@@ -275,7 +293,11 @@ def explain_tensor_match(text: str, value: Any, entry: str | None) -> list[Guard
     import torch
 
     m = _CHECK_TENSOR.search(text)
-    if m is None or not isinstance(value, torch.Tensor):
+    if m is not None and not isinstance(value, torch.Tensor):
+        g = parse_guard_failure(f"expected type of '{_tensor_name(m['src'].strip())}' to be a tensor type, but found "
+                                f"{type(value)}")
+        return [dataclasses.replace(g, failed_entry=entry, found_by="compilescope")]
+    if m is None:
         return [GuardFailure(text.split("  #", 1)[0].strip(), entry, "other", found_by="compilescope")]
     name = _tensor_name(m["src"].strip())
     sizes, strides = _ints(m["size"]), _ints(m["stride"])
@@ -361,10 +383,11 @@ _LOCAL_ROOT = re.compile(r"\bL\['(?P<root>[^'\]]+)'\]")
 
 def failure_key(g: GuardFailure) -> tuple[object, ...]:
     """What makes two failures the same guard: a tensor-property mismatch (PyTorch's
-    ``tensor 'x' … mismatch`` wording, which the guard walk also uses) by (kind, source, dim),
+    ``tensor 'x' … mismatch`` wording, which the guard walk also uses) or a tensor's slot of
+    another type (however worded) by (kind, source, dim),
     whatever values it expected; grad mode as one guard; anything else — a symbolic size, a
     relation, a value — by its text, with ``L['x']`` written as ``x``."""
-    if g.reason.startswith("tensor '") and g.source:
+    if (g.reason.startswith("tensor '") or g.kind == "type") and g.source:
         return (g.kind, g.source, g.dim)
     if g.kind == "grad_mode":
         return ("grad_mode",)

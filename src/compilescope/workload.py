@@ -149,8 +149,16 @@ def build_target(workload: Workload) -> Callable[..., Any]:
 
 
 def seeded_inputs(workload: Workload, shape: Shape) -> Inputs:
-    """Inputs for ``shape`` with the RNG seeded from the shape, so every process agrees."""
+    """Inputs for ``shape`` with the RNG seeded from the shape, so every process agrees. A
+    ``make_inputs`` that raises is the workload's error, in one line (:class:`WorkloadError`)."""
     seed = zlib.crc32(repr(sorted(shape.items())).encode()) & 0x7FFFFFFF
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return workload.make_inputs(shape)
+        try:
+            return workload.make_inputs(shape)
+        except SystemExit as exc:
+            raise WorkloadError(f"workload {workload.name!r}: make_inputs({dict(shape)!r}) called "
+                                f"{_exit_call(exc)}") from None
+        except Exception as exc:
+            raise WorkloadError(f"workload {workload.name!r}: make_inputs({dict(shape)!r}) raised "
+                                f"{type(exc).__name__}: {exc}") from None

@@ -150,6 +150,23 @@ def test_workload_that_raises_while_building(cli, tmp_path):
     assert len(proc.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", [("run",), ("forecast",), ("advise",), ("warmup", "--stream", "2,3", "--no-measure")])
+def test_workload_whose_make_inputs_raises_is_one_line_before_any_trial(cli, tmp_path, command):
+    path = tmp_path / "bad_inputs.py"
+    path.write_text(
+        "import torch\nfrom compilescope import Workload\n"
+        "w = Workload('bad', lambda: torch.sin, lambda s: (torch.ones(s['m']),), ('n',), ({'n': 2},))\n"
+    )
+    out = tmp_path / "r.json"
+    proc = cli(*command[:1], f"{path}:w", "--backend", "eager", *command[1:],
+               *(("--json", str(out)) if command[0] == "run" else ()))
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "make_inputs({'n': 2}) raised KeyError: 'm'" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert [line for line in proc.stderr.splitlines() if "error" in line] == proc.stderr.strip().splitlines()[-1:]
+    assert not out.exists()  # refused before any trial ran
+
+
 def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path, monkeypatch):
     monkeypatch.delenv("COMPILESCOPE_FORK_SERVER")  # the default start: fresh interpreters
     ref = f"{TEST_WORKLOADS}:misbehaves"

@@ -222,7 +222,8 @@ def test_a_refused_attempt_is_no_compile_of_its_cause():
         for n in (4, 8, 16):
             f(torch.randn(n))
     (cause,) = w.causes
-    assert cause.description.endswith("→ 1 compile(s), 1 refused by the recompile limit (ran eagerly)")
+    assert cause.description.endswith("→ 1 compile(s), then 1 refused by the recompile limit (that call ran eagerly, "
+                                      "as does every later call no entry accepts: Dynamo records none of those)")
     assert "1 refused by the recompile limit" in w.explain().splitlines()[0]
 
 

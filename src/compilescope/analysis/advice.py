@@ -28,7 +28,8 @@ def describe(cause: Cause) -> str:
     what = {"size": "varied over", "stride": "stride varied over", "dtype": "dtype varied over",
             "rank": "rank varied over", "value": "value varied over", "module_attribute": "varied over",
             "global": "varied over", "length": "length varied over", "dict_keys": "keys varied over",
-            "requires_grad": "requires_grad varied over", "device": "device varied over"}.get(cause.kind)
+            "requires_grad": "requires_grad varied over", "device": "device varied over",
+            "type": "type varied over"}.get(cause.kind)
     if what and len(cause.values) == 1:  # the entry's value; the one the call brought, PyTorch's reason does not say
         noun = {"size": "size", "stride": "stride", "value": "value", "module_attribute": "value",
                 "global": "value"}.get(cause.kind, cause.kind.replace("_", " "))
@@ -48,7 +49,10 @@ def describe(cause: Cause) -> str:
     else:
         head = f"{where}: {cause.kind.replace('_', ' ')}"
     made = len(cause.compile_ids) - len(cause.refused)
-    refused = f", {len(cause.refused)} refused by the recompile limit (ran eagerly)" if cause.refused else ""
+    if not cause.compile_ids:
+        return f"{head} → no compile of its own (it failed only older cache entries; a compile counts for what failed the newest)"
+    refused = (f", then {len(cause.refused)} refused by the recompile limit (that call ran eagerly, as does every "
+               "later call no entry accepts: Dynamo records none of those)" if cause.refused else "")
     return f"{head} → {made} compile(s){refused}"
 
 
@@ -254,6 +258,9 @@ def _program_step(kind: str, source: str | None) -> str:
         "rank": "not shape-reducible: dynamic shapes do not cover a change of rank — reshape to one rank, "
                 "or compile one function per rank",
         "device": "not shape-reducible: keep the inputs on one device",
+        "type": f"not shape-reducible: {_local(src)} is a tensor on some calls and not on others (a cache's slot left "
+                "None until it is filled, say): each type needs its own graph — expected when it changes once, "
+                "else pass the same type every call",
         "requires_grad": "not shape-reducible: requires_grad is part of the guard — call with a consistent "
                          "requires_grad (e.g. inside torch.no_grad() for inference)",
         "grad_mode": "not shape-reducible: grad mode changed between calls — run every call inside the same "
@@ -358,8 +365,10 @@ class _Evidence:
 
     def add(self, c: CompileRecord) -> None:
         seen_here = set()
-        for g in c.guard_failures:
-            key = self._add_relation(g) if g.kind == "relation" else self._add_guard(g)
+        keyed = [(g, self._add_relation(g) if g.kind == "relation" else self._add_guard(g)) for g in c.guard_failures]
+        credited = _credited(keyed)
+        for g, key in keyed:
+            self.ids[key]  # listed, credited with this compile or not
             self.functions.setdefault(key, c.function)
             self.filenames.setdefault(key, c.filename)
             if c.target is not None and c.target.packed:
@@ -374,7 +383,7 @@ class _Evidence:
             line = whole_path(g.user_line, c.filename)
             if line and line not in self.lines[key]:
                 self.lines[key].append(line)
-            if key not in seen_here:
+            if key not in seen_here and key in credited:
                 self.ids[key].append(str(c.compile_id))
                 if c.refused:
                     self.refused[key].append(str(c.compile_id))
@@ -407,6 +416,22 @@ class _Evidence:
             if v is not None and v not in self.values[key]:
                 self.values[key].append(v)
         return key
+
+
+def _credited(keyed: Sequence[tuple[GuardFailure, CauseKey]]) -> set[CauseKey]:
+    """The causes a compile is counted for: those that failed the newest cache entry tried,
+    the one compiled last (under automatic dynamic shapes the most general so far). A cause
+    that failed only older entries did not make this compile: ``x`` dim 0 failing a static
+    first entry where a newer one, dynamic in dim 0, failed on dim 1 alone, is dim 1's
+    compile. Failures that name no entry count all together."""
+    from ..model import CompileId
+
+    entries = {g.failed_entry for g, _ in keyed}
+    ids = {e: CompileId.parse(e) for e in entries if e is not None}
+    if not keyed or None in entries or None in ids.values():
+        return {key for _, key in keyed}
+    newest = max(ids, key=lambda e: ids[e].attempt)  # type: ignore[union-attr]
+    return {key for g, key in keyed if g.failed_entry == newest}
 
 
 def group_causes(compiles: tuple[CompileRecord, ...], *,

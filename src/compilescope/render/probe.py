@@ -44,7 +44,8 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         if f.refused:
             limit = f" ({report.recompile_limit})" if report.recompile_limit is not None else ""
             table.add_row(T(f"recompile limit{limit} refused {f.refused} attempt(s) to compile", "bold red"), T(""),
-                          T("later calls with new inputs ran EAGERLY (no compile, no error) — raise "
+                          T("from then on every call no cache entry accepts runs EAGERLY (no compile, no error; "
+                            "Dynamo records no such call, so they are not counted here) — raise "
                             "torch._dynamo.config.recompile_limit or remove the causes above"))
         for failure in f.failures:
             table.add_row(T(failure, "red"), T(""), T(""))

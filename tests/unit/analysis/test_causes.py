@@ -177,3 +177,41 @@ def test_a_threshold_step_does_not_say_a_kernel_chose_where_the_users_branch_may
     step = relation_step(("L['y'].size()[1] <= 10",), ("L['y'] dim 1",), ("s.py:7",))
     assert "a branch on the size, or a kernel choice of an op it calls at s.py:7" in step, step
     assert "(a kernel choice switches there)" not in step
+
+
+def test_a_compile_counts_for_the_causes_that_failed_the_newest_entry():
+    """x dim 0 changes (0/1 makes it dynamic), then dim 1: the dynamic entry fails on dim 1
+    alone, so 0/2 is dim 1's — not dim 0's too, though the first, static entry failed on it."""
+    f = torch.compile(lambda x: x @ x.T, backend="eager")
+    with compilescope.watch() as w:
+        for shape in ((2, 4), (3, 4), (4, 4), (3, 5)):
+            f(torch.randn(*shape))
+    by_dim = {c.dim: c for c in w.causes if c.kind == "size"}
+    assert by_dim[0].compile_ids == ("0/1",) and by_dim[1].compile_ids == ("0/2",), [c.description for c in w.causes]
+    assert "→ 1 compile(s)" in by_dim[0].description and "→ 1 compile(s)" in by_dim[1].description
+
+
+def test_a_cause_that_failed_only_an_older_entry_has_no_compile_of_its_own():
+    newer = dataclasses.replace(_size("L['x']", 1, 8, 16), failed_entry="0/1")
+    older = (_size("L['x']", 0, 4, 8), _size("L['x']", 1, 8, 16))  # on entry 0/0
+    (dim1, dim0) = group_causes((_compile("0/2", newer, *older),))
+    assert dim1.compile_ids == ("0/2",) and dim0.compile_ids == ()
+    assert dim0.description.endswith("→ no compile of its own (it failed only older cache entries; a compile counts "
+                                     "for what failed the newest)")
+
+
+def test_a_tensor_slot_that_is_none_on_some_calls_is_one_type_cause_however_worded():
+    """PyTorch words it "expected type of … to be a tensor type, ' but found <class 'NoneType'>";
+    the guard walk finds the same slot as a TYPE_MATCH leaf: one cause, not two texts."""
+    from compilescope.torchtext import parse_guard_failure
+
+    said = parse_guard_failure("0/1: expected type of 'kwargs['cache'].keys' to be a tensor type, ' but found "
+                               "<class 'NoneType'>")
+    walked = dataclasses.replace(parse_guard_failure(
+        "___check_type_id(L['kwargs']['cache'].keys, 94373321714304), type=<class 'torch.Tensor'>"), failed_entry="0/1")
+    assert (said.kind, said.source, said.expected, said.actual) == ("type", "L['kwargs']['cache'].keys", "Tensor",
+                                                                    "NoneType")
+    assert (walked.kind, walked.source) == ("type", said.source)
+    (c,) = group_causes((_compile("0/2", said, walked),))
+    assert c.description == "L['kwargs']['cache'].keys type varied over Tensor, NoneType → 1 compile(s)"
+    assert not c.shape_reducible and "kwargs['cache'].keys is a tensor on some calls and not on others" in c.next_step
