@@ -1318,9 +1318,9 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
     """Apply setting-only remedies for a whole program and return their undo — checked on
     2.6.0, 2.10.0, 2.13.0, 2.14.1: ``dynamic_sources`` lives in ``torch.compiler.config``
     (2.7+; :class:`Unavailable` before); ``recompile_limit`` (``cache_size_limit`` on 2.6),
-    ``automatic_dynamic_shapes``, ``assume_static_by_default`` and the two settings PyTorch's
+    ``automatic_dynamic_shapes``, ``assume_static_by_default``, the two settings PyTorch's
     graph-break hints name (``capture_dynamic_output_shape_ops``, ``capture_scalar_outputs``)
-    in ``torch._dynamo.config``;
+    and ``force_parameter_static_shapes`` in ``torch._dynamo.config``;
     ``inductor.NAME`` in ``torch._inductor.config``. An unknown name raises ``KeyError``."""
     import contextlib
 
@@ -1337,7 +1337,7 @@ def patch_settings(settings: Mapping[str, Any]) -> Callable[[], None]:
             elif key == "recompile_limit":
                 stack.enter_context(torch._dynamo.config.patch(**{recompile_limit_name(): value}))
             elif key in ("automatic_dynamic_shapes", "assume_static_by_default",
-                         "capture_dynamic_output_shape_ops", "capture_scalar_outputs"):
+                         "capture_dynamic_output_shape_ops", "capture_scalar_outputs", "force_parameter_static_shapes"):
                 stack.enter_context(torch._dynamo.config.patch(**{key: value}))
             elif key.startswith("inductor.") and hasattr(inductor_config, key.removeprefix("inductor.")):
                 name = key.removeprefix("inductor.")

@@ -240,13 +240,13 @@ def check_writable(path: Path, what: str) -> None:
 
 
 SETTINGS = ("dynamic_sources", "recompile_limit", "automatic_dynamic_shapes", "assume_static_by_default",
-            "capture_dynamic_output_shape_ops", "capture_scalar_outputs")  # and inductor.NAME (compat.patch_settings)
+            "capture_dynamic_output_shape_ops", "capture_scalar_outputs", "force_parameter_static_shapes")  # and inductor.NAME (compat.patch_settings)
 
 
 # what each of SETTINGS takes (inductor.NAME: what its default is, checked where torch is imported)
 SETTING_TYPES: dict[str, type] = {"dynamic_sources": str, "recompile_limit": int, "automatic_dynamic_shapes": bool,
                                   "assume_static_by_default": bool, "capture_dynamic_output_shape_ops": bool,
-                                  "capture_scalar_outputs": bool}
+                                  "capture_scalar_outputs": bool, "force_parameter_static_shapes": bool}
 
 
 def parse_settings(items: tuple[str, ...] | list[str]) -> dict[str, object]:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis.advice import group_causes
+from .analysis.advice import group_causes, is_parameter
 from .analysis.build import caller_inputs
 from .analysis.counts import count_compiles, graphs_needed
 from .analysis.outcomes import limit_in_force
@@ -68,6 +68,7 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
     sources: list[str] = []
     described: list[str] = []
     relation = False
+    buffers: list[str] = []  # a buffer's size: no mark reaches it, the parameter setting does
     compiled = tuple(r for r in base.compiles if r.made_entry)
     by_function: dict[str, list[Any]] = {}
     for r in compiled:
@@ -84,10 +85,15 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         elif cause.kind == "relation":
             relation = True
             fixes.append((cause.description, cause.next_step))
+        elif cause.kind == "size" and is_parameter(cause.source) and "._buffers[" in (cause.source or ""):
+            buffers.append(cause.description)
         else:
             fixes.append((cause.description, cause.next_step))
     if sources:
         proposals.append(ScriptProposal("dynamic_sources", {"dynamic_sources": ",".join(sources)}, "; ".join(described)))
+    if buffers:
+        proposals.append(ScriptProposal("buffer sizes dynamic", {"force_parameter_static_shapes": False},
+                                        "; ".join(buffers)))
     refused = count_compiles(base.compiles).refused
     if refused:
         limit = max(graphs_needed(base.compiles), limit_in_force(None, base.recompile_limit)) * 2

@@ -493,3 +493,39 @@ def test_a_shape_stream_with_no_size_of_a_call_is_not_written(tmp_path, cli_in_p
     assert not (tmp_path / "s.jsonl").exists()
     assert "shape stream not written to s.jsonl: a call passed no tensor the probe records" in proc.stderr
     assert "--record-shapes records those" in proc.stderr
+
+
+GROWING_BUFFER = '''
+import torch
+
+
+class Buf(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mem", torch.zeros(3, 4))
+
+    def forward(self, x):
+        self.mem = torch.cat([self.mem, x], 0)  # state the forward grows: one buffer, one instance
+        return self.mem.mean(0)
+
+
+if __name__ == "__main__":
+    b = torch.compile(Buf(), backend="eager")
+    for _ in range(6):
+        b(torch.randn(1, 4))
+'''
+
+
+def test_a_growing_buffer_is_named_a_buffer_and_its_setting_is_run_before_it_is_printed(tmp_path):
+    """A buffer the forward grows is not "module instances whose weights differ": the cause
+    says a buffer's shape changed, and the setting that reaches it (no mark does) is run by
+    --check-fixes and printed where it lives, Dynamo's config."""
+    (tmp_path / "s.py").write_text(GROWING_BUFFER)
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    proc = run_cli("probe", "--check-fixes", "s.py", timeout=600, cwd=tmp_path, env=env)
+    assert proc.returncode == 0, proc.stderr
+    (cause,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['self']._buffers['mem'] dim 0 varied over")]
+    assert "a buffer's shape changed between calls" in cause and "weights differ" not in cause, cause
+    (checked,) = [ln for ln in proc.stderr.splitlines() if "force_parameter_static_shapes = False · verdict" in ln]
+    assert checked.startswith("torch._dynamo.config.force_parameter_static_shapes = False · verdict: accepted"), checked
+    assert "2 compile(s) against 6" in checked

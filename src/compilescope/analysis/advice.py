@@ -173,6 +173,13 @@ def _next_step(
         )
     if kind == "relation":
         return False, relation_step(tuple(str(v) for v in values), exprs, lines)
+    if kind == "size" and is_parameter(source) and "._buffers[" in (source or ""):
+        return False, ("a buffer's shape changed between calls: state the forward keeps in a buffer and grows (a "
+                       "cache), or module instances whose buffers differ in shape sharing one compiled code object; "
+                       "mark_dynamic and dynamic=True do not reach it — torch._dynamo.config."
+                       "force_parameter_static_shapes = False lets Dynamo make its size dynamic once it changes "
+                       "(probe --check-fixes runs it), or keep the buffer one size (preallocate it and write into "
+                       "a slice)")
     if kind == "size" and is_parameter(source):
         return False, ("not shape-reducible: a parameter's shape — module instances whose weights differ in shape "
                        "share one compiled code object, so each instance needs its own graph (expected once per "

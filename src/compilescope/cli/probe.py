@@ -34,7 +34,7 @@ IGNORED_AT_START: set[int] = set()  # ignored when compilescope started (nohup, 
 @click.option("--config", "settings", multiple=True, metavar="NAME=VALUE",
               help="run the script with a setting applied (repeatable): dynamic_sources, recompile_limit, "
                    "automatic_dynamic_shapes, assume_static_by_default, capture_dynamic_output_shape_ops, "
-                   "capture_scalar_outputs, inductor.NAME; VALUE is JSON or text. The report names them.")
+                   "capture_scalar_outputs, force_parameter_static_shapes, inductor.NAME; VALUE is JSON or text. The report names them.")
 @options("probe-html")
 @click.argument("script", required=False, shell_complete=complete_script)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)

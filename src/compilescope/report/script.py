@@ -16,6 +16,13 @@ SETTINGS = {
 }
 
 
+def _setting(name: str) -> str:
+    """Where a setting lives: ``inductor.NAME`` in inductor's config, any other in Dynamo's."""
+    if name.startswith("inductor."):
+        return "torch._inductor.config." + name.removeprefix("inductor.")
+    return SETTINGS.get(name, "torch._dynamo.config." + name)
+
+
 @dataclass(frozen=True)
 class ScriptProposal:
     name: str
@@ -32,8 +39,7 @@ class ScriptProposal:
 
     @property
     def code(self) -> str:
-        return "; ".join(f"{SETTINGS.get(k, 'torch._inductor.config.' + k.removeprefix('inductor.'))} = {v!r}"
-                         for k, v in self.settings.items())
+        return "; ".join(f"{_setting(k)} = {v!r}" for k, v in self.settings.items())
 
 
 @dataclass(frozen=True)
