@@ -315,6 +315,8 @@ def parse_threshold(text: str) -> float:
         value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
     except ValueError:
         raise OptionError(f"malformed --fail-on-regression {text!r}: use a percentage such as 5%") from None
+    if not math.isfinite(value):
+        raise OptionError(f"--fail-on-regression {text!r} is not a finite number")
     if value < 0:
         raise OptionError(f"--fail-on-regression {text!r} is negative")
     return value
@@ -424,7 +426,25 @@ def _sweep_measure(p: Path, data: Any) -> MeasureOptions:
             raise OptionError(f"{p}: unknown measure key {key!r} (use {', '.join(SWEEP_MEASURE_KEYS)})")
         (v,) = _sweep_list(value, f"measure.{key}", SWEEP_MEASURE_KEYS[key])
         measure = dataclasses.replace(measure, **{"budget_s" if key == "budget" else key: v})
+    try:
+        check_measure(measure)
+    except OptionError as exc:
+        raise OptionError(f"{p}: [measure] {exc}") from None
     return measure
+
+
+def check_measure(measure: MeasureOptions) -> None:
+    """What a trial measures is a count, a number of seconds or a thread count it can take:
+    one line otherwise (``samples = -1`` printed no figure; an ``inf`` budget wrote results
+    no loader reads)."""
+    for name, low in (("warmup", 0), ("samples", 1), ("min_samples", 1)):
+        value = getattr(measure, name)
+        if value < low:
+            raise OptionError(f"{name} {value} is below {low}")
+    if not math.isfinite(measure.budget_s) or measure.budget_s < 0:
+        raise OptionError(f"budget {measure.budget_s} is not a finite number of seconds, 0 or more")
+    if measure.threads is not None and not 0 <= measure.threads <= 4096:
+        raise OptionError(f"threads {measure.threads} is not from 0 to 4096")
 
 
 def load_sweep(path: str | Path) -> SweepConfig:
@@ -456,7 +476,7 @@ def load_sweep(path: str | Path) -> SweepConfig:
         raise OptionError(f"{p}: [streams] maps a workload to a stream string")
     measure = _sweep_measure(p, data.get("measure", {}))
     timeout = data.get("timeout", 900.0)
-    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or timeout <= 0:
+    if not isinstance(timeout, (int, float)) or isinstance(timeout, bool) or not 0 < timeout < math.inf:
         raise OptionError(f"{p}: timeout must be a positive number of seconds")
     name = data.get("name", p.stem)
     if not isinstance(name, str) or not name:

@@ -11,7 +11,7 @@ from typing import Any
 
 from .errors import OptionError, WorkloadError
 from .model import DEFAULT_STRATEGIES, MarkSpec, MeasureOptions, Shape, StrategyOptions, TrialSpec, call_arguments
-from .options import check_backend, check_device, check_sizes, parse_dynamic_sources, parse_strategies
+from .options import check_backend, check_device, check_measure, check_sizes, parse_dynamic_sources, parse_strategies
 from .strategies import apply_marks
 from .stream import check_syntax, parse_stream
 from .workload import Workload, bind_arguments, build_target, load_workload, seeded_inputs
@@ -54,6 +54,7 @@ def prepare_run_with_target(
     check_device(measure.device)
     parse_dynamic_sources(options.dynamic_sources)
     check_trial_interpreter(measure.python)
+    check_measure(measure)
     target = build_target(loaded)  # a workload that raises while building is the user's error, caught here
     if stream is None:
         shapes = loaded.default_stream

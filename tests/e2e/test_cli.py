@@ -127,6 +127,12 @@ def test_unknown_schema_version_is_refused(acceptance_run, cli, tmp_path):
         (["run", "sincos", "--fail-on", "sadness"], "unknown --fail-on 'sadness'"),
         (["run", "sincos", "--json", "/proc/nope/r.json"], "cannot write results"),
         (["run", "--resume", "never.json"], "nothing to resume"),
+        (["run", "sincos", "--budget", "inf"], "'inf' is not a finite number"),  # results no loader reads
+        (["run", "sincos", "--timeout", "nan"], "'nan' is not a finite number"),  # the watchdog off
+        (["run", "sincos", "--executor", "ray", "--cpus-per-trial", "nan"], "'nan' is not a finite number"),
+        (["advise", "sincos", "--max-waste", "nan"], "'nan' is not a finite number"),
+        (["run", "sincos", "--threads", "99999999999"], "not in the range 0<=x<=4096"),
+        (["compare", "a.json", "b.json", "--fail-on-regression", "nan%"], "'nan%' is not a finite number"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(cli, args, message):
@@ -165,6 +171,18 @@ def test_workload_whose_make_inputs_raises_is_one_line_before_any_trial(cli, tmp
     assert "Traceback" not in proc.stderr
     assert [line for line in proc.stderr.splitlines() if "error" in line] == proc.stderr.strip().splitlines()[-1:]
     assert not out.exists()  # refused before any trial ran
+
+
+def test_a_new_run_does_not_delete_an_interrupted_runs_journal(cli, tmp_path):
+    out = tmp_path / "r.json"
+    journal = tmp_path / "r.json.journal"
+    journal.write_text("the finished trials of an interrupted run\n")
+    for args in (("run", "sincos"), ("advise", "sincos")):
+        proc = cli(*args, "--stream", "4", "--backend", "eager", "--json", str(out))
+        assert proc.returncode == 2, proc.stderr
+        assert "holds the finished trials of an interrupted run: resume it with compilescope run --resume" in proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1
+    assert journal.read_text() == "the finished trials of an interrupted run\n" and not out.exists()
 
 
 def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path, monkeypatch):

@@ -223,3 +223,20 @@ def test_a_probed_program_meets_a_closed_pipe_as_it_would_alone(tmp_path):
 
     alone = ended("gen.py")
     assert alone == 1 and ended("-m", "compilescope.cli", "probe", "gen.py") == alone
+
+
+@pytest.mark.processes
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full here")
+@pytest.mark.parametrize("args", [("--version",), ("--help",), ("report", "run-schema-2.json"),
+                                  ("report", "run-schema-2.json", "--csv", "-")])
+def test_an_output_that_cannot_be_written_is_one_line_and_exit_1_on_a_full_device(args):
+    """Standard output on a full device (``> /dev/full``): one line naming it, exit 1, no traceback."""
+    import subprocess
+    import sys
+
+    here = Path(__file__).resolve().parents[1] / "schema_files"
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "compilescope.cli", *args], stdout=full, stderr=subprocess.PIPE,
+                              text=True, cwd=here, timeout=120)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stderr.strip() == "compilescope: error: No space left on device", proc.stderr

@@ -180,6 +180,12 @@ def test_exit_status_counts_request_errors(erroring, partly_eager):
     partly = build_run_report(partly_eager)
     assert _exit_status(partly, frozenset()) == 0 and _exit_status(partly, frozenset({"crash"})) == 0
     assert _exit_status(partly, frozenset({"fallback"})) == 1
+    # a run of no compiled trial fails when every trial did (an eager-only run that timed out)
+    eager = erroring.trials[0]
+    assert eager.spec.strategy == "eager" and eager.status == "ok"
+    assert _exit_status(build_run_report(dataclasses.replace(erroring, trials=(eager,))), frozenset()) == 0
+    timed_out = dataclasses.replace(eager, status="timeout", error="timed out after 60 s")
+    assert _exit_status(build_run_report(dataclasses.replace(erroring, trials=(timed_out,))), frozenset()) == 1
 
 
 def test_a_resume_frame_that_ran_eagerly_is_a_partial_eager_fallback(partly_eager):

@@ -143,6 +143,9 @@ def test_killed_sweep_reruns_only_the_missing_trials(local_sweep):
     ("workloads = ['sincos']\n[settings]\nbackend = [1]", "settings.backend: expected str values"),
     ("workloads = ['sincos'\n", "not valid TOML"),
     ("workloads = ['nope']", "unknown workload 'nope'"),
+    ("workloads = ['sincos']\n[measure]\nbudget = inf", "[measure] budget inf is not a finite number"),
+    ("workloads = ['sincos']\n[measure]\nsamples = -1", "[measure] samples -1 is below 1"),
+    ("workloads = ['sincos']\ntimeout = nan", "timeout must be a positive number of seconds"),
 ])
 def test_bad_sweep_files_are_one_line_errors(cli_in_process, tmp_path, text, message):
     (tmp_path / "bad.toml").write_text(text)

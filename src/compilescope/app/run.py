@@ -299,13 +299,16 @@ def _watched(progress: Progress, total: int | None, work: Callable[[ProgressFn, 
 def failure(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> str | None:
     """Why the command fails, in one line, or None: every compiled trial failed (a trial whose
     every request raised included), or ran no request compiled (each ran eagerly or raised),
-    or under ``--fail-on``: crash (a trial failed or timed
+    or, in a run of no compiled trial, every trial failed; or under ``--fail-on``: crash (a trial failed or timed
     out, or any request raised), numerics, fallback (a request ran eagerly, wholly or partly)."""
     if report is None:
         return None
     compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
     if compiled and all(t.status not in ("ok", "partial") for t in compiled):
         return f"every compiled trial failed ({', '.join(f'{t.label}: {t.status}' for t in compiled)})"
+    ran = [t for t in report.trials if t.status != "unavailable"]
+    if not compiled and ran and all(t.status not in ("ok", "partial") for t in ran):
+        return f"every trial failed ({', '.join(f'{t.label}: {t.status}' for t in ran)})"
     if compiled and all(t.completed and t.fallbacks + t.call_errors >= t.completed for t in compiled):
         # nothing compiled ran: a frame that never compiles (its compile failed) measures eager against eager
         return ("no compiled trial ran a compiled graph: every request ran eagerly or raised ("

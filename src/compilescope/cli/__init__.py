@@ -11,6 +11,7 @@ answer at once."""
 
 from __future__ import annotations
 
+import errno
 import os
 import shlex
 import sys
@@ -111,6 +112,23 @@ def _ended(code: int, program: bool) -> int:
     return code
 
 
+# a write that could not be made (a full disk, /dev/full, a quota, a read-only or failing device): one line
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+def _quiet_stdout() -> None:
+    """Standard output could not take what was written: what is still buffered for it goes to
+    the null device, so the interpreter's last flush raises nothing either."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(null, sys.stdout.fileno())
+        finally:
+            os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     from ..execute.local import Interrupted
 
@@ -143,6 +161,13 @@ def main(argv: list[str] | None = None) -> int:
             click.echo("compilescope: resume with: compilescope run --resume "
                        f"{shlex.quote(str(interrupted.path))}", err=True)
         return _ended(128 + interrupted.signum, program)
+    except OSError as exc:
+        if exc.errno not in _FULL:
+            raise
+        _quiet_stdout()
+        where = f": {exc.filename}" if exc.filename else ""
+        click.echo(f"compilescope: error: {os.strerror(exc.errno)}{where}", err=True)
+        return EXIT_FAILED
     except (click.exceptions.Abort, KeyboardInterrupt):
         click.echo("compilescope: interrupted", err=True)
         return _ended(130, program)

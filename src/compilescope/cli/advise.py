@@ -13,6 +13,7 @@ from ..errors import OptionError
 from ..model import MeasureOptions
 from ..options import OBJECTIVES, parse_lifetime
 from .common import (
+    FiniteRange,
     STDOUT,
     Output,
     check_kinds,
@@ -23,6 +24,7 @@ from .common import (
     lock_results,
     outputs,
     refuse_given,
+    refuse_unfinished,
     results_out,
     results_outputs,
     results_to_stdout,
@@ -44,7 +46,7 @@ from .root import cli
 @click.option("--script", "script", is_flag=True,
               help="WORKLOAD is a script to run unmodified (its arguments follow it; put them after -- when "
                    "they share a name with an advise option): re-run it under each setting-only fix.")
-@click.option("--max-waste", type=click.FloatRange(min=0, max=0.9), default=0.125, show_default=True,
+@click.option("--max-waste", type=FiniteRange(min=0, max=0.9), default=0.125, show_default=True,
               help="buckets from the observed distribution: the most mean padding waste allowed.")
 @click.option("--stream", help="shapes, as for run.")
 @click.option("--backend", default="inductor", show_default=True)
@@ -119,6 +121,7 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
     check_writable(results, "results")
     check_outputs(chosen, others=results_outputs(results), inputs=streams)
     lock_results(results)
+    refuse_unfinished(results)
     file = advise_workload(
         workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,
         measure=measured, timeout_s=timeout, max_waste=max_waste, command=command_line(), executor=executor.start,

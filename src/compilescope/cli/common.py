@@ -5,6 +5,7 @@ the one way a report is shown: write each output, print the report, say where ea
 
 from __future__ import annotations
 
+import math
 import shlex
 import sys
 from pathlib import Path
@@ -15,6 +16,18 @@ from rich.console import Console
 from rich.text import Text
 
 from ..errors import OptionError
+
+
+class FiniteRange(click.FloatRange):
+    """A float option in a range, and a number: ``nan`` and ``inf`` compare as inside any
+    range (a ``nan`` timeout turns the watchdog off, an ``inf`` budget writes results no
+    loader reads), so they are refused as the range refuses."""
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Any:
+        got = super().convert(value, param, ctx)
+        if isinstance(got, float) and not math.isfinite(got):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return got
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -202,6 +215,18 @@ def lock_results(results: Path) -> None:
 
     lock = ResultsLock(results, command_line())
     click.get_current_context().with_resource(lock)
+
+
+def refuse_unfinished(results: Path) -> None:
+    """A new run on a results path whose journal holds an interrupted run's finished trials
+    would delete them: refused, naming the way to resume (called with the lock held, so the
+    journal is no live run's)."""
+    from ..paths import journal_path
+
+    journal = journal_path(results)
+    if journal.exists():
+        raise OptionError(f"{journal} holds the finished trials of an interrupted run: resume it with "
+                          f"compilescope run --resume {shlex.quote(str(results))}, or remove {journal} first")
 
 
 def results_to_stdout(json_path: Path | None, results: Path) -> None:

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..errors import OptionError
 from ..options import parse_lifetime
-from .common import Output, console, ended, lock_results, show
+from .common import FiniteRange, Output, console, ended, lock_results, show
 from .progress import ConsoleProgress
 from .root import cli
 
@@ -22,7 +22,7 @@ from .root import cli
 @click.option("--workload", default="transformer", show_default=True, help="built-in workload to run.")
 @click.option("--lifetime", default="100000", show_default=True, metavar="N|DURATION",
               help="process lifetime for the verdict (requests, or a duration with --qps).")
-@click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None)
+@click.option("--qps", type=FiniteRange(min=0, min_open=True), default=None)
 def demo_command(out: Path, workload: str, lifetime: str, qps: float | None) -> int:
     """The main job on a built-in workload: eager vs default/static/dynamic with inductor."""
     from ..app.demo import demo

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from ..errors import OptionError
+from .common import FiniteRange
 from ..execute.registry import DEFAULT_EXECUTOR, EXECUTORS, Setting, executor_entry, make_executor
 from ..execute.registry import settings as executor_settings  # the registries import no torch
 from ..model import MeasureOptions
@@ -89,7 +90,7 @@ def _html(out: Decorator) -> list[Decorator]:
 
 def _click_type(setting: Setting) -> Any:
     if setting.kind is float:
-        return click.FloatRange(min=setting.low, max=setting.high)
+        return FiniteRange(min=setting.low, max=setting.high)
     if setting.kind is int:
         return click.IntRange(min=setting.low, max=setting.high)  # type: ignore[arg-type]
     return None
@@ -118,19 +119,19 @@ def _executor_options() -> list[Decorator]:
 
 GROUPS: dict[str, list[Decorator]] = {
     "measure": [
-        click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+        click.option("--threads", type=click.IntRange(min=0, max=4096), default=1, show_default=True,
                      help="torch threads in each trial (0 = torch's default)."),
         click.option("--warmup", type=click.IntRange(min=0), default=3, show_default=True,
                      help="warm-up calls per shape before steady-state samples."),
         click.option("--samples", type=click.IntRange(min=1), default=30, show_default=True,
                      help="steady-state samples per shape (at most)."),
-        click.option("--budget", type=click.FloatRange(min=0), default=2.0, show_default=True,
+        click.option("--budget", type=FiniteRange(min=0), default=2.0, show_default=True,
                      help="steady-state time budget per shape, seconds (at least 5 samples)."),
         click.option("--device", default="cpu", show_default=True, help="cpu, cuda, cuda:1…"),
         click.option("--python", "python", default=None, metavar="PATH",
                      help="run the trials in this Python interpreter (another torch: its versions are recorded "
                           "in each trial; it must import this compilescope).  Default: this one."),
-        click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+        click.option("--timeout", type=FiniteRange(min=1), default=900.0, show_default=True,
                      help="seconds before a trial process is killed and recorded as timed out."),
         click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
                      help="results JSON (default: compilescope-results/<workload>-<time>.json); "
@@ -142,7 +143,7 @@ GROUPS: dict[str, list[Decorator]] = {
     "lifetime": [
         click.option("--lifetime", default=None, metavar="N|DURATION",
                      help="process lifetime for the verdict: 10000 requests, or 8h with --qps."),
-        click.option("--qps", type=click.FloatRange(min=0, min_open=True), default=None,
+        click.option("--qps", type=FiniteRange(min=0, min_open=True), default=None,
                      help="requests per second, to turn a --lifetime duration into a request count."),
     ],
     "executor": _executor_options(),  # the same for run, advise, sweep and warmup

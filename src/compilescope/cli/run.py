@@ -19,6 +19,7 @@ from .common import (
     console,
     ended,
     lock_results,
+    refuse_unfinished,
     outputs,
     refuse_given,
     results_out,
@@ -66,7 +67,8 @@ ADVISE_OPTIONS = {"advise_flag", "stream", "backend", "mode", "lifetime", "qps",
                    "measure every proposal and recommend (as `compilescope advise`).")
 @click.option("--fail-on", default=None, metavar="WHAT",
               help="exit 1 when any trial shows: crash, numerics, fallback (comma list). "
-                   "Exit 1 always when every compiled trial failed, or ran no request compiled.")
+                   "Exit 1 always when every compiled trial failed, or ran no request compiled (with no "
+                   "compiled trial: when every trial failed).")
 @options("executor", "lifetime", "html", "measure")
 def run_command(workload: str | None, stream: str | None, strategies: str, cache: str, backend: str,
                 mode: str | None, marks: tuple[str, ...], dynamic_sources: str | None, block: str | None,
@@ -117,6 +119,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     results = json_path if json_path not in (None, STDOUT) else default_results_path(workload)
     check_writable(results, "results")
     lock_results(results)
+    refuse_unfinished(results)
     measured = measure(threads, warmup, samples, budget, device, python)
     # importing while the driver loads the workload (not in an interpreter not yet checked)
     executor.start_ahead([measured.threads] * (strategies.count(",") + 2) if measured.python is None else [])

@@ -13,7 +13,7 @@ from ..errors import OptionError
 from ..options import parse_lifetime, parse_mark
 from ..report import VerifyReport
 from ..report.warmup import WarmupReport
-from .common import STDOUT, check_kinds, check_outputs, console, outputs, say, show, shown, stdout_output, \
+from .common import STDOUT, FiniteRange, check_kinds, check_outputs, console, outputs, say, show, shown, stdout_output, \
     stream_inputs, write_outputs
 from .options import ExecutorChoice, complete_workload, options, outputs_option
 from .progress import ConsoleProgress
@@ -35,9 +35,9 @@ from .root import cli
               help="start modes to measure each plan in: cold, warm, mega (comma list).")
 @click.option("--samples", type=click.IntRange(min=1), default=10, show_default=True,
               help="steady-state samples per shape (at most).")
-@click.option("--threads", type=click.IntRange(min=0), default=1, show_default=True,
+@click.option("--threads", type=click.IntRange(min=0, max=4096), default=1, show_default=True,
               help="torch threads in each trial (0 = torch's default).")
-@click.option("--timeout", type=click.FloatRange(min=1), default=900.0, show_default=True,
+@click.option("--timeout", type=FiniteRange(min=1), default=900.0, show_default=True,
               help="seconds before a trial process is killed and recorded as timed out.")
 @click.option("--plan-out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="write the plan file (versioned JSON) here.")
