@@ -367,7 +367,10 @@ def write_atomic(path: str | os.PathLike[str], data: str | bytes) -> None:
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666)
     try:
-        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w") as fh:
+        # text as UTF-8; a lone surrogate (a path's byte that is not UTF-8, as Python decodes it)
+        # is written as its escape, ``\udcff``: data, never a crash after the trials ran
+        text = {} if isinstance(data, bytes) else {"encoding": "utf-8", "errors": "backslashreplace"}
+        with os.fdopen(fd, "wb" if isinstance(data, bytes) else "w", **text) as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())

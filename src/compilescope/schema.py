@@ -628,7 +628,7 @@ def _parse(text: str | bytes, origin: str) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise ResultsError(f"{origin} is not JSON: {exc.msg} at line {exc.lineno}") from None
+        raise ResultsError(f"{origin} is not JSON: {exc.msg} (line {exc.lineno})") from None
     except RecursionError:
         raise ResultsError(f"{origin} is nested too deeply") from None
     except ValueError as exc:  # e.g. an integer too long to convert
@@ -639,11 +639,26 @@ def loads(text: str | bytes, *, origin: str = "<string>") -> RunResult | ProbeRe
     return _decode(_parse(text, origin), origin, owned=True)
 
 
+def _not_a_run_yet(path: Path) -> None:
+    """A run's journal, or the results file of a run still going or interrupted (only its
+    journal is written): one line naming the journal and how to finish the run."""
+    from .paths import JOURNAL_SUFFIX, journal_path
+
+    if path.name.endswith(".json" + JOURNAL_SUFFIX):
+        results = path.with_name(path.name.removesuffix(JOURNAL_SUFFIX))
+        raise ResultsError(f"{path} is a run's journal, not a results file: compilescope run --resume {results} "
+                           "finishes its run and writes the results file")
+    if not path.exists() and journal_path(path).exists():
+        raise ResultsError(f"{path} is not written yet: {journal_path(path)} holds the trials of a run still going "
+                           f"or interrupted (compilescope run --resume {path} finishes an interrupted one)")
+
+
 def load(path: str | Path) -> RunResult | ProbeResult:
     """Read a results file written by ``run``, ``demo`` or ``probe``: a regular file of at
     most ``COMPILESCOPE_MAX_READ_MB`` (a device, a FIFO or a larger file is refused unread)."""
     from .paths import read_capped
 
+    _not_a_run_yet(Path(path))
     holder = [read_capped(path, str(path), ResultsError)]
     origin = str(path)
     data = _parse(holder.pop(), origin)  # the raw bytes are freed once parsed

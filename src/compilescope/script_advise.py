@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .analysis.advice import group_causes, is_parameter
+from .analysis.advice import group_causes, inside_input, is_buffer_size
 from .analysis.build import caller_inputs
 from .analysis.counts import count_compiles, graphs_needed
 from .analysis.outcomes import limit_in_force
@@ -75,8 +75,9 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         by_function.setdefault(r.display_name, []).append(r)
     causes = [c for name, records in by_function.items()
               for c in group_causes(tuple(records), **caller_inputs(base, name))]
-    for cause in causes:
-        if cause.kind == "size" and cause.source and cause.dim is not None and cause.reachable:
+    for cause in (c for c in causes if c.compile_ids):  # one that made no compile of its own needs no fix
+        inside = cause.shape_reducible and inside_input(cause.source) is not None  # in a dict, a list, an object
+        if cause.kind == "size" and cause.source and cause.dim is not None and (cause.reachable or inside):
             for root in cause.frame_sources or (cause.frame_source or cause.source,):
                 item = f"{root}:{cause.dim}"
                 if item not in sources:
@@ -85,7 +86,7 @@ def propose_settings(base: ProbeResult) -> tuple[list[ScriptProposal], list[tupl
         elif cause.kind == "relation":
             relation = True
             fixes.append((cause.description, cause.next_step))
-        elif cause.kind == "size" and is_parameter(cause.source) and "._buffers[" in (cause.source or ""):
+        elif is_buffer_size(cause):
             buffers.append(cause.description)
         else:
             fixes.append((cause.description, cause.next_step))

@@ -42,6 +42,7 @@ _TENSOR_OTHER = re.compile(r"tensor '(?P<name>.+?)' (?P<what>.+)$")
 # text has a stray quote, "tensor type, ' but found") and as the guard walk finds it: a
 # ``TYPE_MATCH`` leaf, ``___check_type_id(L['x'], 9437…)`` with the type it expects.
 _TYPE_TENSOR = re.compile(r"^expected type of '(?P<name>.+?)' to be a tensor type, '? ?but found (?P<act>.+)$")
+_IS_NONE = re.compile(r"^(?P<src>[A-Za-z_][\w\[\]'\".]*) is None$")  # an entry compiled with None there
 _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>[^,()]+), \d+\)(?:, type=(?P<exp>.+))?$")
 _CLASS = re.compile(r"^<class '(?:[\w.]*\.)?(?P<name>\w+)'>$")
 
@@ -180,6 +181,8 @@ def _parse_guard_failure(text: str) -> GuardFailure:
         return make("other", source=local_source(m["name"]))
     if m := _TYPE_TENSOR.match(reason):
         return make("type", source=local_source(m["name"]), expected="Tensor", actual=_class_name(m["act"]))
+    if m := _IS_NONE.match(reason):
+        return make("type", source=local_source(m["src"]), expected="NoneType")
     if m := _TYPE_ID.match(reason):
         return make("type", source=local_source(m["src"].strip()), expected=_class_name(m["exp"]))
     if _GRAD_MODE.search(reason):

@@ -65,7 +65,7 @@ def _import_file(path: Path) -> Any:
         raise WorkloadError(f"importing {path} called {_exit_call(exc)}") from None
     except Exception as exc:  # the user's module failed while importing
         del sys.modules[module_name]
-        raise WorkloadError(f"importing {path} raised {type(exc).__name__}: {exc}") from None
+        raise WorkloadError(f"importing {path} raised {_said(exc)}") from None
     return module
 
 
@@ -106,7 +106,7 @@ def load_workload(ref: str) -> Workload:
         except SystemExit as exc:
             raise WorkloadError(f"importing {target!r} called {_exit_call(exc)}") from None
         except Exception as exc:
-            raise WorkloadError(f"importing {target!r} raised {type(exc).__name__}: {exc}") from None
+            raise WorkloadError(f"importing {target!r} raised {_said(exc)}") from None
     obj = getattr(module, name, None)
     if obj is None:
         raise WorkloadError(f"{target!r} has no attribute {name!r}")
@@ -118,7 +118,7 @@ def load_workload(ref: str) -> Workload:
         except SystemExit as exc:
             raise WorkloadError(f"workload factory {ref!r} called {_exit_call(exc)}") from None
         except Exception as exc:
-            raise WorkloadError(f"workload factory {ref!r} raised {type(exc).__name__}: {exc}") from None
+            raise WorkloadError(f"workload factory {ref!r} raised {_said(exc)}") from None
         if not isinstance(obj, Workload):
             raise WorkloadError(f"factory {ref!r} returned {type(obj).__name__}, not a compilescope.Workload")
     return _with_ref(obj, resolve_reference(ref))
@@ -128,6 +128,13 @@ def _with_ref(w: Workload, ref: str) -> Workload:
     import dataclasses
 
     return dataclasses.replace(w, ref=ref)
+
+
+def _said(exc: BaseException) -> str:
+    """``Type: first line`` of what a user's code raised: one line, whatever its message."""
+    from .torchtext import headline
+
+    return headline(type(exc).__name__, str(exc))
 
 
 def _exit_call(exc: SystemExit) -> str:
@@ -142,7 +149,7 @@ def build_target(workload: Workload) -> Callable[..., Any]:
     except SystemExit as exc:  # sys.exit() in build(): the workload's error, not the end of the run
         raise WorkloadError(f"workload {workload.name!r}: build() called {_exit_call(exc)}") from None
     except Exception as exc:
-        raise WorkloadError(f"workload {workload.name!r} raised while building: {type(exc).__name__}: {exc}") from None
+        raise WorkloadError(f"workload {workload.name!r} raised while building: {_said(exc)}") from None
     if not callable(target):
         raise WorkloadError(f"workload {workload.name!r} built {type(target).__name__}, which is not callable")
     return target
@@ -160,5 +167,4 @@ def seeded_inputs(workload: Workload, shape: Shape) -> Inputs:
             raise WorkloadError(f"workload {workload.name!r}: make_inputs({dict(shape)!r}) called "
                                 f"{_exit_call(exc)}") from None
         except Exception as exc:
-            raise WorkloadError(f"workload {workload.name!r}: make_inputs({dict(shape)!r}) raised "
-                                f"{type(exc).__name__}: {exc}") from None
+            raise WorkloadError(f"workload {workload.name!r}: make_inputs({dict(shape)!r}) raised {_said(exc)}") from None

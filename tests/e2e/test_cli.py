@@ -128,6 +128,7 @@ def test_unknown_schema_version_is_refused(acceptance_run, cli, tmp_path):
         (["run", "sincos", "--json", "/proc/nope/r.json"], "cannot write results"),
         (["run", "--resume", "never.json"], "nothing to resume"),
         (["run", "sincos", "--budget", "inf"], "'inf' is not a finite number"),  # results no loader reads
+        (["forecast", "sincos", "--from-results", "r.json", "--backend", "eager"], "--backend is the recorded run's"),
         (["run", "sincos", "--timeout", "nan"], "'nan' is not a finite number"),  # the watchdog off
         (["run", "sincos", "--executor", "ray", "--cpus-per-trial", "nan"], "'nan' is not a finite number"),
         (["advise", "sincos", "--max-waste", "nan"], "'nan' is not a finite number"),
@@ -165,24 +166,57 @@ def test_workload_whose_make_inputs_raises_is_one_line_before_any_trial(cli, tmp
     )
     out = tmp_path / "r.json"
     proc = cli(*command[:1], f"{path}:w", "--backend", "eager", *command[1:],
-               *(("--json", str(out)) if command[0] == "run" else ()))
+               *(("--json", str(out)) if command[0] in ("run", "advise") else ()))
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "make_inputs({'n': 2}) raised KeyError: 'm'" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert [line for line in proc.stderr.splitlines() if "error" in line] == proc.stderr.strip().splitlines()[-1:]
-    assert not out.exists()  # refused before any trial ran
+    assert not out.exists()  # run and advise: refused before any trial ran, no results written
 
 
 def test_a_new_run_does_not_delete_an_interrupted_runs_journal(cli, tmp_path):
+    from compilescope.execute.journal import Journal
+
     out = tmp_path / "r.json"
     journal = tmp_path / "r.json.journal"
-    journal.write_text("the finished trials of an interrupted run\n")
+    Journal(out).start({"base": {"workload": "sincos"}})  # a run's header: what resume reads first
+    kept = journal.read_text()
     for args in (("run", "sincos"), ("advise", "sincos")):
         proc = cli(*args, "--stream", "4", "--backend", "eager", "--json", str(out))
         assert proc.returncode == 2, proc.stderr
         assert "holds the finished trials of an interrupted run: resume it with compilescope run --resume" in proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1
-    assert journal.read_text() == "the finished trials of an interrupted run\n" and not out.exists()
+    assert journal.read_text() == kept and not out.exists()
+    journal.write_text('{"not": "a run journal"}\n')  # another command's (a probe's): no resume offered
+    proc = cli("run", "sincos", "--stream", "4", "--backend", "eager", "--json", str(out))
+    assert proc.returncode == 2 and "is another command's record" in proc.stderr and "--resume" not in proc.stderr
+
+
+def test_report_of_a_run_not_written_yet_names_its_journal(cli, tmp_path):
+    (tmp_path / "r.json.journal").write_text("a run's journal\n")
+    proc = cli("report", str(tmp_path / "r.json"))
+    assert proc.returncode == 2 and "r.json is not written yet" in proc.stderr and "run --resume" in proc.stderr
+    proc = cli("report", str(tmp_path / "r.json.journal"))
+    assert proc.returncode == 2 and "is a run's journal, not a results file" in proc.stderr, proc.stderr
+    (tmp_path / "cut.json").write_text('{"schema_version": "')
+    proc = cli("report", str(tmp_path / "cut.json"))
+    assert proc.returncode == 2 and "is not JSON: Unterminated string starting at (line 1)" in proc.stderr, proc.stderr
+
+
+def test_no_output_replaces_a_runs_journal_or_lock(cli, tmp_path):
+    """Another command's output on a live (or interrupted) run's journal or lock would lose its
+    trials or free its path: refused, the file left as it was."""
+    from compilescope.paths import write_atomic
+
+    results = tmp_path / "r.json"
+    proc = cli("run", "sincos", "--stream", "4", "--strategies", "eager", "--backend", "eager", "--samples", "1",
+               "--json", str(results))
+    assert proc.returncode == 0, proc.stderr
+    for name, option in (("live.json.journal", "--csv"), ("live.json.lock", "--json")):
+        write_atomic(tmp_path / name, "held\n")
+        proc = cli("report", str(results), option, str(tmp_path / name))
+        assert proc.returncode == 2 and "it is a run's" in proc.stderr and "never replaced" in proc.stderr, proc.stderr
+        assert (tmp_path / name).read_text() == "held\n"
 
 
 def test_crash_and_hang_are_recorded_and_other_trials_go_on(cli, tmp_path, monkeypatch):

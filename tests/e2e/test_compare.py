@@ -137,6 +137,10 @@ def test_a_failed_trial_is_a_regression_not_a_missing_label(runs):
     assert (status.trial, status.a_text, status.b_text, status.flag) == ("default (cold)", "ok", "failed", "regression")
     assert "trial process exited with status 3" in status.why
     assert report.regressions_beyond(10.0) and not report.only_in_a
+    both = compare_runs(b, b)  # failed in A and in B: no regression, and no run to pass a gate either
+    still = next(c for c in both.changes if c.figure == "status")
+    assert (still.a_text, still.b_text, still.flag) == ("failed", "failed", "") and not both.regressions
+    assert both.regressions_beyond(10.0) == (still,)
 
 
 def test_pairs_that_differ_in_backend_or_threads_are_warned_per_pair(runs):

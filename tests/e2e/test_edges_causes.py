@@ -188,7 +188,8 @@ def test_a_size_handed_to_a_helper_blames_no_graph_break(probed):
     # no fix was run: by default the run's own automatic-dynamic compile judged it; under
     # dynamic=False none did, and the report says the fixes were not run, and how to run them
     seen = "seen in this run: PyTorch's automatic dynamic shapes compiled it dynamic" in causes[0].next_step
-    unchecked = "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in printed
+    unchecked = ("the setting fixes above (mark_dynamic, dynamic_sources, a config) are read from the guards, not "
+                 "run: probe --check-fixes") in printed
     assert (seen, unchecked) == ((True, False) if mode == "default" else (False, True)), causes[0].next_step
 
 
@@ -295,7 +296,8 @@ def test_probe_judges_a_mark_dynamic_fix_by_its_own_compiles(tmp_path, cli_in_pr
     proc = cli_in_process("probe", "s.py", how)
     assert proc.returncode == 0, proc.stderr
     (x,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['x'] dim 0 varied over 4, 8, 16, 32")]
-    unchecked = "the mark-dynamic fixes above are read from the guards, not run: probe --check-fixes" in proc.stderr
+    unchecked = ("the setting fixes above (mark_dynamic, dynamic_sources, a config) are read from the guards, not "
+                 "run: probe --check-fixes") in proc.stderr
     if how == "loop":
         assert "shape-reducible?: no" in x and "mark_dynamic" not in x and "the program specialises this size" in x, x
         assert "4 compile(s), 3 recompile(s)" in proc.stderr and not unchecked
@@ -526,6 +528,7 @@ def test_a_growing_buffer_is_named_a_buffer_and_its_setting_is_run_before_it_is_
     assert proc.returncode == 0, proc.stderr
     (cause,) = [ln for ln in proc.stderr.splitlines() if ln.startswith("L['self']._buffers['mem'] dim 0 varied over")]
     assert "a buffer's shape changed between calls" in cause and "weights differ" not in cause, cause
+    assert "read from the guards, not run" not in proc.stderr.split(cause, 1)[1]  # it was run: no such note
     (checked,) = [ln for ln in proc.stderr.splitlines() if "force_parameter_static_shapes = False · verdict" in ln]
     assert checked.startswith("torch._dynamo.config.force_parameter_static_shapes = False · verdict: accepted"), checked
     assert "2 compile(s) against 6" in checked

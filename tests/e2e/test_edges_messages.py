@@ -80,7 +80,17 @@ def test_a_probe_that_compiled_nothing_states_no_cache_or_compile_time(main, tmp
 
 
 def test_overlapping_cause_counts_are_said_to_overlap():
-    report = build_probe_report(load(DATA / "probe_two_dims.json"))
+    """Both dims of x changed at 0/1 against its one entry: that compile is both causes'."""
+    import dataclasses
+
+    result = load(DATA / "probe_two_dims.json")
+    first = next(c for c in result.compiles if str(c.compile_id) == "0/1")
+    (dim1,) = first.guard_failures
+    dim0 = dataclasses.replace(dim1, reason="tensor 'x' size mismatch at index 0. expected 4, actual 8", dim=0,
+                               expected=4, actual=8)
+    result = dataclasses.replace(result, compiles=tuple(
+        dataclasses.replace(c, guard_failures=(dim1, dim0)) if c is first else c for c in result.compiles))
+    report = build_probe_report(result)
     (f,) = report.functions
     assert f.causes_overlap and sum(len(c.compile_ids) for c in f.causes) > f.recompiles
     from compilescope.render.probe import renderables

@@ -438,3 +438,14 @@ def sweep_store(tmp_path_factory):
     stores = list((cwd / "compilescope-results").glob("sweep-*.sqlite"))
     assert len(stores) == 1, list(root.rglob("*"))
     return root, stores[0]
+
+
+def test_a_path_byte_that_is_not_utf8_is_written_as_its_escape_not_a_crash(tmp_path):
+    """A directory named with a byte that is not UTF-8 reaches the writers as a lone surrogate
+    (Python's file-system decoding): the CSV, HTML and text outputs write its escape."""
+    from compilescope.paths import write_atomic
+
+    name = os.fsdecode(b"bad\xffdir")
+    target = tmp_path / "out.csv"
+    write_atomic(target, f"workload\n{name}/w.py:relu\n")
+    assert target.read_text(encoding="utf-8") == "workload\nbad\\udcffdir/w.py:relu\n"

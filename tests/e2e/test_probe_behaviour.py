@@ -77,6 +77,7 @@ def test_a_raising_script_still_gets_its_report(tmp_path):
 def test_bad_inputs_exit_2_with_one_line(tmp_path, main):
     for args, message in (
         (["missing_script.py"], "does not exist"),
+        ([str(tmp_path)], "is a directory, not a script"),
         (["--trace", str(tmp_path / "nope")], "does not exist"),
         (["--trace", str(tmp_path)], "no TORCH_TRACE .log file"),
         ([], "give a SCRIPT"),

@@ -50,8 +50,10 @@ def describe(cause: Cause) -> str:
         head = f"{where}: {cause.kind.replace('_', ' ')}"
     made = len(cause.compile_ids) - len(cause.refused)
     if not cause.compile_ids:
-        return f"{head} → no compile of its own (it failed only older cache entries; a compile counts for what failed the newest)"
-    refused = (f", then {len(cause.refused)} refused by the recompile limit (that call ran eagerly, as does every "
+        return (f"{head} → no compile of its own (it failed only some of the cache entries tried; a compile "
+                "counts for what failed every entry)")
+    calls = "that call" if len(cause.refused) == 1 else "those calls"
+    refused = (f", then {len(cause.refused)} refused by the recompile limit ({calls} ran eagerly, as does every "
                "later call no entry accepts: Dynamo records none of those)" if cause.refused else "")
     return f"{head} → {made} compile(s){refused}"
 
@@ -88,6 +90,11 @@ def guard_kind(kind: str, source: str | None) -> str:
     :func:`inside_input`) is an ``argument_attribute`` — no module holds it; any other kind
     is itself."""
     return "argument_attribute" if kind == "module_attribute" and inside_input(source) is not None else kind
+
+
+def is_buffer_size(cause: Cause) -> bool:
+    """A module buffer's size: only ``force_parameter_static_shapes`` reaches it."""
+    return cause.kind == "size" and "._buffers[" in (cause.source or "") and bool(cause.compile_ids)
 
 
 def is_parameter(source: str | None) -> bool:
@@ -174,12 +181,12 @@ def _next_step(
     if kind == "relation":
         return False, relation_step(tuple(str(v) for v in values), exprs, lines)
     if kind == "size" and is_parameter(source) and "._buffers[" in (source or ""):
-        return False, ("a buffer's shape changed between calls: state the forward keeps in a buffer and grows (a "
-                       "cache), or module instances whose buffers differ in shape sharing one compiled code object; "
-                       "mark_dynamic and dynamic=True do not reach it — torch._dynamo.config."
-                       "force_parameter_static_shapes = False lets Dynamo make its size dynamic once it changes "
-                       "(probe --check-fixes runs it), or keep the buffer one size (preallocate it and write into "
-                       "a slice)")
+        return False, ("not reducible by a mark: a buffer's shape changed between calls — state the forward keeps "
+                       "in a buffer and grows (a cache), or module instances whose buffers differ in shape sharing "
+                       "one compiled code object; mark_dynamic and dynamic=True do not reach it. torch._dynamo.config."
+                       "force_parameter_static_shapes = False lets Dynamo make its size dynamic once it changes (read "
+                       "from the guards, not run here: probe --check-fixes or advise --script runs it), or keep the "
+                       "buffer one size (preallocate it and write into a slice)")
     if kind == "size" and is_parameter(source):
         return False, ("not shape-reducible: a parameter's shape — module instances whose weights differ in shape "
                        "share one compiled code object, so each instance needs its own graph (expected once per "
@@ -187,8 +194,10 @@ def _next_step(
                        "above the number of instances")
     inner = inside_input(source)
     if kind == "size" and inner is not None and not resume:
+        sources = ",".join(f"{s}:{dim}" for s in frame_srcs or (source,))
         return True, (f"a tensor inside the argument the caller passes: mark it dynamic before each call: "
-                      f"torch._dynamo.mark_dynamic({inner}, {dim}); or pad it to a few bucket sizes")
+                      f"torch._dynamo.mark_dynamic({inner}, {dim}); or "
+                      f"torch.compiler.config.patch(dynamic_sources=\"{sources}\"); or pad it to a few bucket sizes")
     if kind == "size":
         return True, _size_step(src, dim, values, frame_srcs, reach=reach, resume=resume, thresholds=thresholds)
     if kind in ("module_attribute", "value") and inner is not None and not module_int:
@@ -206,7 +215,7 @@ def _next_step(
                        f"break{' at ' + resumed_at if resumed_at else ''}{used}: the frame that resumes after the "
                        "break takes it as an argument and guards on its value — remove the graph break, or compute "
                        "the number after it")
-    return False, _program_step(kind, source)
+    return False, _program_step(kind, source, values)
 
 
 def _range_step(exprs: tuple[str, ...], lines: tuple[str, ...], marked: bool | None) -> tuple[bool, str]:
@@ -256,7 +265,7 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_srcs
     return step
 
 
-def _program_step(kind: str, source: str | None) -> str:
+def _program_step(kind: str, source: str | None, values: tuple[Scalar, ...] = ()) -> str:
     """The change to the program a guard no shape setting removes asks for."""
     src = source or "the input"
     steps = {
@@ -265,9 +274,11 @@ def _program_step(kind: str, source: str | None) -> str:
         "rank": "not shape-reducible: dynamic shapes do not cover a change of rank — reshape to one rank, "
                 "or compile one function per rank",
         "device": "not shape-reducible: keep the inputs on one device",
-        "type": f"not shape-reducible: {_local(src)} is a tensor on some calls and not on others (a cache's slot left "
-                "None until it is filled, say): each type needs its own graph — expected when it changes once, "
-                "else pass the same type every call",
+        "type": (f"not shape-reducible: {_local(src)} is a tensor on some calls and None on others (a cache's slot "
+                 "left None until it is filled, say): each needs its own graph — expected when it changes once, "
+                 "else pass the same type every call") if {"Tensor", "NoneType"} <= set(map(str, values)) else
+                (f"not shape-reducible: {_local(src)} changed type between calls: each type needs its own graph — "
+                 "pass the same type every call (a tuple, say, where some calls pass a list)"),
         "requires_grad": "not shape-reducible: requires_grad is part of the guard — call with a consistent "
                          "requires_grad (e.g. inside torch.no_grad() for inference)",
         "grad_mode": "not shape-reducible: grad mode changed between calls — run every call inside the same "
@@ -399,7 +410,7 @@ class _Evidence:
                 seen_here.add(key)
 
     def _add_relation(self, g: GuardFailure) -> CauseKey:
-        key: CauseKey = (None, "relation", None)  # one cause for all of a function's relation guards
+        key = cause_key(g)  # one cause for all of a function's relation guards
         text = re.sub(r"L\['([^']+)'\]", r"\1", g.reason)
         self.examples.setdefault(key, text)
         if text not in self.values[key]:
@@ -411,7 +422,7 @@ class _Evidence:
         return key
 
     def _add_guard(self, g: GuardFailure) -> CauseKey:
-        key = (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+        key = cause_key(g)
         self.examples.setdefault(key, g.reason)
         raw = frame_source(g.reason)
         if raw is not None and raw not in self.frame_sources[key]:
@@ -425,20 +436,44 @@ class _Evidence:
         return key
 
 
+def cause_key(g: GuardFailure) -> CauseKey:
+    """The cause a failure is of: (source, kind, dim); every relation guard of a function is one
+    cause; an unrecognised guard is its own, by its text."""
+    if g.kind == "relation":
+        return (None, "relation", None)
+    return (g.source, g.kind, g.dim) if g.kind != "other" else (g.source, g.kind, hash(g.reason))
+
+
+def credited_failures(record: CompileRecord) -> tuple[GuardFailure, ...]:
+    """The failures of ``record`` whose causes it is counted for (:func:`_credited`)."""
+    keyed = [(g, cause_key(g)) for g in record.guard_failures]
+    credited = _credited(keyed)
+    return tuple(g for g, key in keyed if key in credited)
+
+
 def _credited(keyed: Sequence[tuple[GuardFailure, CauseKey]]) -> set[CauseKey]:
-    """The causes a compile is counted for: those that failed the newest cache entry tried,
-    the one compiled last (under automatic dynamic shapes the most general so far). A cause
-    that failed only older entries did not make this compile: ``x`` dim 0 failing a static
-    first entry where a newer one, dynamic in dim 0, failed on dim 1 alone, is dim 1's
-    compile. Failures that name no entry count all together."""
+    """The causes a compile is counted for: those that failed every cache entry tried — what
+    the call changed against everything cached. A cause that failed some entries only did not
+    make the compile: ``x`` dim 0 failing a static first entry where a newer one, dynamic in
+    dim 0, failed on dim 1 alone, is dim 1's compile; a fresh cache's ``None`` slot failing the
+    newest entry while an older one, compiled with ``None``, failed on ``x``'s size alone, is
+    the size's compile. Where no cause failed every entry, those of the newest entry (the last
+    compiled; under automatic dynamic shapes the most general). Failures that name no entry
+    count all together."""
     from ..model import CompileId
 
-    entries = {g.failed_entry for g, _ in keyed}
-    ids = {e: CompileId.parse(e) for e in entries if e is not None}
-    if not keyed or None in entries or None in ids.values():
-        return {key for _, key in keyed}
-    newest = max(ids, key=lambda e: ids[e].attempt)  # type: ignore[union-attr]
-    return {key for g, key in keyed if g.failed_entry == newest}
+    by_entry: dict[str, set[CauseKey]] = {}
+    for g, key in keyed:
+        if g.failed_entry is None or CompileId.parse(g.failed_entry) is None:
+            return {key for _, key in keyed}
+        by_entry.setdefault(g.failed_entry, set()).add(key)
+    if not by_entry:
+        return set()
+    common = set.intersection(*by_entry.values())
+    if common:
+        return common
+    newest = max(by_entry, key=lambda e: CompileId.parse(e).attempt)  # type: ignore[union-attr]
+    return by_entry[newest]
 
 
 def group_causes(compiles: tuple[CompileRecord, ...], *,
@@ -466,6 +501,9 @@ def group_causes(compiles: tuple[CompileRecord, ...], *,
     # with the module instance: marking it alone removes nothing
     by_parameter = {i for k in ev.ids if k[1] == "size" and is_parameter(k[0]) for i in ev.ids[k]}
     causes = [_with_instance(c) if c.compile_ids and set(c.compile_ids) <= by_parameter else c for c in causes]
+    causes = [c if c.compile_ids else replace(c, shape_reducible=False, next_step=(
+        "nothing to do for it alone: each compile it failed an entry of is counted for the causes that failed "
+        "every entry (above), whose steps remove it")) for c in causes]
     return tuple(replace(c, description=describe(c)) for c in causes)
 
 

@@ -147,6 +147,8 @@ def propose(
     relation = None
     fixes: list[CodeFix] = []
     for c in causes:
+        if not c.compile_ids:  # it made no compile of its own: nothing to propose or fix for it
+            continue
         if c.kind == "size" and c.dim is not None and c.shape_reducible:
             size_causes.append(c)
             name = input_name(c.source)

@@ -58,7 +58,7 @@ from ..report import (
 )
 from ..stream import distinct_shapes
 from ..units import fmt_time
-from .advice import frame_source, group_causes, unbacked_mark, whole_path
+from .advice import credited_failures, frame_source, is_buffer_size, group_causes, unbacked_mark, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
 from .counts import count_compiles, distinct_breaks
@@ -914,7 +914,7 @@ def evidenced_cause(cause: Cause, records: Sequence[CompileRecord]) -> tuple[Cau
                           if (g.source, g.dim) == (cause.source, cause.dim) and g.expected in (0, 1)})
     took = sum(not any((g.source, g.dim) == (cause.source, cause.dim) and g.expected in (0, 1)
                        for g in by_id[i].guard_failures) for i in upto)
-    companions = [g for g in c.guard_failures if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)]
+    companions = [g for g in credited_failures(c) if g.kind == "size" and (g.source, g.dim) != (cause.source, cause.dim)]
     others = sorted({f"{g.source} dim {g.dim}" for g in companions})
     # the setting that marks them all, each as the frame names it (the cause's every name, a companion's own)
     joint = [f"{s}:{cause.dim}" for s in cause.frame_sources or (cause.source,)]
@@ -954,7 +954,7 @@ def build_probe_report(result: ProbeResult, checks: Sequence[ScriptRun] = ()) ->
         if not checks:  # no fix was run: the run's own compiles judge the mark-dynamic ones they can
             judged = [evidenced_cause(c, records) for c in causes]
             causes = tuple(c for c, _ in judged)
-            unjudged += sum(not seen for _, seen in judged)
+            unjudged += sum(not seen for _, seen in judged) + sum(is_buffer_size(c) for c in causes)
         failures = tuple(
             f"compile {c.compile_id} failed{f' at {c.fail_at[0]}:{c.fail_at[1]}' if c.fail_at else ''}: "
             f"{c.fail_type}: {(c.fail_reason or '').strip().split(chr(10), 1)[0][:200]}"

@@ -19,6 +19,8 @@ def trial_done(label: str, result: TrialResult) -> TrialDone:
         workload=result.spec.workload, ended=result.status, error=result.error, errors=sum(1 for c in result.calls if c.error is not None), requests=len(result.calls),
         eager=sum(1 for c in result.calls if c.ran_eagerly),
         partly=len(eager_frames(result.calls, result.compiles)),
+        wrong=sum(1 for n in result.numerics if n.comparable and not n.passed),
+        checked=sum(1 for n in result.numerics if n.comparable),
     )
 
 

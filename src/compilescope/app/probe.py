@@ -44,7 +44,9 @@ def probe_script(script: str, args: Sequence[str], *, settings: Sequence[str] = 
     from ..probe.launch import in_a_fork, probe_result, run_probed
 
     if not Path(script).is_file():
-        raise CompilescopeError(f"script {script!r} does not exist")
+        what = "is a directory, not a script" if Path(script).is_dir() else \
+            "is not a regular file" if Path(script).exists() else "does not exist"
+        raise CompilescopeError(f"script {script!r} {what}")
     config = parse_settings(list(settings))
     # applied once (and undone) where torch may be imported: this process imports it only in the
     # program, after the script's own import; a name or value this torch refuses is one line now

@@ -7,6 +7,7 @@ written before anything is rendered; :func:`resume_run` finishes an interrupted 
 from __future__ import annotations
 
 import datetime as _dt
+import math
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -155,6 +156,8 @@ def execute_run(
     the results file is written when the run ends — or is interrupted, in which case
     :class:`RunInterrupted` is raised after saving (the journal stays for ``resume``)."""
     created = resume.header.get("created", "") if resume else _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    if not (isinstance(timeout_s, (int, float)) and 0 < timeout_s < math.inf):  # a nan one turns the watchdog off
+        raise OptionError(f"timeout {timeout_s!r}: a finite number of seconds, more than 0")
     if results_path is not None:
         check_writable(results_path, "results")
         check_writable(journal_path(results_path), "journal")
@@ -214,6 +217,9 @@ def resume_run(results_path: Path, *, on_progress: ProgressFn | None = None,
     jpath = journal_path(results_path)
     if not jpath.exists():
         if results_path.exists():
+            from ..schema import load
+
+            load(results_path)  # a file that is no results file says so, in one line
             raise OptionError(f"nothing to resume: {results_path} is complete (no journal beside it)")
         raise OptionError(f"nothing to resume: neither {results_path} nor its journal exists")
     state = read_journal(jpath)

@@ -117,8 +117,15 @@ _FULL = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.E
 
 
 def _quiet_stdout() -> None:
-    """Standard output could not take what was written: what is still buffered for it goes to
-    the null device, so the interpreter's last flush raises nothing either."""
+    """After a write that could not be made: standard output keeps what it can take (a report
+    already rendered to a healthy stdout is not lost for a full disk elsewhere); if it is the
+    output that cannot, what is still buffered for it goes to the null device, so the
+    interpreter's last flush raises nothing either."""
+    try:
+        sys.stdout.flush()
+        return
+    except (OSError, ValueError, AttributeError):
+        pass
     try:
         null = os.open(os.devnull, os.O_WRONLY)
         try:

@@ -6,6 +6,7 @@ the one way a report is shown: write each output, print the report, say where ea
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -167,8 +168,13 @@ def check_outputs(chosen: list[Output], *, others: Any = (), inputs: Any = ()) -
     """Before any trial: every output path ours to write (a regular file or a new path; see
     :func:`compilescope.paths.check_output`), no two outputs on one file and none on a file the
     command reads, plotly present for an HTML output. ``others``/``inputs``: (path or None, name)."""
-    from ..paths import check_distinct, check_output
+    from ..paths import JOURNAL_SUFFIX, LOCK_SUFFIX, check_distinct, check_output
 
+    for o in chosen:  # a run's journal or lock, its own or another command's: its unsaved trials, its owner
+        if o.path != STDOUT and o.path.name.endswith((".json" + JOURNAL_SUFFIX, ".json" + LOCK_SUFFIX)) \
+                and os.path.lexists(o.path):
+            raise OptionError(f"cannot write {o.option} {str(o.path)!r}: it is a run's "
+                              f"{'journal' if o.path.name.endswith(JOURNAL_SUFFIX) else 'lock'}, never replaced")
     checked = [(path, what) for path, what in [*others, *((o.path, o.option) for o in chosen)] if path != STDOUT]
     for path, what in checked:
         if path is not None:
@@ -221,12 +227,23 @@ def refuse_unfinished(results: Path) -> None:
     """A new run on a results path whose journal holds an interrupted run's finished trials
     would delete them: refused, naming the way to resume (called with the lock held, so the
     journal is no live run's)."""
+    from ..errors import CompilescopeError
+    from ..execute.journal import read_journal
     from ..paths import journal_path
 
     journal = journal_path(results)
-    if journal.exists():
+    if not os.path.lexists(journal):
+        return
+    try:
+        state = read_journal(journal)
+        resumable = isinstance(state.header, dict) and "base" in state.header
+    except CompilescopeError:
+        resumable = False
+    if resumable:
         raise OptionError(f"{journal} holds the finished trials of an interrupted run: resume it with "
                           f"compilescope run --resume {shlex.quote(str(results))}, or remove {journal} first")
+    raise OptionError(f"{journal} is another command's record (a probe's journal, say) that a run here would "
+                      f"replace: remove it first, or write the results elsewhere")
 
 
 def results_to_stdout(json_path: Path | None, results: Path) -> None:

@@ -26,8 +26,8 @@ from .root import cli
                    "default=guard-filter[inbuilt-nn]. Without it, when each run has one compiled strategy, "
                    "those pair.")
 @click.option("--fail-on-regression", default=None, metavar="PCT",
-              help="exit 1 when a flagged regression is beyond PCT (e.g. 5%); a failed trial or new request "
-                   "errors always are.")
+              help="exit 1 when a flagged regression is beyond PCT (e.g. 5%); a trial B failed (whether A did "
+                   "or not) or new request errors always are.")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="also write a side-by-side HTML page (needs compilescope[html]).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),

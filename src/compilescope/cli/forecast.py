@@ -79,6 +79,10 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         raise OptionError("--function picks a compiled function of a probe's --from-results file")
     if dry_backend is not None and method == "recorded":
         raise OptionError("--dry-backend is for the dry run; --method recorded runs none")
+    if method == "recorded" and click.get_current_context().get_parameter_source("backend") not in (
+            click.core.ParameterSource.DEFAULT, None):
+        raise OptionError("--backend is the recorded run's with --method recorded (its guards are that backend's): "
+                          "leave it out, or --method both to dry-run another backend beside it")
     if no_compute and method == "recorded":
         raise OptionError("--no-compute is for the dry run; --method recorded runs none")
     out = console(stderr=stdout_output(json=json_path))

@@ -28,12 +28,14 @@ EVERY_S = 5.0  # off a terminal: a plain progress line this often while work run
 
 def trial_line(done: TrialDone) -> Text:
     """A finished trial's line: ✗ and its status when it failed or a request raised, ! when it
-    ran but not all of it compiled, ✓ only otherwise."""
+    ran but not all of it compiled or its outputs differed from eager's, ✓ only otherwise."""
     line = Text("  ")
     if not done.ok:
         line.append(f"✗ {done.status}", style="red")
     elif done.fell_back:
         line.append("! eager fallback", style="red")
+    elif done.wrong:
+        line.append("! wrong outputs", style="red")
     else:
         line.append("✓", style="green")
     line.append(f" {done.label}" + (f" {done.process_s:.1f} s" if done.process_s is not None else ""))
@@ -45,6 +47,8 @@ def trial_line(done: TrialDone) -> Text:
         parts = [f"{done.eager} request(s) ran eagerly"] if done.eager else []
         parts += [f"{done.partly} ran partly eagerly"] if done.partly else []
         line.append(" — " + ", ".join(parts), style="red")
+    if done.ok and done.wrong:
+        line.append(f" — outputs differed from eager on {done.wrong} of {done.checked} shape(s)", style="red")
     return line
 
 

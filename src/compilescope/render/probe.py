@@ -55,7 +55,7 @@ def renderables(report: ProbeReport) -> list[RenderableType]:
         if f.causes_overlap:
             parts.append(T("  the causes' compile counts overlap: one recompile can have several causes", "dim"))
     if report.fixes_unchecked:
-        parts.append(T("\nthe mark-dynamic fixes above are read from the guards, not run: probe --check-fixes (or "
+        parts.append(T("\nthe setting fixes above (mark_dynamic, dynamic_sources, a config) are read from the guards, not run: probe --check-fixes (or "
                        "advise --script) runs the script again under each and prints a fix only as its run judged it",
                        "dim"))
     if report.checks:

@@ -65,8 +65,10 @@ class CompareReport:
 
     def regressions_beyond(self, threshold: float) -> tuple[Change, ...]:
         """Flagged regressions larger than ``threshold`` (a fraction); one with no relative
-        size (a failed trial, errors where A had none) is always beyond."""
-        return tuple(c for c in self.regressions if c.change is None or abs(c.change) > threshold)
+        size (a failed trial, errors where A had none) is always beyond, and so is a trial B
+        failed where A failed too (no regression, but B is no run to pass)."""
+        still = tuple(c for c in self.changes if c.figure == "status" and not c.flag and c.b_text != "ok")
+        return tuple(c for c in self.regressions if c.change is None or abs(c.change) > threshold) + still
 
     @property
     def warnings(self) -> tuple[str, ...]:

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 class TrialDone:
     """A trial that ended: ``status`` is the one trial status (``ok`` only when no request
     raised); ``eager``/``partly`` count the requests that ran wholly or partly eagerly;
-    ``errors`` the requests that raised, of ``requests``."""
+    ``errors`` the requests that raised, of ``requests``; ``wrong`` the shapes, of ``checked``,
+    whose outputs differed from eager's."""
 
     label: str
     status: str
@@ -23,6 +24,8 @@ class TrialDone:
     requests: int = 0
     eager: int = 0
     partly: int = 0
+    wrong: int = 0  # shapes whose compiled outputs differed from eager's beyond the tolerance
+    checked: int = 0  # shapes whose numerics were compared
 
     @property
     def ok(self) -> bool:

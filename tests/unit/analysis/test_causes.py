@@ -196,8 +196,9 @@ def test_a_cause_that_failed_only_an_older_entry_has_no_compile_of_its_own():
     older = (_size("L['x']", 0, 4, 8), _size("L['x']", 1, 8, 16))  # on entry 0/0
     (dim1, dim0) = group_causes((_compile("0/2", newer, *older),))
     assert dim1.compile_ids == ("0/2",) and dim0.compile_ids == ()
-    assert dim0.description.endswith("→ no compile of its own (it failed only older cache entries; a compile counts "
-                                     "for what failed the newest)")
+    assert dim0.description.endswith("→ no compile of its own (it failed only some of the cache entries tried; a compile counts "
+                                     "for what failed every entry)")
+    assert not dim0.shape_reducible and dim0.next_step.startswith("nothing to do for it alone")
 
 
 def test_a_tensor_slot_that_is_none_on_some_calls_is_one_type_cause_however_worded():
@@ -214,4 +215,30 @@ def test_a_tensor_slot_that_is_none_on_some_calls_is_one_type_cause_however_word
     assert (walked.kind, walked.source) == ("type", said.source)
     (c,) = group_causes((_compile("0/2", said, walked),))
     assert c.description == "L['kwargs']['cache'].keys type varied over Tensor, NoneType → 1 compile(s)"
-    assert not c.shape_reducible and "kwargs['cache'].keys is a tensor on some calls and not on others" in c.next_step
+    assert not c.shape_reducible and "kwargs['cache'].keys is a tensor on some calls and None on others" in c.next_step
+
+
+def test_a_cause_that_only_some_entries_failed_did_not_make_the_compile():
+    """A fresh cache's None slot fails the newest entry (compiled with a tensor there) while the
+    older one, compiled with None, fails on x's size alone: the compile is the size's."""
+    slot = GuardFailure("expected type of 'cache.keys' to be a tensor type, ' but found <class 'NoneType'>", "0/1",
+                        "type", "L['cache'].keys", None, "Tensor", "NoneType")
+    size_newest = dataclasses.replace(_size("L['x']", 0, 4, 8), failed_entry="0/1")
+    size_oldest = _size("L['x']", 0, 4, 8)  # entry 0/0
+    by_kind = {c.kind: c for c in group_causes((_compile("0/2", size_newest, slot, size_oldest),))}
+    assert by_kind["size"].compile_ids == ("0/2",) and by_kind["type"].compile_ids == ()
+
+
+def test_an_entry_compiled_with_none_and_a_list_turned_tuple_are_type_causes_in_their_own_words():
+    from compilescope.torchtext import parse_guard_failure
+
+    none = parse_guard_failure("0/0: cache.keys is None")
+    assert (none.kind, none.source, none.expected) == ("type", "L['cache'].keys", "NoneType")
+    filled = GuardFailure("expected type of 'cache.keys' to be a tensor type, ' but found <class 'NoneType'>", "0/1",
+                          "type", "L['cache'].keys", None, "Tensor", "NoneType")
+    (slot,) = group_causes((_compile("0/1", none), _compile("0/2", filled)))
+    assert slot.description == "L['cache'].keys type varied over NoneType, Tensor → 2 compile(s)"
+    assert "a tensor on some calls and None on others" in slot.next_step
+    listed = parse_guard_failure("1/0: ___check_type_id(s, 139873474671424), type=<class 'list'>")
+    (kind,) = group_causes((_compile("1/1", listed),))
+    assert kind.kind == "type" and "s changed type between calls" in kind.next_step and "None" not in kind.next_step

@@ -91,3 +91,12 @@ def test_off_a_terminal_a_long_progress_line_stays_one_line():
     line = next(line for line in _wait_for(log, "request 7/40").splitlines() if "request 7/40" in line)
     progress.end()
     assert len(label) > 100 and label in line and line.endswith("0/2 trials done"), line
+
+
+def test_a_trial_whose_outputs_differ_from_eager_gets_no_tick():
+    from compilescope.cli.progress import trial_line
+
+    wrong = trial_line(TrialDone("default (cold)", "ok", process_s=2.8, requests=2, wrong=2, checked=2)).plain
+    assert wrong == "  ! wrong outputs default (cold) 2.8 s — outputs differed from eager on 2 of 2 shape(s)"
+    assert "✓" not in wrong
+    assert trial_line(TrialDone("default (cold)", "ok", requests=2, checked=2)).plain.startswith("  ✓ default")
