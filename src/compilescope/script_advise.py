@@ -142,11 +142,23 @@ def judged_runs(script: str, args: list[str], proposals: list[ScriptProposal], b
     for i, p in enumerate(proposals, start=1):
         if on_progress is not None:
             on_progress(p.name)
-        run, _ = _measured(script, args, p.name, p, workdir, f"run{i}", timeout_s)
-        why = _judge(run, base_run)
-        rows.append(ScriptRun(**{**run.__dict__, "verdict": "rejected" if why else "accepted",
-                                 "why": why or f"{run.compiles} compile(s) against {base_run.compiles}"}))
+        run, result = _measured(script, args, p.name, p, workdir, f"run{i}", timeout_s)
+        why = _overridden(p, result) or _judge(run, base_run)
+        done = (f"{run.refused} refused compile(s) against {base_run.refused}, the calls past the limit compiled "
+                f"instead ({run.compiles} compile(s) against {base_run.compiles})") if p.target == "refused" else \
+            f"{run.compiles} compile(s) against {base_run.compiles}"
+        rows.append(ScriptRun(**{**run.__dict__, "verdict": "rejected" if why else "accepted", "why": why or done}))
     return rows
+
+
+def _overridden(proposal: ScriptProposal, result: ProbeResult | None) -> str:
+    """Why a run did not test its setting: the script set the recompile limit itself, after
+    the probe applied the proposal's (the limit in force as the script ended is another)."""
+    want = proposal.settings.get("recompile_limit")
+    if want is None or result is None or result.recompile_limit in (None, want):
+        return ""
+    return (f"not tested: the script sets the recompile limit itself ({result.recompile_limit} in force as it ended, "
+            f"not {want}) — set it where the script does")
 
 
 def check_fixes(script: str, args: list[str], base: ProbeResult, *, timeout_s: float = 900.0,

@@ -8,6 +8,7 @@ is a change to the program, stated plainly.
 
 from __future__ import annotations
 
+import builtins
 import math
 import re
 from collections import defaultdict
@@ -176,7 +177,7 @@ def _next_step(
     if kind == "specialization":
         return True, (
             f"sizes 0 and 1 are specialised ({exprs[0] if exprs else src}): use "
-            f"torch._dynamo.decorators.mark_unbacked({_local(src)}, {dim}) if those sizes occur"
+            f"torch._dynamo.decorators.mark_unbacked({_argument(src)}, {dim}) if those sizes occur"
         )
     if kind == "relation":
         return False, relation_step(tuple(str(v) for v in values), exprs, lines)
@@ -253,7 +254,7 @@ def _size_step(src: str, dim: int | None, values: tuple[Scalar, ...], frame_srcs
         return ("a tensor the program computes, not an input the caller passes: mark the varying dims of the "
                 "inputs it comes from (torch._dynamo.mark_dynamic(input, dim) before the call) or compile with "
                 "dynamic=True")
-    name = _local(src)
+    name = _argument(src)
     sources = ",".join(f"{s}:{dim}" for s in frame_srcs or (src,))  # each name the frames gave it
     step = (f"mark it dynamic before each call: torch._dynamo.mark_dynamic({name}, {dim}); or "
             f"torch.compiler.config.patch(dynamic_sources=\"{sources}\"); or pad it to a few bucket sizes")
@@ -346,7 +347,7 @@ def relation_step(texts: tuple[str, ...], involves: tuple[str, ...], lines: Sequ
 
 def unbacked_mark(source: str, dim: int) -> str:
     """The mark that keeps a dim dynamic through sizes 0 and 1, as the user writes it."""
-    return f"torch._dynamo.decorators.mark_unbacked({_local(source)}, {dim})"
+    return f"torch._dynamo.decorators.mark_unbacked({_argument(source)}, {dim})"
 
 
 _LOCAL = re.compile(r"^L\['(?P<name>[A-Za-z_]\w*)'\](?P<path>.*)$")
@@ -357,6 +358,19 @@ def _local(source: str) -> str:
     ``L['batch']['tokens']`` → ``batch['tokens']``."""
     m = _LOCAL.match(source)
     return m["name"] + m["path"] if m else source
+
+
+_BUILTINS = frozenset(dir(builtins))
+
+
+def _argument(source: str) -> str:
+    """What a mark names, as the caller writes it: the frame's name for the input, or — where
+    that name is a builtin's (``nn.Sequential.forward(input)``, called ``model(x)``), which a
+    pasted line would mark instead — a placeholder the caller fills in."""
+    m = _LOCAL.match(source)
+    if m and m["name"] in _BUILTINS:
+        return f"<the tensor passed as {_local(source)}>"
+    return _local(source)
 
 
 CauseKey = tuple[str | None, str, int | None]  # (source, kind, dim); an "other" guard's dim is its text's hash

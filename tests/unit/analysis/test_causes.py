@@ -242,3 +242,29 @@ def test_an_entry_compiled_with_none_and_a_list_turned_tuple_are_type_causes_in_
     listed = parse_guard_failure("1/0: ___check_type_id(s, 139873474671424), type=<class 'list'>")
     (kind,) = group_causes((_compile("1/1", listed),))
     assert kind.kind == "type" and "s changed type between calls" in kind.next_step and "None" not in kind.next_step
+
+
+def test_a_limit_the_script_sets_itself_is_not_tested_and_a_raised_limit_is_judged_by_its_refusals():
+    import types
+
+    from compilescope.report.script import ScriptProposal
+    from compilescope.script_advise import _overridden
+
+    raised = ScriptProposal("recompile_limit 6", {"recompile_limit": 6}, "1 refused", target="refused")
+    assert _overridden(raised, types.SimpleNamespace(recompile_limit=2)).startswith(
+        "not tested: the script sets the recompile limit itself (2 in force as it ended, not 6)")
+    assert _overridden(raised, types.SimpleNamespace(recompile_limit=6)) == ""
+    assert _overridden(ScriptProposal("d", {"dynamic_sources": "L['x']:0"}, "x"),
+                       types.SimpleNamespace(recompile_limit=2)) == ""
+    assert (ScriptProposal("cfg", {"capture_scalar_outputs": True, "force_parameter_static_shapes": False}, "x").code
+            == "torch._dynamo.config.capture_scalar_outputs = True; "
+               "torch._dynamo.config.force_parameter_static_shapes = False")
+
+
+def test_a_mark_never_names_a_builtin_the_pasted_line_would_mark_instead():
+    """nn.Sequential.forward(input), called model(x): the frame names the input ``input``,
+    which pasted as is marks Python's builtin; the mark names a placeholder instead."""
+    (c,) = group_causes((_compile("0/1", _size("L['input']", 0, 2, 3)),))
+    assert "torch._dynamo.mark_dynamic(<the tensor passed as input>, 0)" in c.next_step, c.next_step
+    (x,) = group_causes((_compile("0/1", _size("L['x']", 0, 2, 3)),))
+    assert "torch._dynamo.mark_dynamic(x, 0)" in x.next_step
