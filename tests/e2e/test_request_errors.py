@@ -185,6 +185,11 @@ def test_exit_status_counts_request_errors(erroring, partly_eager):
     assert eager.spec.strategy == "eager" and eager.status == "ok"
     assert _exit_status(build_run_report(dataclasses.replace(erroring, trials=(eager,))), frozenset()) == 0
     timed_out = dataclasses.replace(eager, status="timeout", error="timed out after 60 s")
+    # an interrupted run fails every gate: what it did not finish was not checked
+    cut = build_run_report(dataclasses.replace(erroring, trials=(eager,), missing=("default (cold)",)))
+    assert _exit_status(cut, frozenset()) == 1
+    from compilescope.app.run import failure
+    assert failure(cut).startswith("the run was interrupted: 1 of 2 trial(s) finished")
     assert _exit_status(build_run_report(dataclasses.replace(erroring, trials=(timed_out,))), frozenset()) == 1
 
 

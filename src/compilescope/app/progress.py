@@ -36,6 +36,27 @@ class Progress:
 
 
 SILENT = Progress()
+CHECKING = ("checking the workload before any trial: its build() and its first inputs, run here once (then in "
+            "each trial's own process) — still going")
+CHECKING_SAID_AFTER_S = 3.0
+
+
+class said_after:
+    """``with said_after(progress, 3.0, text):`` — ``text`` as a note when the block is still
+    running after ``delay_s`` seconds (a workload whose ``build()`` takes long, checked here
+    before any trial): slow is said, never shown as nothing; a quick block says nothing."""
+
+    def __init__(self, progress: Progress, delay_s: float, text: str) -> None:
+        import threading
+
+        self._timer = threading.Timer(delay_s, progress.note, (text, "dim"))
+        self._timer.daemon = True
+
+    def __enter__(self) -> None:
+        self._timer.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
 
 
 def trial_hooks(progress: Progress) -> tuple[ProgressFn, CallFn]:

@@ -28,7 +28,7 @@ from ..report import RunFile, RunReport
 from ..schema import from_data, to_data
 from ..strategies import get_strategy
 from ..workload import Workload, build_target, load_workload
-from .progress import SILENT, Progress, trial_hooks
+from .progress import CHECKING, CHECKING_SAID_AFTER_S, SILENT, Progress, said_after, trial_hooks
 
 DEFAULT_TIMEOUT_S = 900.0
 
@@ -271,7 +271,8 @@ def run_workload(
     in ``results``' journal as it finishes and the results file written at the end; returns
     what the results file holds (the records and their report). Bad input raises a
     :class:`~compilescope.errors.CompilescopeError` before the first trial."""
-    _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
+    with said_after(progress, CHECKING_SAID_AFTER_S, CHECKING):
+        _, base, names = prepare_run(workload, stream, strategies, options=options, measure=measure)
     total = len(plan_trials(base, names, cache))
     runner = executor() if executor is not None else None
     progress.note(f"results: {results} (each trial is saved as it finishes)", "dim")
@@ -303,12 +304,17 @@ def _watched(progress: Progress, total: int | None, work: Callable[[ProgressFn, 
 
 
 def failure(report: RunReport | None, fail_on: frozenset[str] = frozenset()) -> str | None:
-    """Why the command fails, in one line, or None: every compiled trial failed (a trial whose
+    """Why the command fails, in one line, or None: the run was interrupted (trials missing);
+    every compiled trial failed (a trial whose
     every request raised included), or ran no request compiled (each ran eagerly or raised),
     or, in a run of no compiled trial, every trial failed; or under ``--fail-on``: crash (a trial failed or timed
     out, or any request raised), numerics, fallback (a request ran eagerly, wholly or partly)."""
     if report is None:
         return None
+    if report.missing:  # an interrupted run: what it did not finish passes no gate
+        done = sum(1 for t in report.trials if t.status != "interrupted")
+        return (f"the run was interrupted: {done} of {done + len(report.missing)} trial(s) finished "
+                f"(compilescope run --resume finishes it)")
     compiled = [t for t in report.trials if t.compiles_code and t.status != "unavailable"]
     if compiled and all(t.status not in ("ok", "partial") for t in compiled):
         return f"every compiled trial failed ({', '.join(f'{t.label}: {t.status}' for t in compiled)})"

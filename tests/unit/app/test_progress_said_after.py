@@ -1,0 +1,29 @@
+"""A slow step before any trial (a workload's build()) is said once it has taken a while; a
+quick one says nothing."""
+
+from __future__ import annotations
+
+import threading
+
+from compilescope.app.progress import Progress, said_after
+
+
+class _Notes(Progress):
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self.said = threading.Event()
+
+    def note(self, text: str, style: str = "") -> None:
+        self.notes.append(text)
+        self.said.set()
+
+
+def test_a_slow_block_is_said_and_a_quick_one_is_not():
+    slow = _Notes()
+    with said_after(slow, 0.01, "still going"):
+        assert slow.said.wait(30)  # the block runs until the note came
+    assert slow.notes == ["still going"]
+    quick = _Notes()
+    with said_after(quick, 30.0, "still going"):
+        pass
+    assert not quick.said.wait(0.05) and quick.notes == []
