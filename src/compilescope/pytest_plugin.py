@@ -36,6 +36,26 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "max_recompiles(n): fail the test when it recompiles more than n times")
     config.addinivalue_line("markers", "max_graph_breaks(n): fail the test when it has more than n distinct graph breaks")
     config.stash[_ROWS] = []
+    config.pluginmanager.register(_Rows(config), "compilescope-rows")
+
+
+_PROPERTY = "compilescope"  # the row a watched test's teardown report carries (to the controller under xdist)
+
+
+class _Rows:
+    """Collects each watched test's row from its teardown report: in this process, or, under
+    pytest-xdist, in the controller that receives the workers' reports (their user
+    properties travel with them)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":
+            return
+        for name, value in report.user_properties:
+            if name == _PROPERTY:
+                self.config.stash[_ROWS].append(tuple(value))  # type: ignore[arg-type]
 
 
 def _budget(item: pytest.Item, name: str) -> int | None:
@@ -95,7 +115,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     if watch is None or not item.config.getoption("--compilescope-report"):
         return
     causes = "; ".join(c.description for c in watch.causes)
-    item.config.stash[_ROWS].append((item.nodeid, watch.compiles, watch.recompiles, watch.graph_breaks, causes))
+    item.user_properties.append((_PROPERTY, (item.nodeid, watch.compiles, watch.recompiles, watch.graph_breaks, causes)))
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -312,6 +312,28 @@ def test_plugin_fixture_and_report(pytester_compiled):
 
 
 @pytest.mark.processes
+def test_the_plugin_report_gathers_the_rows_of_xdist_workers(pytester):
+    """Under pytest-xdist the tests run in workers: their rows reach the controller's report
+    (before, it said no test ran under a compile watch)."""
+    pytest.importorskip("xdist")
+    pytester.makepyfile("""
+        import torch
+
+        def test_recompiles(compile_watch):
+            f = torch.compile(lambda x: x * 2, backend="eager", dynamic=False)
+            f(torch.ones(2))
+            f(torch.ones(3))
+
+        def test_plain():
+            assert True
+    """)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--compilescope-report")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["*compilescope: compiles per test*", "*test_recompiles*2*1*0*dim 0 varied over 2, 3*"])
+    result.stdout.no_fnmatch_line("*no test ran under a compile watch*")
+
+
+@pytest.mark.processes
 def test_the_plugin_imports_torch_only_for_a_test_that_uses_it(pytester):
     # a pytest of its own (a fresh interpreter), the plugin loaded by its entry point: a session
     # whose tests use no budget, fixture or report never imports torch

@@ -173,7 +173,7 @@ def payback_clauses(t: TrialReport) -> list[str]:
                 f"{_t(t.saving_per_request_s)} saved per request{net}{eager})"
             )
             if t.break_even_request is not None:
-                clause += f"; within this stream from request {t.break_even_request}"
+                clause += f"; within this stream after {t.break_even_request:,} requests"
             out.append(clause)
         else:
             net = (f", {_t(t.guard_extra_s)} of it guard checks this stream's order adds to a hit" if t.guard_extra_s

@@ -41,10 +41,13 @@ def _steady_cell(row: ShapeRow) -> Text:
 
 
 def _eager_cell(row: ShapeRow) -> Text:
-    if row.eager is None:
-        return T("—")
-    text = T(fmt_time(row.eager.median))
-    if row.eager.noisy:
+    return _p50(row.eager) if row.eager is not None else T("—")
+
+
+def _p50(stats: Stats) -> Text:
+    """A median with the noise mark, as every eager p50 cell shows it."""
+    text = T(fmt_time(stats.median))
+    if stats.noisy:
         text.append(" ~", style="yellow")
     return text
 
@@ -116,7 +119,7 @@ def shape_table(report: RunReport) -> Grid:
                 _steady_cell(row),
                 _eager_cell(row),
                 _speedup_cell(row),
-                T(fmt_time(row.eager_trial.median) if row.eager_trial and trial.compiles_code else ""),
+                _p50(row.eager_trial) if row.eager_trial and trial.compiles_code else T(""),
                 _error_cell(row),
                 end_section=i == len(present) - 1,
             )
@@ -163,7 +166,7 @@ def summary_table(report: RunReport) -> Grid:
         if not t.compiles_code:
             table.add_row(T(t.label), first_cell, *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
-        be = "not within the stream" if t.break_even_request is None else f"after request {t.break_even_request}"
+        be = "not within the stream" if t.break_even_request is None else f"after {t.break_even_request:,} requests"
         n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
         numerics = T(t.numerics_text, "bold red" if t.numerics_failed else "")
         table.add_row(

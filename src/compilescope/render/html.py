@@ -179,7 +179,7 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
             (f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})" if t.compiles_code else fmt_time(t.stream_s),
              "num"),
             ("" if not t.compiles_code else "not within the stream" if t.break_even_request is None
-             else f"after request {t.break_even_request}", ""),
+             else f"after {t.break_even_request:,} requests", ""),
             (n_star if t.compiles_code else "", "num"),
             _numerics_summary(t) if t.compiles_code else ("", ""),
         ])
