@@ -341,3 +341,42 @@ def wrapped_kwargs() -> Workload:
         ("seq",),
         ({"seq": 4}, {"seq": 8}, {"seq": 16}),
     )
+
+
+def dict_of_tensors() -> Workload:
+    """A dict of tensors whose key count, key order and sizes change: Dynamo guards the dict's
+    length and its keys by position (a ``DictGuardManager``, whose length check has no leaf)."""
+
+    class DictSum(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = torch.nn.Linear(8, 8)
+
+        def forward(self, feats):
+            out = 0
+            for key, x in feats.items():
+                out = out + self.lin(x).mean(0) * len(key)
+            return out
+
+    def build():
+        torch.manual_seed(0)
+        return DictSum()
+
+    def inputs(s):
+        keys = [f"f{'x' * i}" for i in range(s["k"])]
+        return ({k: torch.randn(s["n"], 8) for k in (keys[::-1] if s["r"] else keys)},)
+
+    stream = ((2, 4, 0), (3, 4, 0), (2, 6, 0), (2, 6, 1), (3, 4, 0), (3, 8, 1), (2, 4, 1))
+    return Workload("dict_of_tensors", build, inputs, ("k", "n", "r"),
+                    tuple({"k": k, "n": n, "r": r} for k, n, r in stream))
+
+
+def raises_in_compile_at_3() -> Workload:
+    """A convolution whose kernel is longer than the input for n=3: the compile fails on fake
+    tensors and raises into the call (eager raises too); other sizes compile."""
+
+    def f(x):
+        return torch.nn.functional.conv1d(x.view(1, 1, -1), torch.ones(1, 1, 5)).sum()
+
+    return Workload("raises_in_compile_at_3", lambda: f, lambda s: (torch.randn(s["n"]),), ("n",),
+                    _shape_stream(8, 16, 3, 8, 32, 3, 24))

@@ -1492,7 +1492,11 @@ def entry_leaves(guard_manager: Any, skip: Callable[[str], bool], max_leaves: in
     past ``max_leaves``.
     Walks ``guard_manager.root`` by ``get_source()``, ``get_leaf_guards()``,
     ``get_child_managers()``, ``get_epilogue_lambda_guards()`` and each leaf's
-    ``verbose_code_parts()`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1."""
+    ``verbose_code_parts()`` — checked on 2.6.0, 2.10.0, 2.13.0, 2.14.1; a dict's manager
+    (``DictGuardManager``) checks the dict's length itself, with no leaf (a ``DICT_LENGTH``
+    leaf with no parts stands for it), and holds each guarded item's key and value managers
+    apart, by ``get_key_value_managers()`` (index → (key manager, value manager), either
+    None) — checked on 2.13.0."""
     out: list[EntryLeaf] = []
     cut = 0
 
@@ -1521,6 +1525,17 @@ def entry_leaves(guard_manager: Any, skip: Callable[[str], bool], max_leaves: in
                 add(EntryLeaf(source, type(leaf).__name__, parts(leaf)))
         for child in manager.get_child_managers():
             visit(child, depth + 1)
+        pairs = getattr(manager, "get_key_value_managers", None)  # a dict's: its length is the manager's own check
+        if pairs is not None and depth:
+            add(EntryLeaf(source, "DICT_LENGTH", ()))
+            try:
+                found = list(pairs().values())
+            except Exception:
+                found = []
+            for pair in found:
+                for child in pair:
+                    if child is not None:
+                        visit(child, depth + 1)
 
     root = getattr(guard_manager, "root", guard_manager)
     visit(root, 0)

@@ -40,10 +40,12 @@ Step = tuple[str, Any]  # ("attr", name) or ("item", int | str)
 @dataclass(frozen=True)
 class Node:
     """A container or object on the way to the leaves: its type (``module.qualname``) and,
-    for a list, tuple or dict, its length."""
+    for a list, tuple or dict, its length; for a dict, its keys in order where each is a
+    plain value (Dynamo guards a dict's keys by position)."""
 
     type: str
     length: int | None = None
+    keys: tuple[Any, ...] | None = None
 
 
 @dataclass
@@ -135,6 +137,11 @@ def children(value: Any) -> list[tuple[Step, Any]] | None:
     return _steps(value, kind, names)
 
 
+def _plain_keys(d: Any) -> tuple[Any, ...] | None:
+    keys = tuple(d.keys())
+    return keys if all(k is None or isinstance(k, (str, int, float, bool)) for k in keys) else None
+
+
 def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -> Walk:
     """Every tensor, plain value and node inside ``value`` (itself included, at the empty path)."""
     out = Walk()
@@ -152,7 +159,7 @@ def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -
         steps = _steps(v, kind, names)
         if steps is None:
             return
-        items.append((path, Node(name, len(v) if kind in ("dict", "seq") else None)))
+        items.append((path, Node(name, len(v) if kind in ("dict", "seq") else None, _plain_keys(v) if kind == "dict" else None)))
         if len(path) >= max_depth:
             out.cut += len(steps)
             return

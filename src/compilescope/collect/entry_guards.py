@@ -6,8 +6,9 @@ Read once per compile (never on a call that hits) from the leaves
 tensor (static sizes, ``None`` where dynamic, with the sizes it was compiled for), each
 plain value's ``EQUALS_MATCH``/``TRUE_MATCH``/``FALSE_MATCH``/``NONE_MATCH`` (and an
 ``ID_MATCH`` on ``None``, ``True`` or ``False``), each object's ``TYPE_MATCH`` (its type's
-qualified name, read from the input it was compiled for), each list's or dict's
-``LENGTH_CHECK``, and the shape environment's relations over the inputs' sizes and strides.
+qualified name, read from the input it was compiled for), each list's ``LENGTH_CHECK`` and
+each dict's length (its manager's own check) and keys by position
+(``list(dict.keys(L['feats']))[1] == 'fx'``: Dynamo guards a dict's keys in order), and the shape environment's relations over the inputs' sizes and strides.
 
 An input is a parameter of the compiled frame (``L['x']``; a wrapper's ``L['args'][0]``,
 ``L['kwargs']['ids']``) and what lies inside it through items and instance attributes. Guards
@@ -40,6 +41,7 @@ _EQUALS = re.compile(r"^(?P<src>.+?) == (?P<exp>.+)$")
 _IS_NONE = re.compile(r"^(?P<src>.+?) is None$")
 _SOURCE = re.compile(r"L\[['\"][^'\"]+['\"]\](?:\[[^\]]+\]|\.[A-Za-z_]\w*)*")
 _MISSING = object()
+_DICT_KEY = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[(?P<i>\d+)\]$")  # a dict's key by position
 
 
 class _Inputs:
@@ -50,9 +52,16 @@ class _Inputs:
         self._cache: dict[str, Any] = {}
 
     def value(self, source: str) -> Any:
-        """The input's value at ``source`` (``_MISSING``: not an input, or not found)."""
+        """The input's value at ``source`` (``_MISSING``: not an input, or not found); a dict
+        key by its position (``list(dict.keys(L['feats']))[1]``, as Dynamo names it) too."""
         if source in self._cache:
             return self._cache[source]
+        if (key := _DICT_KEY.match(source)) is not None:
+            held = self.value(key["src"])
+            keys = list(held.keys()) if isinstance(held, dict) else []
+            found = keys[int(key["i"])] if int(key["i"]) < len(keys) else _MISSING
+            self._cache[source] = found
+            return found
         parsed = parse_source(source)
         found: Any = _MISSING
         if parsed is not None and parsed[0] != "self" and (self.params is None or parsed[0] in self.params):
@@ -87,6 +96,8 @@ def _cut(text: str) -> str:
 
 
 def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
+    if leaf.kind == "DICT_LENGTH":
+        return _dict_length(leaf, inputs)
     if leaf.kind == "EPILOGUE":
         out = []
         for part in leaf.parts:
@@ -124,6 +135,14 @@ def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
         return [EntryGuard("type", leaf.source, None, type_name(value), f"type({leaf.source}) is {type_name(value)}")]
     if leaf.kind == "LENGTH_CHECK" and isinstance(value, (list, tuple, dict)):
         return [EntryGuard("length", leaf.source, None, len(value), _cut(text))]
+    return []  # an identity or marking check: a stream of the same program does not change it
+
+
+def _dict_length(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
+    """A dict's manager checks its length itself (no leaf of its own): the length it was compiled for."""
+    value = inputs.value(leaf.source)
+    if isinstance(value, dict):
+        return [EntryGuard("length", leaf.source, None, len(value), f"len({leaf.source}) == {len(value)}")]
     return []  # an identity or marking check: a stream of the same program does not change it
 
 

@@ -98,6 +98,8 @@ def request_of(named: Mapping[str, Any]) -> Request:
                 types[src] = v.type
                 if v.length is not None:
                     lengths[src] = v.length
+                for i, key in enumerate(v.keys or ()):  # a dict's keys by position, as Dynamo guards them
+                    scalars[f"list(dict.keys({src}))[{i}]"] = key
             else:
                 scalars[src] = v
                 types[src] = type_name(v)
@@ -230,7 +232,7 @@ def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
     name = _name(src)
     held = request.types.get(src) or ("torch.Tensor" if src in request.sizes else
                                       type_name(request.scalars[src]) if src in request.scalars else None)
-    if g.kind in ("tensor", "value", "type", "length") and held is None:
+    if g.kind in ("tensor", "value", "type", "length", AS_COMPILED) and held is None:
         if request.defaulted(src):  # a parameter no request passes: its default, as compiled
             return [], None
         return [], f"{name} is not in the request's inputs (not made, or past the walk's bounds)"
@@ -247,6 +249,11 @@ def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
         return [f"{name} mismatch. expected {g.expected!r}, actual {request.scalars[src]!r}"], None
     if g.kind == "type":
         return ([] if held == g.expected else [f"type({name}) mismatch. expected {g.expected}, actual {held}"]), None
+    if g.kind == AS_COMPILED:
+        if src in request.scalars and _same(g.expected, request.scalars[src]):
+            return [], None
+        return [], (f"{name} is {request.scalars.get(src, held)!r} where an estimated entry was made for "
+                    f"{g.expected!r}: the guards its trace put on a number made dynamic were not recorded")
     if g.kind == "length":
         if src not in request.lengths:
             return [f"{name} is {held}, not a container"], None
@@ -342,10 +349,27 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode:
                                  example=sizes, dtype=request.dtypes.get(name)))
         guards += [EntryGuard("specialization", name, i, None, f"2 <= {name}.size()[{i}]") for i in sorted(dynamic)]
     if mode in ("automatic", "dynamic"):
-        guards += _carried_relations(entries, request)
+        guards += _carried_relations(entries, request) + _held_as_compiled(request)
     else:
         guards += [EntryGuard("value", s, None, v, f"{s} == {v!r}") for s, v in request.scalars.items()]
+        guards += [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()]
     return _Entry(cid, tuple(guards))
+
+
+def _held_as_compiled(request: Request) -> list[EntryGuard]:
+    """What an estimated entry under dynamic shapes holds of ``request`` beyond sizes: each
+    container's length and a dict's keys (never dynamic), each plain value that is not a
+    number (a flag, a string: specialised); and each number as what it was compiled for
+    (:data:`AS_COMPILED`): a number made dynamic carries guards from the trace's branches on
+    it, which were not recorded — another value is not known to be accepted."""
+    out = [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()]
+    for s, v in request.scalars.items():
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and not s.startswith("list(dict.keys(")
+        out.append(EntryGuard(AS_COMPILED if number else "value", s, None, v, f"{s} == {v!r}"))
+    return out
+
+
+AS_COMPILED = "as_compiled"  # an estimated entry's number: its value passes, another is not known
 
 
 @dataclass
@@ -383,8 +407,13 @@ class FrameModel:
         if self.mode == "static":  # a static entry depends on its shape only
             candidates += self.recorded
         used = {e.recorded for e in self.entries}
-        for e in candidates:
-            if e.recorded not in used and e.guards and check(e.guards, request) == ([], []) and not e.cut:
+        for i, e in enumerate(candidates):
+            if e.recorded in used or not e.guards:
+                continue
+            failed, unknown = check(e.guards, request)
+            # the recording's own next entry, not refused by its guards, is it, though some of them
+            # cannot be told: kept with them (what it accepts later is unknown), never estimated anew
+            if not failed and (i == 0 and attempt < len(self.recorded) or not (unknown or e.cut)):
                 return dataclasses.replace(e, cid=f"{self.frame}/{attempt}")
         return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.mode)
 
@@ -474,20 +503,22 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
 
 
 def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest]) -> list[ForecastRequest]:
-    """The recording holds a compile that failed (its call went on: Dynamo then runs that frame
-    eagerly for good). Which request of the stream meets that failure, and which later ones
-    run the frame eagerly, no recorded guard tells: each request after the first that compiles
-    is ``unknown``."""
+    """The recording holds a compile that failed: its call went on (Dynamo then runs that frame
+    eagerly for good), or the failure raised into it (a shape the code cannot compile raises
+    again whenever it comes). Which request of the stream meets that failure, and what runs
+    eagerly or raises after, no recorded guard tells: each request after the first that
+    compiles is ``unknown``."""
     errors = {c.index: c.error for c in trial.calls}
-    failed = next((r for r in trial.compiles if r.failed and r.phase in ("stream", "startup")
-                   and failure_skips_frame(r, errors.get(r.call_index))), None)
+    failed = next((r for r in trial.compiles if r.failed and r.phase in ("stream", "startup")), None)
     first = next((i for i, r in enumerate(rows) if r.outcome == "compile"), None)
     if failed is None or first is None:
         return rows
+    then = ("after which Dynamo runs that frame eagerly: which request meets it, and what runs eagerly after"
+            if failure_skips_frame(failed, errors.get(failed.call_index)) else
+            "which raised into its call: which requests meet it (and raise), and which entries exist after")
     why = (f"the recording holds a failed compile ({failed.compile_id} of {failed.display_name}, "
-           f"{failed.fail_type or 'an error'}), after which Dynamo runs that frame eagerly: which request "
-           f"meets it, and what runs eagerly after, the recorded guards do not tell (from request {rows[first].index}, "
-           "which compiles)")
+           f"{failed.fail_type or 'an error'}), {then}, the recorded guards do not tell (from request "
+           f"{rows[first].index}, which compiles)")
     return rows[:first + 1] + [dataclasses.replace(r, outcome="unknown", basis="guards", compile_ids=(), guards=(),
                                                    estimated=False, why=why) for r in rows[first + 1:]]
 

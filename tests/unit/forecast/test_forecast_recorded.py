@@ -8,6 +8,7 @@ under default, static and dynamic."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -356,3 +357,80 @@ def test_a_recording_with_a_failed_compile_forecasts_nothing_it_cannot_tell_afte
     s = forecast_recorded(ref, "16,64,16", path).strategy("default")
     assert [r.outcome for r in s.requests] == ["compile", "unknown", "unknown"]
     assert "failed compile" in (s.requests[1].why or "") and s.requests[2].why == s.requests[1].why
+
+
+def test_a_dict_argument_keeps_its_length_and_keys_in_the_recording(tmp_path, monkeypatch):
+    """A dict's guard manager checks its length itself and holds its keys' and values' managers
+    apart: the recording keeps the length, the keys by position and the values' sizes, so a
+    change of key count or order is a compile, never a confident hit (before: every entry
+    held no guard on the dict, and such requests were forecast hits)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:dict_of_tensors"
+    stream = load_workload(workload).default_stream
+    strategies = ("default", "static", "dynamic")
+    truth = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in strategies}
+    first = next(r for r in truth["dynamic"].compiles if r.outcome == "compiled")
+    kinds = {(g.kind, g.source) for g in first.entry_guards}
+    assert ("length", "L['feats']") in kinds and ("value", "list(dict.keys(L['feats']))[1]") in kinds, kinds
+    assert ("tensor", "L['feats']['fx']") in kinds
+    prefix = {s: _trial(workload, s, stream[:3], "eager", tmp_path, monkeypatch) for s in strategies}
+    report = forecast_recorded(workload, stream, _recorded(workload, stream[:3], prefix.values(), tmp_path / "r.json"),
+                               strategies)
+    counts: dict = {}
+    wrong = [m for m in _misses(report, truth, counts) if "forecast unknown" not in m]
+    assert wrong == [], "\n".join(wrong)
+    assert all(r.outcome != "unknown" for s in report.strategies for r in s.requests[:3])  # the recorded stream
+
+
+def test_a_recorded_compile_that_raised_leaves_what_follows_unknown(tmp_path, monkeypatch):
+    """A compile that failed and raised into its call made no entry: replayed as a compile that
+    made one, it misnumbered every entry after it (before: that request "compiles 0/2", later
+    ones estimated from an entry that never existed)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:raises_in_compile_at_3"
+    stream = load_workload(workload).default_stream
+    strategies = ("default", "static", "dynamic")
+    truth = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in strategies}
+    assert all(t.calls[2].error for t in truth.values())
+    prefix = {s: _trial(workload, s, stream[:3], "eager", tmp_path, monkeypatch) for s in strategies}
+    report = forecast_recorded(workload, stream, _recorded(workload, stream[:3], prefix.values(), tmp_path / "r.json"),
+                               strategies)
+    counts: dict = {}
+    wrong = [m for m in _misses(report, truth, counts) if "forecast unknown" not in m]
+    assert wrong == [], "\n".join(wrong)
+    for s in report.strategies:
+        assert s.requests[2].outcome == "unknown" and "raised into its call" in (s.requests[2].why or ""), s.requests[2]
+
+
+def test_a_recorded_entry_whose_guards_cannot_be_told_is_kept_not_estimated_anew():
+    """The recording's next entry, not refused by its guards though one cannot be evaluated
+    (an attribute inside an expression, a ``_base``), is that entry: a later request it may or
+    may not accept is unknown (before: an estimate without that guard said hit)."""
+    from compilescope.forecast.recorded import FrameModel
+    from compilescope.model import CompileId, CompileRecord, EntryGuard
+
+    guards = (EntryGuard("tensor", "L['x']", sizes=(None,), example=(4,), dtype="float32"),
+              EntryGuard("relation", None, None, None, "4 <= L['cache'].cumulative_length <= 5"))
+    recorded = [CompileRecord(CompileId.parse("0/0"), "f", "m.py", 1, outcome="compiled", entry_guards=guards)]
+    model = FrameModel(0, recorded, "dynamic", 8)
+    x = lambda n: Request(sizes={"L['x']": (n,)}, dtypes={"L['x']": "float32"})  # noqa: E731
+    assert model.step(x(4)).outcome == "compile"
+    later = model.step(x(6))
+    assert later.outcome == "unknown" and "could not be evaluated" in (later.why or ""), later
+
+
+def test_an_estimated_dynamic_entry_holds_containers_and_numbers_as_compiled():
+    """Beyond sizes, an entry estimated under dynamic shapes holds each container's length and
+    a dict's keys (never dynamic), and each number as the value it was made for: another value
+    is unknown (the trace's branches on a number made dynamic put guards that were not recorded)."""
+    from compilescope.forecast.recorded import AS_COMPILED, check, estimated_entry
+
+    made = Request(sizes={"L['xs'][0]": (4,)}, scalars={"L['n']": 3, "L['flag']": True}, lengths={"L['xs']": 2},
+                   types={"L['xs']": "builtins.list"})
+    entry = estimated_entry("0/1", made, (), "dynamic")
+    assert {(g.kind, g.source) for g in entry.guards} >= {("length", "L['xs']"), (AS_COMPILED, "L['n']"),
+                                                          ("value", "L['flag']")}
+    assert check(entry.guards, made) == ([], [])
+    other_n = dataclasses.replace(made, scalars={"L['n']": 5, "L['flag']": True})
+    failed, unknown = check(entry.guards, other_n)
+    assert failed == [] and len(unknown) == 1 and "made for 3" in unknown[0]
+    longer = dataclasses.replace(made, lengths={"L['xs']": 3})
+    assert check(entry.guards, longer)[0] == ["len(xs) mismatch. expected 2, actual 3"]
