@@ -159,7 +159,8 @@ def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -
         steps = _steps(v, kind, names)
         if steps is None:
             return
-        items.append((path, Node(name, len(v) if kind in ("dict", "seq") else None, _plain_keys(v) if kind == "dict" else None)))
+        items.append((path, Node(name, len(v) if kind in ("dict", "seq") else None,
+                                 _plain_keys(v) if kind == "dict" else None)))
         if len(path) >= max_depth:
             out.cut += len(steps)
             return

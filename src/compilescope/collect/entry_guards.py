@@ -8,7 +8,8 @@ plain value's ``EQUALS_MATCH``/``TRUE_MATCH``/``FALSE_MATCH``/``NONE_MATCH`` (an
 ``ID_MATCH`` on ``None``, ``True`` or ``False``), each object's ``TYPE_MATCH`` (its type's
 qualified name, read from the input it was compiled for), each list's ``LENGTH_CHECK`` and
 each dict's length (its manager's own check) and keys by position
-(``list(dict.keys(L['feats']))[1] == 'fx'``: Dynamo guards a dict's keys in order), and the shape environment's relations over the inputs' sizes and strides.
+(``list(dict.keys(L['feats']))[1] == 'fx'``: Dynamo guards a dict's keys in order), and the
+shape environment's relations over the inputs' sizes and strides.
 
 An input is a parameter of the compiled frame (``L['x']``; a wrapper's ``L['args'][0]``,
 ``L['kwargs']['ids']``) and what lies inside it through items and instance attributes. Guards
@@ -143,7 +144,7 @@ def _dict_length(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
     value = inputs.value(leaf.source)
     if isinstance(value, dict):
         return [EntryGuard("length", leaf.source, None, len(value), f"len({leaf.source}) == {len(value)}")]
-    return []  # an identity or marking check: a stream of the same program does not change it
+    return []  # a dict that is no input's (a module's buffers): not recorded
 
 
 def _number(value: Any) -> bool:
