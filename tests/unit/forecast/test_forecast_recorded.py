@@ -359,6 +359,17 @@ def test_a_recording_with_a_failed_compile_forecasts_nothing_it_cannot_tell_afte
     assert "failed compile" in (s.requests[1].why or "") and s.requests[2].why == s.requests[1].why
 
 
+def _forecast_from_a_prefix(workload, stream, n, truth, tmp_path, monkeypatch):
+    """The recorded-guard forecast of ``stream`` from real trials of its first ``n`` requests,
+    checked against ``truth``: never a known outcome the real trial contradicts."""
+    prefix = {s: _trial(workload, s, stream[:n], "eager", tmp_path, monkeypatch) for s in truth}
+    report = forecast_recorded(workload, stream, _recorded(workload, stream[:n], prefix.values(), tmp_path / "r.json"),
+                               tuple(truth))
+    wrong = [m for m in _misses(report, truth, {}) if "forecast unknown" not in m]
+    assert wrong == [], "\n".join(wrong)
+    return report
+
+
 def test_a_dict_argument_keeps_its_length_and_keys_in_the_recording(tmp_path, monkeypatch):
     """A dict's guard manager checks its length itself and holds its keys' and values' managers
     apart: the recording keeps the length, the keys by position and the values' sizes, so a
@@ -372,12 +383,7 @@ def test_a_dict_argument_keeps_its_length_and_keys_in_the_recording(tmp_path, mo
     kinds = {(g.kind, g.source) for g in first.entry_guards}
     assert ("length", "L['feats']") in kinds and ("value", "list(dict.keys(L['feats']))[1]") in kinds, kinds
     assert ("tensor", "L['feats']['fx']") in kinds
-    prefix = {s: _trial(workload, s, stream[:3], "eager", tmp_path, monkeypatch) for s in strategies}
-    report = forecast_recorded(workload, stream, _recorded(workload, stream[:3], prefix.values(), tmp_path / "r.json"),
-                               strategies)
-    counts: dict = {}
-    wrong = [m for m in _misses(report, truth, counts) if "forecast unknown" not in m]
-    assert wrong == [], "\n".join(wrong)
+    report = _forecast_from_a_prefix(workload, stream, 3, truth, tmp_path, monkeypatch)
     assert all(r.outcome != "unknown" for s in report.strategies for r in s.requests[:3])  # the recorded stream
 
 
@@ -390,12 +396,7 @@ def test_a_recorded_compile_that_raised_leaves_what_follows_unknown(tmp_path, mo
     strategies = ("default", "static", "dynamic")
     truth = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in strategies}
     assert all(t.calls[2].error for t in truth.values())
-    prefix = {s: _trial(workload, s, stream[:3], "eager", tmp_path, monkeypatch) for s in strategies}
-    report = forecast_recorded(workload, stream, _recorded(workload, stream[:3], prefix.values(), tmp_path / "r.json"),
-                               strategies)
-    counts: dict = {}
-    wrong = [m for m in _misses(report, truth, counts) if "forecast unknown" not in m]
-    assert wrong == [], "\n".join(wrong)
+    report = _forecast_from_a_prefix(workload, stream, 3, truth, tmp_path, monkeypatch)
     for s in report.strategies:
         assert s.requests[2].outcome == "unknown" and "raised into its call" in (s.requests[2].why or ""), s.requests[2]
 
