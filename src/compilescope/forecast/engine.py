@@ -465,7 +465,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     limit = limit_in_force(options.recompile_limit)
     return StrategyForecast(
         strategy=strategy, requests=tuple(requests), hits=counts["hit"], compiles=counts["compile"],
-        eager=counts["eager"], errors=counts["error"], traced=len(distinct), recompile_limit=limit,
+        eager=counts["eager"], errors=counts["error"], traced=min(len(distinct), len(trial.calls)), recompile_limit=limit,
         dry_wall_s=time.perf_counter() - begun,
         stalls=tuple(r.index for r in requests if r.outcome == "compile"),
         predicted_compile_s=predicted, compile_times=times, notes=tuple(notes), unknown=counts["unknown"],

@@ -380,6 +380,7 @@ class Step:
     unknown: int = 0  # guards that could not be evaluated
     new: bool = False  # compiled an entry whose guards were not recorded
     why: str | None = None  # why the outcome is unknown
+    limited: str | None = None  # why the outcome is eager: the recompile limit
 
 
 class FrameModel:
@@ -438,6 +439,7 @@ class FrameModel:
             return step
         if len(self.entries) >= self.limit:
             step.outcome = "eager"
+            step.limited = f"the recompile limit ({self.limit}) refuses the frame: no entry accepts it"
             return step
         chosen = self._choose(request)
         self.entries.append(chosen)
@@ -461,9 +463,10 @@ def entry_frame(compiles: Sequence[CompileRecord]) -> tuple[int | None, list[str
 
 def _request_row(index: int, shape: Shape, step: Step, estimated: str | None) -> ForecastRequest:
     guards = tuple(g for cid, texts in step.rejected for g in _forecast_guards(cid, texts))
+    why = step.why or (f"{step.limited}; {estimated}" if step.limited and estimated else step.limited or estimated)
     return ForecastRequest(index, shape_key(shape), step.outcome, "guards",
                            (step.compile_id,) if step.compile_id else (), guards,
-                           estimated=estimated is not None and step.why is None, why=step.why or estimated)
+                           estimated=estimated is not None and step.why is None, why=why)
 
 
 def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Callable[[Shape], Request],

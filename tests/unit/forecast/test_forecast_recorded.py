@@ -435,3 +435,17 @@ def test_an_estimated_dynamic_entry_holds_containers_and_numbers_as_compiled():
     assert failed == [] and len(unknown) == 1 and "made for 3" in unknown[0]
     longer = dataclasses.replace(made, lengths={"L['xs']": 3})
     assert check(entry.guards, longer)[0] == ["len(xs) mismatch. expected 2, actual 3"]
+
+
+def test_a_request_eager_at_the_limit_says_the_limit_even_when_estimated():
+    from compilescope.forecast.recorded import FrameModel, _request_row
+    from compilescope.model import CompileId, CompileRecord, EntryGuard
+
+    static = (EntryGuard("tensor", "L['x']", sizes=(4,), example=(4,), dtype="float32"),)
+    model = FrameModel(0, [CompileRecord(CompileId.parse("0/0"), "f", "m.py", 1, outcome="compiled",
+                                         entry_guards=static)], "static", 1)
+    x = lambda n: Request(sizes={"L['x']": (n,)}, dtypes={"L['x']": "float32"})  # noqa: E731
+    assert model.step(x(4)).outcome == "compile"
+    row = _request_row(1, {"x": 8}, model.step(x(8)), "estimated, for a reason of its own")
+    assert row.outcome == "eager" and row.why.startswith("the recompile limit (1) refuses the frame"), row.why
+    assert row.why.endswith("estimated, for a reason of its own")
