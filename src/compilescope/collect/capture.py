@@ -20,7 +20,7 @@ last poll into records; the hot path (a steady call) only compares two lengths.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,14 @@ class Polled:
     unattributed: tuple[GuardFailure, ...]  # reasons recorded outside any compile
 
 
+def _plain(tagged: Sequence[Observed]) -> dict[str, Any] | None:
+    """The plain arguments the call that the rejecting entries were checked against held."""
+    out: dict[str, Any] = {}
+    for o in tagged:
+        out.update(o.plain)
+    return out or None
+
+
 @dataclass(frozen=True)
 class Observed:
     """One rejecting entry's reason as PyTorch recorded it, and what walking that entry's
@@ -47,6 +55,7 @@ class Observed:
     text: str
     walked: tuple[GuardFailure, ...] = ()
     unevaluated: dict[str, int] = field(default_factory=dict)
+    plain: dict[str, Any] = field(default_factory=dict)  # the call's plain arguments (ints, flags…), when read
 
 
 def _merge_counts(counts: Any) -> dict[str, int]:
@@ -111,6 +120,7 @@ class CaptureSession:
         walked: tuple[GuardFailure, ...] = ()
         unevaluated: dict[str, int] = {}
         context = compat.rejecting_entry() if self.walk_guards else None
+        plain = {k: v for k, v in context[1].items() if isinstance(v, (bool, int, float, str))} if context else {}
         if context is not None:
             entry = text.split(":", 1)[0].strip() if ":" in text else None
             try:
@@ -118,7 +128,7 @@ class CaptureSession:
                 walked = tuple(found)
             except Exception as exc:  # never break PyTorch's compile decision
                 unevaluated = {f"walk raised {type(exc).__name__}": 1}
-        self._failures.setdefault((self.epoch, cid), []).append(Observed(code_key(code), text, walked, unevaluated))
+        self._failures.setdefault((self.epoch, cid), []).append(Observed(code_key(code), text, walked, unevaluated, plain))
 
     def _on_entry(self, guard_manager: Any, f_locals: Mapping[str, Any], code: Any = None) -> None:
         cid = compat.current_compile_id()
@@ -179,7 +189,8 @@ class CaptureSession:
                 reasons=[o.text for o in tagged],
                 walked=[g for o in tagged for g in o.walked],
                 unevaluated=_merge_counts(o.unevaluated for o in tagged),
-                arguments=arguments,
+                # a Python value's guard names no actual value: the call's own, where the capture read it
+                arguments=arguments if arguments is not None else _plain(tagged),
                 call_index=call_index,
                 phase=phase,
                 target=target,

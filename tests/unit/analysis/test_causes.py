@@ -268,3 +268,20 @@ def test_a_mark_never_names_a_builtin_the_pasted_line_would_mark_instead():
     assert "torch._dynamo.mark_dynamic(<the tensor passed as input>, 0)" in c.next_step, c.next_step
     (x,) = group_causes((_compile("0/1", _size("L['x']", 0, 2, 3)),))
     assert "torch._dynamo.mark_dynamic(x, 0)" in x.next_step
+
+
+def test_a_python_values_cause_lists_the_value_each_call_brought():
+    """PyTorch's text for a value guard names only the value the entry holds (``n == 5``): the
+    value the call brought is read from the call's own locals, so the last value is listed too
+    (before: "varied over 2, 3, 5" where n also took 6, which compiled)."""
+    def loop(x, n):
+        for _ in range(n):
+            x = x * 1.01
+        return x
+
+    f = torch.compile(loop, backend="eager")
+    with compilescope.watch() as w:
+        for n in (2, 3, 5, 6):
+            f(torch.randn(4), n)
+    (n,) = [c for c in w.causes if c.source == "L['n']"]
+    assert n.description.startswith("L['n'] value varied over 2, 3, 5, 6 → 3 compile(s)"), n.description
