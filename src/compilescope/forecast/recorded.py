@@ -348,22 +348,38 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode:
         guards.append(EntryGuard("tensor", name, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
                                  example=sizes, dtype=request.dtypes.get(name)))
         guards += [EntryGuard("specialization", name, i, None, f"2 <= {name}.size()[{i}]") for i in sorted(dynamic)]
+    guarded = _guarded_sources(entries)
     if mode in ("automatic", "dynamic"):
-        guards += _carried_relations(entries, request) + _held_as_compiled(request)
+        guards += _carried_relations(entries, request) + _held_as_compiled(request, guarded)
     else:
         guards += [EntryGuard("value", s, None, v, f"{s} == {v!r}") for s, v in request.scalars.items()]
-        guards += [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()]
+        guards += [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()
+                   if s in guarded]
     return _Entry(cid, tuple(guards))
 
 
-def _held_as_compiled(request: Request) -> list[EntryGuard]:
-    """What an estimated entry under dynamic shapes holds of ``request`` beyond sizes: each
-    container's length and a dict's keys (never dynamic), each plain value that is not a
-    number (a flag, a string: specialised); and each number as what it was compiled for
-    (:data:`AS_COMPILED`): a number made dynamic carries guards from the trace's branches on
-    it, which were not recorded — another value is not known to be accepted."""
-    out = [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()]
+def _guarded_sources(entries: Sequence[_Entry]) -> set[str]:
+    """The sources some entry's guards name: what the frame's traces read and guard."""
+    out: set[str] = set()
+    for e in entries:
+        for g in e.guards:
+            if g.source:
+                out.add(g.source)
+            out.update(_SOURCE_IN_TEXT.findall(g.text or ""))
+    return out
+
+
+def _held_as_compiled(request: Request, guarded: set[str]) -> list[EntryGuard]:
+    """What an estimated entry under dynamic shapes holds of ``request`` beyond sizes, for the
+    sources the frame's entries guard (what its traces read): each container's length and a
+    dict's keys (never dynamic), each plain value that is not a number (a flag, a string:
+    specialised); and each number as what it was compiled for (:data:`AS_COMPILED`): a number
+    made dynamic carries guards from the trace's branches on it, which were not recorded —
+    another value is not known to be accepted."""
+    out = [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items() if s in guarded]
     for s, v in request.scalars.items():
+        if s not in guarded:
+            continue
         number = isinstance(v, (int, float)) and not isinstance(v, bool) and not s.startswith("list(dict.keys(")
         out.append(EntryGuard(AS_COMPILED if number else "value", s, None, v, f"{s} == {v!r}"))
     return out

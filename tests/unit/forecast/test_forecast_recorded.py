@@ -18,7 +18,7 @@ import torch
 from compilescope.errors import OptionError
 from compilescope.forecast import compare_forecasts, forecast, forecast_recorded, request_outcomes
 from compilescope.forecast.recorded import Request, Unevaluable, evaluate
-from compilescope.model import MeasureOptions, RunResult, StrategyOptions, TrialSpec, Workload
+from compilescope.model import EntryGuard, MeasureOptions, RunResult, StrategyOptions, TrialSpec, Workload
 from compilescope.schema import dumps, load, loads
 from compilescope.stream import parse_stream
 from compilescope.workload import load_workload
@@ -422,15 +422,18 @@ def test_an_estimated_dynamic_entry_holds_containers_and_numbers_as_compiled():
     """Beyond sizes, an entry estimated under dynamic shapes holds each container's length and
     a dict's keys (never dynamic), and each number as the value it was made for: another value
     is unknown (the trace's branches on a number made dynamic put guards that were not recorded)."""
-    from compilescope.forecast.recorded import AS_COMPILED, check, estimated_entry
+    from compilescope.forecast.recorded import AS_COMPILED, _Entry, check, estimated_entry
 
-    made = Request(sizes={"L['xs'][0]": (4,)}, scalars={"L['n']": 3, "L['flag']": True}, lengths={"L['xs']": 2},
-                   types={"L['xs']": "builtins.list"})
-    entry = estimated_entry("0/1", made, (), "dynamic")
-    assert {(g.kind, g.source) for g in entry.guards} >= {("length", "L['xs']"), (AS_COMPILED, "L['n']"),
-                                                          ("value", "L['flag']")}
+    made = Request(sizes={"L['xs'][0]": (4,)}, scalars={"L['n']": 3, "L['flag']": True, "L['unread']": 7},
+                   lengths={"L['xs']": 2}, types={"L['xs']": "builtins.list"})
+    earlier = _Entry("0/0", (EntryGuard("length", "L['xs']", None, 1), EntryGuard("value", "L['flag']", None, True),
+                             EntryGuard("scalar", None, None, None, "2 <= L['n']")))
+    entry = estimated_entry("0/1", made, (earlier,), "dynamic")
+    held = {(g.kind, g.source) for g in entry.guards}
+    assert held >= {("length", "L['xs']"), (AS_COMPILED, "L['n']"), ("value", "L['flag']")}, held
+    assert not [g for g in entry.guards if g.source == "L['unread']"]  # no entry guards it: the traces never read it
     assert check(entry.guards, made) == ([], [])
-    other_n = dataclasses.replace(made, scalars={"L['n']": 5, "L['flag']": True})
+    other_n = dataclasses.replace(made, scalars={"L['n']": 5, "L['flag']": True, "L['unread']": 9})
     failed, unknown = check(entry.guards, other_n)
     assert failed == [] and len(unknown) == 1 and "made for 3" in unknown[0]
     longer = dataclasses.replace(made, lengths={"L['xs']": 3})
