@@ -380,3 +380,26 @@ def raises_in_compile_at_3() -> Workload:
 
     return Workload("raises_in_compile_at_3", lambda: f, lambda s: (torch.randn(s["n"]),), ("n",),
                     _shape_stream(8, 16, 3, 8, 32, 3, 24))
+
+
+def _iterates_kwargs(forward):  # a decorator that copies **kwargs item by item: a dict guard manager on it
+    @functools.wraps(forward)
+    def wrapper(self, *args, **kwargs):
+        kw = {k: v for k, v in kwargs.items()}
+        return forward(self, *args, **kw)
+
+    return wrapper
+
+
+class _IteratedKwargs(torch.nn.Module):
+    @_iterates_kwargs
+    def forward(self, ids, mask):
+        return (ids * mask).sum(-1)
+
+
+def iterated_kwargs() -> Workload:
+    """``wrapped_kwargs`` with a decorator that iterates ``**kwargs``: Dynamo guards that dict's
+    length and keys in order, which requests name by the function's parameters instead."""
+    return Workload("iterated_kwargs", _IteratedKwargs,
+                    lambda s: {"ids": torch.randn(2, s["seq"]), "mask": torch.ones(2, s["seq"])}, ("seq",),
+                    ({"seq": 4}, {"seq": 8}, {"seq": 16}, {"seq": 8}, {"seq": 32}))

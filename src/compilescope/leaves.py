@@ -137,9 +137,18 @@ def children(value: Any) -> list[tuple[Step, Any]] | None:
     return _steps(value, kind, names)
 
 
-def _plain_keys(d: Any) -> tuple[Any, ...] | None:
-    keys = tuple(d.keys())
-    return keys if all(k is None or isinstance(k, (str, int, float, bool)) for k in keys) else None
+NOT_PLAIN = "<not a plain key>"  # a dict key that is not a plain value, by position
+MAX_KEYS = 64  # a dict's keys kept by position (a state dict's are not all)
+
+
+def _plain_keys(d: Any) -> tuple[Any, ...]:
+    """A dict's first :data:`MAX_KEYS` keys in order, each that is not a plain value as :data:`NOT_PLAIN`."""
+    out = []
+    for k in d.keys():
+        if len(out) >= MAX_KEYS:
+            break
+        out.append(k if k is None or isinstance(k, (str, int, float, bool)) else NOT_PLAIN)
+    return tuple(out)
 
 
 def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -> Walk:

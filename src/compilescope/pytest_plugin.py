@@ -39,23 +39,31 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_Rows(config), "compilescope-rows")
 
 
-_PROPERTY = "compilescope"  # the row a watched test's teardown report carries (to the controller under xdist)
+_ROW = pytest.StashKey[tuple[str, int, int, int, str]]()
+_ATTRIBUTE = "compilescope_row"  # the row a watched test's teardown report carries (to the controller under xdist)
 
 
 class _Rows:
     """Collects each watched test's row from its teardown report: in this process, or, under
-    pytest-xdist, in the controller that receives the workers' reports (their user
-    properties travel with them)."""
+    pytest-xdist, in the controller that receives the workers' reports (a report's own
+    attributes travel with it; a user property would also land in JUnit XML)."""
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if report.when != "teardown":
-            return
-        for name, value in report.user_properties:
-            if name == _PROPERTY:
-                self.config.stash[_ROWS].append(tuple(value))  # type: ignore[arg-type]
+        row = getattr(report, _ATTRIBUTE, None) if report.when == "teardown" else None
+        if row is not None:
+            self.config.stash[_ROWS].append(tuple(row))  # type: ignore[arg-type]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Any:
+    report = yield
+    row = item.stash.get(_ROW, None) if call.when == "teardown" else None
+    if row is not None:
+        setattr(report, _ATTRIBUTE, list(row))
+    return report
 
 
 def _budget(item: pytest.Item, name: str) -> int | None:
@@ -115,7 +123,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> None:
     if watch is None or not item.config.getoption("--compilescope-report"):
         return
     causes = "; ".join(c.description for c in watch.causes)
-    item.user_properties.append((_PROPERTY, (item.nodeid, watch.compiles, watch.recompiles, watch.graph_breaks, causes)))
+    item.stash[_ROW] = (item.nodeid, watch.compiles, watch.recompiles, watch.graph_breaks, causes)
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -327,10 +327,12 @@ def test_the_plugin_report_gathers_the_rows_of_xdist_workers(pytester):
         def test_plain():
             assert True
     """)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--compilescope-report")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "2", "--compilescope-report",
+                                           "--junitxml=j.xml")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["*compilescope: compiles per test*", "*test_recompiles*2*1*0*dim 0 varied over 2, 3*"])
     result.stdout.no_fnmatch_line("*no test ran under a compile watch*")
+    assert "compilescope" not in (pytester.path / "j.xml").read_text()  # the rows are no test's JUnit property
 
 
 @pytest.mark.processes

@@ -517,7 +517,7 @@ def group_causes(compiles: tuple[CompileRecord, ...], *,
     causes = [_with_instance(c) if c.compile_ids and set(c.compile_ids) <= by_parameter else c for c in causes]
     causes = [c if c.compile_ids else replace(c, shape_reducible=False, next_step=(
         "nothing to do for it alone: each compile it failed an entry of is counted for the causes that failed "
-        "every entry (above), whose steps remove it")) for c in causes]
+        "every entry")) for c in causes]
     return tuple(replace(c, description=describe(c)) for c in causes)
 
 

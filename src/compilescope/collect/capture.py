@@ -120,7 +120,8 @@ class CaptureSession:
         walked: tuple[GuardFailure, ...] = ()
         unevaluated: dict[str, int] = {}
         context = compat.rejecting_entry() if self.walk_guards else None
-        plain = {k: v for k, v in context[1].items() if isinstance(v, (bool, int, float, str))} if context else {}
+        plain = {k: v for k, v in context[1].items()
+                 if isinstance(v, (bool, int, float)) or isinstance(v, str) and len(v) <= 200} if context else {}
         if context is not None:
             entry = text.split(":", 1)[0].strip() if ":" in text else None
             try:

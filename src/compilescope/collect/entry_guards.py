@@ -48,8 +48,9 @@ _DICT_KEY = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[(?P<i>\d+)\]$")  # 
 class _Inputs:
     """Which guard sources are the frame's inputs, and their values when the entry was made."""
 
-    def __init__(self, f_locals: Mapping[str, Any], params: Collection[str] | None) -> None:
+    def __init__(self, f_locals: Mapping[str, Any], params: Collection[str] | None, packed: str | None = None) -> None:
         self.f_locals, self.params = f_locals, params
+        self.packed = f"L['{packed}']" if packed else None  # a wrapper's ``**kwargs``: requests name what is in it
         self._cache: dict[str, Any] = {}
 
     def value(self, source: str) -> Any:
@@ -99,6 +100,8 @@ def _cut(text: str) -> str:
 def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
     if leaf.kind == "DICT_LENGTH":
         return _dict_length(leaf, inputs)
+    if (key := _DICT_KEY.match(leaf.source)) is not None and key["src"] == inputs.packed:
+        return []  # the order a wrapper's keyword arguments came in: requests name them by parameter
     if leaf.kind == "EPILOGUE":
         out = []
         for part in leaf.parts:
@@ -140,7 +143,10 @@ def _from_leaf(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
 
 
 def _dict_length(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
-    """A dict's manager checks its length itself (no leaf of its own): the length it was compiled for."""
+    """A dict's manager checks its length itself (no leaf of its own): the length it was compiled
+    for — not a wrapper's ``**kwargs``, which requests name by the function's parameters."""
+    if leaf.source == inputs.packed:
+        return []
     value = inputs.value(leaf.source)
     if isinstance(value, dict):
         return [EntryGuard("length", leaf.source, None, len(value), f"len({leaf.source}) == {len(value)}")]
@@ -150,6 +156,16 @@ def _dict_length(leaf: compat.EntryLeaf, inputs: _Inputs) -> list[EntryGuard]:
 def _number(value: Any) -> bool:
     """A Python number input (what a symbolic int or float guard is about)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _varkw(code: Any) -> str | None:
+    """The name of a code object's ``**kwargs`` parameter, if it has one."""
+    try:
+        if not code.co_flags & 0x08:
+            return None
+        return code.co_varnames[code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 0x04)]
+    except (AttributeError, IndexError):
+        return None
 
 
 def frame_params(code: Any) -> tuple[str, ...] | None:
@@ -164,7 +180,7 @@ def frame_params(code: Any) -> tuple[str, ...] | None:
 def entry_guards(guard_manager: Any, f_locals: Mapping[str, Any], code: Any = None) -> tuple[tuple[EntryGuard, ...], int]:
     """The recorded guards of one new cache entry and how many were cut (``code``: the
     compiled frame's code, whose parameters are its inputs; without it every local is)."""
-    inputs = _Inputs(f_locals, frame_params(code) if code is not None else None)
+    inputs = _Inputs(f_locals, frame_params(code) if code is not None else None, _varkw(code))
     leaves, cut = compat.entry_leaves(guard_manager, inputs.skip, MAX_LEAVES)
     out: list[EntryGuard] = []
     seen: set[EntryGuard] = set()

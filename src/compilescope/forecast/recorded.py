@@ -44,7 +44,7 @@ from typing import Any
 
 from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
-from ..leaves import Node, parse_source, source, type_name, walk
+from ..leaves import NOT_PLAIN, Node, parse_source, source, type_name, walk
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
@@ -72,9 +72,14 @@ class Request:
     args: frozenset[str] | None = None
 
     def defaulted(self, source: str | None) -> bool:
-        """A source inside a parameter this request does not pass."""
-        parsed = parse_source(source or "")
+        """A source inside a parameter this request does not pass (a dict's key by position:
+        the dict's own)."""
+        key = _DICT_KEY.match(source or "")
+        parsed = parse_source(key["src"] if key else source or "")
         return self.args is not None and parsed is not None and parsed[0] not in self.args
+
+
+_DICT_KEY = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[(?P<i>\d+)\]$")  # a dict's key by position
 
 
 def request_of(named: Mapping[str, Any]) -> Request:
@@ -99,7 +104,8 @@ def request_of(named: Mapping[str, Any]) -> Request:
                 if v.length is not None:
                     lengths[src] = v.length
                 for i, key in enumerate(v.keys or ()):  # a dict's keys by position, as Dynamo guards them
-                    scalars[f"list(dict.keys({src}))[{i}]"] = key
+                    if key is not NOT_PLAIN:
+                        scalars[f"list(dict.keys({src}))[{i}]"] = key
             else:
                 scalars[src] = v
                 types[src] = type_name(v)
@@ -333,9 +339,11 @@ def _carried_relations(entries: Sequence[_Entry], request: Request) -> list[Entr
     return []
 
 
-def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode: str) -> _Entry:
+def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode: str,
+                    recorded: Sequence[_Entry] = ()) -> _Entry:
     """PyTorch's rule for a new entry whose guards were not recorded, under the strategy's
-    dynamic ``mode`` (see the module docstring)."""
+    dynamic ``mode`` (see the module docstring); what the frame's traces read is what the
+    ``recorded`` entries and the ones made so far guard."""
     guards: list[EntryGuard] = []
     for name, sizes in request.sizes.items():
         if mode == "automatic":
@@ -348,7 +356,7 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode:
         guards.append(EntryGuard("tensor", name, sizes=tuple(None if i in dynamic else s for i, s in enumerate(sizes)),
                                  example=sizes, dtype=request.dtypes.get(name)))
         guards += [EntryGuard("specialization", name, i, None, f"2 <= {name}.size()[{i}]") for i in sorted(dynamic)]
-    guarded = _guarded_sources(entries)
+    guarded = _guarded_sources([*entries, *recorded])
     if mode in ("automatic", "dynamic"):
         guards += _carried_relations(entries, request) + _held_as_compiled(request, guarded)
     else:
@@ -432,7 +440,7 @@ class FrameModel:
             # cannot be told: kept with them (what it accepts later is unknown), never estimated anew
             if not failed and (i == 0 and attempt < len(self.recorded) or not (unknown or e.cut)):
                 return dataclasses.replace(e, cid=f"{self.frame}/{attempt}")
-        return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.mode)
+        return estimated_entry(f"{self.frame}/{attempt}", request, self.entries, self.mode, self.recorded)
 
     def step(self, request: Request, index: int | None = None) -> Step:
         step = Step("hit")
@@ -517,18 +525,19 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
         seen[key] = step.outcome
         if step.new and why is None:
             why = f"{NOT_RECORDED} (request {index} compiled {step.compile_id}, estimated by PyTorch's rule)"
-    rows = _after_a_failure(trial, rows)
+    rows = _after_a_failure(trial, rows, frame)
     return _strategy_forecast(trial, rows, (len(made), limit), time.perf_counter() - started, unknown, source)
 
 
-def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest]) -> list[ForecastRequest]:
+def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest], frame: int) -> list[ForecastRequest]:
     """The recording holds a compile that failed: its call went on (Dynamo then runs that frame
     eagerly for good), or the failure raised into it (a shape the code cannot compile raises
     again whenever it comes). Which request of the stream meets that failure, and what runs
     eagerly or raises after, no recorded guard tells: each request after the first that
     compiles is ``unknown``."""
     errors = {c.index: c.error for c in trial.calls}
-    failed = next((r for r in trial.compiles if r.failed and r.phase in ("stream", "startup")), None)
+    failed = next((r for r in trial.compiles if r.failed and r.phase in ("stream", "startup")
+                   and r.compile_id.frame == frame), None)
     first = next((i for i, r in enumerate(rows) if r.outcome == "compile"), None)
     if failed is None or first is None:
         return rows

@@ -385,6 +385,24 @@ def test_a_dict_argument_keeps_its_length_and_keys_in_the_recording(tmp_path, mo
     assert ("tensor", "L['feats']['fx']") in kinds
     report = _forecast_from_a_prefix(workload, stream, 3, truth, tmp_path, monkeypatch)
     assert all(r.outcome != "unknown" for s in report.strategies for r in s.requests[:3])  # the recorded stream
+    later = [r for s in report.strategies for r in s.requests[3:] if r.outcome != "unknown"]
+    assert len(later) >= 6, [(r.index, r.outcome, r.why) for s in report.strategies for r in s.requests[3:]]
+    from compilescope.forecast.recorded import request_of
+
+    keys = request_of({"feats": {"f": torch.ones(1), "fx": torch.ones(1)}}).scalars
+    assert keys["list(dict.keys(L['feats']))[1]"] == "fx"  # Dynamo's name for the key guarded at position 1
+
+
+def test_a_wrappers_iterated_kwargs_guard_no_key_order_the_requests_cannot_name(tmp_path, monkeypatch):
+    """A decorator that iterates ``**kwargs`` puts a dict guard manager on it: its keys' order
+    is how the call passed its keyword arguments, which requests name by parameter. Recorded,
+    it made every request after the first compile unknown."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:iterated_kwargs"
+    stream = load_workload(workload).default_stream
+    truth = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in ("default", "dynamic")}
+    report = _forecast_from_a_prefix(workload, stream, 2, truth, tmp_path, monkeypatch)
+    assert all(r.outcome != "unknown" for s in report.strategies for r in s.requests), \
+        [(s.strategy, r.index, r.why) for s in report.strategies for r in s.requests if r.outcome == "unknown"]
 
 
 def test_a_recorded_compile_that_raised_leaves_what_follows_unknown(tmp_path, monkeypatch):
@@ -432,6 +450,9 @@ def test_an_estimated_dynamic_entry_holds_containers_and_numbers_as_compiled():
     held = {(g.kind, g.source) for g in entry.guards}
     assert held >= {("length", "L['xs']"), (AS_COMPILED, "L['n']"), ("value", "L['flag']")}, held
     assert not [g for g in entry.guards if g.source == "L['unread']"]  # no entry guards it: the traces never read it
+    # a stream that starts away from the recording: no entry made yet, the recorded ones tell what is read
+    first = estimated_entry("0/0", made, (), "dynamic", (earlier,))
+    assert {(g.kind, g.source) for g in first.guards} == held
     assert check(entry.guards, made) == ([], [])
     other_n = dataclasses.replace(made, scalars={"L['n']": 5, "L['flag']": True, "L['unread']": 9})
     failed, unknown = check(entry.guards, other_n)
