@@ -305,13 +305,15 @@ class CompileRecord:
 
     @property
     def display_name(self) -> str:
-        return self.target.name if self.target is not None else (self.function or "?")
+        """The compiled target's name, else the frame's; a frame refused before any compile of
+        it (a recompile limit of 0) is named by nothing PyTorch records."""
+        return self.target.name if self.target is not None else (self.function or "(a frame PyTorch did not name)")
 
     @property
     def display_location(self) -> str:
         if self.target is not None:
             return f"{self.target.filename}:{self.target.line}"
-        return f"{self.filename}:{self.line}"
+        return f"{self.filename}:{self.line}" if self.filename else "(no location recorded)"
 
 
 @dataclass(frozen=True)

@@ -449,3 +449,19 @@ def test_a_path_byte_that_is_not_utf8_is_written_as_its_escape_not_a_crash(tmp_p
     target = tmp_path / "out.csv"
     write_atomic(target, f"workload\n{name}/w.py:relu\n")
     assert target.read_text(encoding="utf-8") == "workload\nbad\\udcffdir/w.py:relu\n"
+
+
+def test_a_newline_in_the_workloads_path_is_written_escaped_on_one_line(main, tmp_path):
+    """A workload file in a directory whose name holds a newline: the forecast's head line and
+    each note name it on one line, the newline written ``\\n`` (data, never a line break)."""
+    directory = tmp_path / "a\nb"
+    directory.mkdir()
+    (directory / "w.py").write_text(
+        "import torch\nfrom compilescope import Workload\n"
+        "def w():\n    return Workload(name='w', build=lambda: (lambda x: x.sin() + 1),\n"
+        "        make_inputs=lambda s: (torch.randn(s['n']),), dims=('n',), default_stream=({'n': 4}, {'n': 8}))\n")
+    code, out, err = main("forecast", f"{directory}/w.py:w", "--backend", "eager", "--strategies", "default")
+    assert code == 0, err
+    head = out.splitlines()[0]
+    assert head.startswith(f"compilescope forecast (dry run): {tmp_path}/a\\nb/w.py:w — 2 request(s)"), head
+    assert not any(line.startswith("b/w.py") for line in (out + err).splitlines()), out + err

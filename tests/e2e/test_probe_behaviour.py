@@ -301,3 +301,17 @@ def test_compiled_functions_called_from_a_compiled_function_are_probed_as_they_r
     assert {c.filename for c in probed.compiles} == {str(script)}
     assert probed.graph_breaks and not probed.lost_capabilities
     assert [c.function for c in probed.calls] == ["outer", "inner", "M.forward"] * 3  # each call, once
+
+
+def test_a_frame_refused_before_any_compile_is_said_to_be_unnamed_not_a_question_mark(tmp_path):
+    """A recompile limit of 0 refuses the frame's first compile: PyTorch's metrics then name no
+    function and no file; the report says so in words, the refusal counted."""
+    from compilescope.analysis.build import build_probe_report
+    from compilescope.probe.capture import probe_script
+
+    script = tmp_path / "limit0.py"
+    script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 0\n"
+                      "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nfor n in (4, 8):\n    f(torch.ones(n))\n")
+    (function,) = build_probe_report(probe_script(str(script), [])).functions
+    assert (function.name, function.location) == ("(a frame PyTorch did not name)", "(no location recorded)")
+    assert (function.compiles, function.refused) == (0, 1)

@@ -62,7 +62,9 @@ def console(stderr: bool = False) -> Console:
 def say(console: Console, text: str, style: str = "") -> None:
     """Print text literally (paths, labels and reasons are data, never markup), as one line
     whatever the width: a path stays whole, to copy or grep."""
-    console.print(Text(text, style=style), soft_wrap=True)
+    from ..render.grid import one_line
+
+    console.print(Text(one_line(text), style=style), soft_wrap=True)
 
 
 def command_line() -> str:

@@ -17,6 +17,7 @@ from rich.progress import BarColumn, Progress, ProgressColumn, SpinnerColumn, Te
 from rich.text import Text
 
 from ..app.progress import Progress as Watcher
+from ..render.grid import one_line
 from ..units import fmt_time
 from .common import output_width, say
 
@@ -57,7 +58,7 @@ def tally_line(done: TrialDone, tally: Tally) -> Text:
     process ended."""
     left = f" · ~{fmt_time(tally.left_s)} left" if tally.left_s else ""
     line = Text(f"[{tally.done}/{tally.total} done · {tally.running} running · {tally.failed} failed{left}] ", "dim")
-    line.append(f"{done.workload} {done.label} ")
+    line.append(f"{one_line(done.workload)} {done.label} ")
     line.append(done.ended, "green" if done.ended == "ok" else "red")
     if done.error:
         line.append(f": {done.error}")

@@ -25,7 +25,7 @@ from ..report import (
     TrialReport,
 )
 from ..units import fmt_time, n_star_text
-from .grid import Grid, T, indent, to_text
+from .grid import Grid, T, indent, one_line, to_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
 _NOTE_MARK = {"error": "!", "warning": "!", "noise": "~", "info": "·"}
@@ -92,7 +92,7 @@ def _status_cell(row: ShapeRow) -> Text:
 
 
 def shape_table(report: RunReport) -> Grid:
-    table = Grid(T(f"{report.workload} — per shape"), (
+    table = Grid(T(f"{one_line(report.workload)} — per shape"), (
         ("shape", "left"),
         ("strategy", "left"),
         ("reqs", "right"),

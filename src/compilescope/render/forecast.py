@@ -7,7 +7,7 @@ from rich.text import Text
 
 from ..report.forecast import ForecastReport, StrategyForecast
 from ..units import fmt_time
-from .grid import Grid, T, to_text
+from .grid import Grid, T, one_line, to_text
 
 MAX_STALLS_SHOWN = 20
 
@@ -121,7 +121,7 @@ def _agreement(report: ForecastReport) -> list[RenderableType]:
 
 
 def _head(report: ForecastReport) -> Text:
-    head = Text(f"compilescope forecast ({report.method}): {report.workload}", "bold")
+    head = Text(f"compilescope forecast ({report.method}): {one_line(report.workload)}", "bold")
     how = (f"traced with {report.dry_backend} on fake tensors of the real device" if not report.recorded
            else "from the guards of recorded cache entries, no model run")
     head.append(f" — {report.stream_length} request(s), {report.distinct_shapes} distinct shape(s), backend "

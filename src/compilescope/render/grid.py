@@ -30,6 +30,15 @@ def T(text: object, style: str = "") -> Text:
     return Text("" if text is None else str(text), style=style)
 
 
+def one_line(text: object) -> str:
+    """``text`` (a path, a workload's name: data) on one line: each character that is not
+    printable (a newline, a tab, an escape) written as Python writes it in a string, ``\\n``."""
+    text = "" if text is None else str(text)
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class Indented:
     """``text`` indented by ``spaces``: on a terminal its wrapped lines hang at the indent;
     off one it is one line, the spaces before it."""

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from ..report.verify import Latency, StrategyVerify, VerifyReport, VerifyRequest
 from ..units import fmt_seconds, fmt_time
-from .grid import Grid, T, to_text
+from .grid import Grid, T, one_line, to_text
 
 MAX_SHOWN = 20
 
@@ -95,7 +95,7 @@ def _strategy(s: StrategyVerify) -> list[RenderableType]:
 
 
 def renderables(report: VerifyReport) -> list[RenderableType]:
-    head = Text(f"compilescope warmup --verify: {report.workload}", "bold")
+    head = Text(f"compilescope warmup --verify: {one_line(report.workload)}", "bold")
     head.append(f" — plan from {report.plan_stream}, {report.heldout} held-out request(s), backend {report.backend}, "
                 f"torch {report.torch_version}, {fmt_time(report.wall_s)}")
     parts: list[RenderableType] = [head]

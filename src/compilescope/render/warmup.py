@@ -12,7 +12,7 @@ from rich.text import Text
 from ..model import shape_label
 from ..report.warmup import StrategyMeasured, WarmupReport
 from ..units import fmt_time
-from .grid import Grid, T
+from .grid import Grid, T, one_line
 
 MAX_SHAPES_SHOWN = 12
 MAX_LISTED = 10
@@ -107,7 +107,7 @@ def _verdict(report: WarmupReport) -> list[RenderableType]:
 
 def renderables(report: WarmupReport) -> list[RenderableType]:
     plan = report.plan
-    head = Text(f"compilescope warmup: {plan.workload}", "bold")
+    head = Text(f"compilescope warmup: {one_line(plan.workload)}", "bold")
     head.append(f" — recording {plan.stream} ({plan.requests:,} request(s)), backend {plan.backend}, torch "
                 f"{plan.torch_version}")
     parts: list[RenderableType] = [head, _plan_table(plan), *_plan_details(plan)]
