@@ -125,3 +125,76 @@ def graph_layers() -> Workload:
 
     return Workload("graph-layers", build, _graph, ("nodes", "edges"),
                     tuple({"nodes": n, "edges": e} for n, e in ((6, 10), (6, 10), (9, 20))))
+
+
+def _wrong_when_compiled() -> float:
+    """1.0 inside a compiled graph, 0.0 eagerly: a known numerics difference."""
+    return 1.0 if torch.compiler.is_compiling() else 0.0
+
+
+def accumulates() -> Workload:
+    """Returns the very buffer each call adds to in place (a running sum): the outputs of two
+    calls are one tensor object, so each call's must be copied before the next."""
+
+    class Accumulator(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.register_buffer("total", torch.zeros(()))
+
+        def forward(self, x):
+            self.total.add_(x.sum())
+            return self.total
+
+    return Workload("accumulates", Accumulator, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 4},))
+
+
+def odd_outputs() -> Workload:
+    """Outputs of kinds a walk of containers misses: a numpy array, a numpy scalar, a set, a
+    sparse tensor, a Python float from ``.item()``, an int64 past 2**53, a complex NaN — the
+    array wrong when compiled, the rest right."""
+
+    def build():
+        def f(x):
+            s = (x.exp() * 1.37).sum()
+            return {"array": (x * 2 + _wrong_when_compiled()).numpy(), "scalar": x.numpy().sum(),
+                    "set": {int(x.shape[0])}, "sparse": (x * 2).to_sparse(), "item": s.item(),
+                    "big": torch.full((2,), 2**53, dtype=torch.int64) + x.shape[0] * 0, "nan": complex("nan")}
+
+        return f
+
+    return Workload("odd_outputs", build, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 4},))
+
+
+class Counting(torch.nn.Module):
+    """A graph break, then a counter the rest branches on: the resume frame recompiles on each
+    call until the recompile limit refuses it; from then on it runs eagerly."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.n = 0
+
+    def forward(self, x):
+        y = x * 2
+        torch._dynamo.graph_break()
+        self.n += 1
+        return y + self.n
+
+
+def counts_past_a_break() -> Workload:
+    return Workload("counts_past_a_break", Counting, lambda s: (torch.randn(s["n"]),), ("n",), ({"n": 4},))
+
+
+SHARED = [torch.zeros(4)]
+
+
+def one_global_input() -> Workload:
+    """``make_inputs`` gives back one global tensor, which each call grows in place."""
+
+    def build():
+        def grow(x):
+            x.add_(1)
+            return x * 2
+
+        return grow
+
+    return Workload("one_global_input", build, lambda s: (SHARED[0],), ("n",), ({"n": 4},))

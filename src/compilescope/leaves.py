@@ -22,6 +22,7 @@ import dataclasses
 import enum
 import functools
 import re
+import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -73,14 +74,20 @@ _KINDS: dict[type, tuple[str, tuple[str, ...], str]] = {}  # type → (kind, its
 
 def _kind(t: type) -> tuple[str, tuple[str, ...], str]:
     """How a value of type ``t`` is walked, decided once per type: ``tensor``, ``plain``,
-    ``opaque`` (not descended), ``dict``, ``seq``, ``pytree``, ``dataclass`` (its fields) or
-    ``object`` (its ``__slots__``; its ``__dict__`` is read per value)."""
+    ``array`` (a numpy array or scalar), ``set``, ``opaque`` (not descended), ``dict``,
+    ``seq``, ``pytree``, ``dataclass`` (its fields) or ``object`` (its ``__slots__``; its
+    ``__dict__`` is read per value)."""
     known = _KINDS.get(t)
     if known is not None:
         return known
     names: tuple[str, ...] = ()
+    numpy = sys.modules.get("numpy")  # an array can only exist once numpy is imported
     if issubclass(t, torch.Tensor):
         kind = "tensor"
+    elif numpy is not None and issubclass(t, (numpy.ndarray, numpy.generic)) and not issubclass(t, _PLAIN):
+        kind = "array"
+    elif issubclass(t, (set, frozenset)):
+        kind = "set"
     elif issubclass(t, _PLAIN):
         kind = "plain"
     elif issubclass(t, _OPAQUE):
@@ -151,8 +158,9 @@ def _plain_keys(d: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
-def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -> Walk:
-    """Every tensor, plain value and node inside ``value`` (itself included, at the empty path)."""
+def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES, *, values: bool = False) -> Walk:
+    """Every tensor, plain value and node inside ``value`` (itself included, at the empty path);
+    with ``values``, each numpy array, numpy scalar and set too (outputs compared by value)."""
     out = Walk()
     items = out.items
     on_path: set[int] = set()
@@ -162,7 +170,7 @@ def walk(value: Any, max_depth: int = MAX_DEPTH, max_leaves: int = MAX_LEAVES) -
             out.cut += 1
             return
         kind, names, name = _kind(type(v))
-        if kind == "tensor" or kind == "plain":
+        if kind == "tensor" or kind == "plain" or (values and kind in ("array", "set")):
             items.append((path, v))
             return
         steps = _steps(v, kind, names)

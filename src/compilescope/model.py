@@ -382,6 +382,14 @@ class SteadyState:
     error: str | None = None
     ran_eagerly: bool | None = None
     changed_inputs: tuple[str, ...] = ()
+    # samples during which Dynamo compiled a frame (or failed to): not steady, dropped (not in compiled_s)
+    compiling: int = 0
+    # samples that ran none of the graphs of a frame refused at the recompile limit or failed
+    # since it compiled (a graph break's resume frame run eagerly): the figure is not of compiled code
+    partly_eager: int = 0
+    # the inputs made afresh held the very tensors the call changed (``make_inputs`` gives back
+    # one object): the samples ran on a state grown by the samples before them
+    stale_inputs: bool = False
 
 
 @dataclass(frozen=True)
@@ -486,7 +494,11 @@ class NumericsCheck:
     passed: bool
     detail: str | None = None
     ran_eagerly: bool | None = None
-    comparable: bool = True  # False: eager itself gave different outputs on two calls (state, randomness)
+    comparable: bool = True  # False: no verdict (``unjudged`` says why)
+    # why not comparable: "eager varies" (two eager calls gave different outputs: state,
+    # randomness; a file that predates this field means it), "eager raised" or "not comparable"
+    unjudged: str = ""
+    uncompared: int = 0  # parts of the outputs past the walk's bounds (depth, leaves): not compared
 
 
 @dataclass(frozen=True)

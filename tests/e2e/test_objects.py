@@ -191,3 +191,51 @@ def test_recorded_guards_on_a_function_whose_own_frame_never_compiled_are_unknow
     forecast = forecast_recorded(ref, w.default_stream, path, "default").strategy("default")
     assert [r.outcome for r in forecast.requests] == ["unknown"] * 3 and forecast.unknown == 3
     assert "own frame (_LayerLoop.forward) never compiled" in forecast.requests[0].why
+
+
+def test_an_output_a_later_call_writes_in_place_is_copied_before_that_call():
+    """The buffer returned is the one the next call adds to: compared as the same object, the
+    eager reference and the compiled output were always "equal". Copied, two eager calls differ
+    (the running sum grew), so no verdict is given, rather than a pass."""
+    result = _trial(REF + "accumulates", "default", ({"n": 4},))
+    (check,) = result.numerics
+    assert (check.comparable, check.unjudged) == (False, "eager varies"), check
+
+
+def test_outputs_of_every_kind_are_compared_and_a_numpy_difference_is_found():
+    result = _trial(REF + "odd_outputs", "default", ({"n": 4},))
+    assert result.ok, result.error
+    (check,) = result.numerics
+    assert check.comparable and not check.passed and check.detail == "out['array'] exceeds tolerance", check
+    same = dict.fromkeys(("scalar", "set", "sparse", "item", "big", "nan"))
+    x = torch.randn(4)
+    eager = workloads_objects.odd_outputs().build()(x)
+    assert compare_outputs({}, {k: eager[k] for k in same}, {k: eager[k] for k in same}).passed  # a complex NaN too
+    moved = {"item": eager["item"] * (1 + 1e-6), "big": eager["big"] + 1, "set": {5}}
+    assert compare_outputs({}, {"item": eager["item"]}, {"item": moved["item"]}).passed  # float32's tolerance
+    big = compare_outputs({}, {"big": eager["big"]}, {"big": moved["big"]})
+    assert not big.passed and big.max_abs_err == 1.0  # exact, not through float64
+    assert compare_outputs({}, {"set": eager["set"]}, {"set": moved["set"]}).detail == "out['set']: {5} != eager {4}"
+
+
+def test_steady_samples_that_compiled_or_ran_a_refused_frame_eagerly_are_no_compiled_figure():
+    result = _trial(REF + "counts_past_a_break", "default", ({"n": 4}, {"n": 4}),
+                    measure=MeasureOptions(warmup=0, samples=6, min_samples=6, budget_s=0.02), recompile_limit=4)
+    (state,) = result.steady
+    assert state.compiling >= 1 and state.partly_eager >= 1 and state.ran_eagerly is False, state
+    report = build_run_report(RunResult(workload="counts", stream=result.spec.stream, trials=(result,)))
+    row = report.trials[0].rows[0]
+    assert row.steady is None and row.steady_note == "partial eager fallback", row
+    # the shape's first request is the first compile; its second request's recompile is not its cause
+    assert (row.status, row.cause) == ("compiled", "first compile"), row
+    notes = [n.text for t in report.trials for n in t.notes]
+    assert any("steady-state samples of shape(s) 4 ran a frame eagerly" in n for n in notes), notes
+
+
+def test_inputs_made_afresh_that_are_the_same_tensor_are_said_to_carry_the_state():
+    result = _trial(REF + "one_global_input", "default", ({"n": 4},))
+    (state,) = result.steady
+    assert state.changed_inputs == ("x",) and state.stale_inputs, state
+    report = build_run_report(RunResult(workload="one", stream=result.spec.stream, trials=(result,)))
+    notes = [n.text for t in report.trials for n in t.notes]
+    assert any("held the same tensors" in n and "grown by the samples before them" in n for n in notes), notes

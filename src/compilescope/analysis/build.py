@@ -291,7 +291,7 @@ def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: in
         return state.error
     if state is not None and state.ran_eagerly:
         return RequestOutcome.EAGER_FALLBACK.value
-    if state is not None and partial_calls:
+    if state is not None and (partial_calls or state.partly_eager):
         return RequestOutcome.PARTIAL.value
     if state is None and error_calls:
         return "a request raised"
@@ -329,7 +329,7 @@ def shape_row(rec: TrialRecords, shape: Shape, state: SteadyState | None, check:
     trial, key = rec.trial, shape_key(shape)
     calls = [c for c in trial.calls if shape_key(c.shape) == key]
     first = calls[0]
-    made = [r for c in calls for r in rec.by_call.get(c.index, ()) if r.is_compile]
+    made = [r for r in rec.by_call.get(first.index, ()) if r.is_compile]  # the first request's own compiles
     partial_calls = sum(1 for c in calls if c.index in rec.partial)
     error_calls = sum(1 for c in calls if c.error is not None)
     status, cause = first_call_status(rec, first, made)
@@ -443,9 +443,26 @@ def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
     )
 
 
+def _stateful_note(trial: TrialResult, label: str) -> list[Note]:
+    """A call that changes its inputs: whether its steady-state samples each had inputs made afresh."""
+    stateful = [s for s in trial.steady if s.changed_inputs]
+    if not stateful:
+        return []
+    paths = list(dict.fromkeys(p for s in stateful for p in s.changed_inputs))
+    shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
+    stale = [shape_label(s.shape) for s in stateful if s.stale_inputs]
+    if stale:
+        return [Note("warning", f"{label}: the call changes its inputs ({shown}), and the workload's inputs made "
+                                f"afresh held the same tensors (shape(s) {', '.join(stale)}): those steady-state "
+                                "samples ran on a state grown by the samples before them")]
+    return [Note("info", f"{label}: the call changes its inputs ({shown}) on {len(stateful)} shape(s); each "
+                         "steady-state sample was given inputs made afresh, so none ran on a state grown by the "
+                         "samples before it")]
+
+
 def numerics_counts(rows: Sequence[ShapeRow]) -> dict[str, Any]:
     """The numerics checks counted over the shapes that ran compiled; those that ran eagerly
-    or where eager did not repeat itself, apart."""
+    or got no verdict (eager did not repeat itself or raised, the outputs were not comparable), apart."""
     compiled = [r.numerics for r in rows if r.numerics is not None and r.numerics.ran_eagerly is not True]
     checked = [n for n in compiled if n.comparable]
     errs = [n.max_abs_err for n in checked if n.max_abs_err is not None]
@@ -454,6 +471,8 @@ def numerics_counts(rows: Sequence[ShapeRow]) -> dict[str, Any]:
         numerics_failed=sum(1 for n in checked if not n.passed),
         numerics_eager=sum(1 for r in rows if r.numerics is not None and r.numerics.ran_eagerly is True),
         numerics_not_comparable=sum(1 for n in compiled if not n.comparable),
+        numerics_unjudged=tuple(dict.fromkeys(n.unjudged or "eager varies" for n in compiled if not n.comparable)),
+        numerics_uncompared=sum(n.uncompared for n in checked),
         max_abs_err=max(errs) if errs else None,
     )
 
@@ -653,16 +672,18 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
         if t.later.refused:
             lim = f" ({limit})" if limit is not None else ""
             parts.append(f"{t.later.refused} recompile-limit hit(s){lim}")
+        dropped = sum(s.compiling for s in trial.steady)
         out.append(Note("warning", f"{t.label}: the steady-state/numerics phases caused {' and '.join(parts)} "
-                                   "that the stream did not; shown apart from the stream's counts"))
+                                   "that the stream did not; shown apart from the stream's counts"
+                                   + (f"; the {dropped} steady-state sample(s) that compiled are left out of the "
+                                      "figures" if dropped else "")))
+    partly = [shape_label(s.shape) for s in trial.steady if s.partly_eager]
+    if partly:
+        out.append(Note("error", f"{t.label}: steady-state samples of shape(s) {', '.join(partly)} ran a frame "
+                                 "eagerly (refused at the recompile limit or failed after it compiled); those "
+                                 "shapes have no compiled steady-state figure"))
     out += _unmatched_note(trial, t.label)
-    stateful = [s for s in trial.steady if s.changed_inputs]
-    if stateful:
-        paths = list(dict.fromkeys(p for s in stateful for p in s.changed_inputs))
-        shown = ", ".join(paths[:4]) + (f" and {len(paths) - 4} more" if len(paths) > 4 else "")
-        out.append(Note("info", f"{t.label}: the call changes its inputs ({shown}) on {len(stateful)} shape(s); "
-                                "each steady-state sample was given inputs made afresh, so none ran on a state "
-                                "grown by the samples before it"))
+    out += _stateful_note(trial, t.label)
     if t.numerics_failed:
         first = next((r.numerics.detail for r in t.rows if r.numerics is not None and not r.numerics.passed
                       and r.numerics.comparable and r.numerics.ran_eagerly is not True and r.numerics.detail), None)

@@ -42,11 +42,12 @@ def shape_numerics(n: NumericsCheck | None) -> tuple[str, NumericsState]:
     if n.ran_eagerly:
         return "eager: not counted", "not counted"
     if not n.comparable:
-        return "n/a: eager varies", "not counted"
+        return f"n/a: {n.unjudged or 'eager varies'}", "not counted"
     err = f"{n.max_abs_err:.1e}" if n.max_abs_err is not None else None
     if not n.passed:
         return ("FAIL" if err is None else f"FAIL {err}"), "fail"
-    return err or "ok", "pass"
+    cut = f" ({n.uncompared} part(s) not compared)" if n.uncompared else ""
+    return (err or "ok") + cut, "pass"
 
 
 def steady_missing(t: TrialReport, r: ShapeRow, steady_failed: bool) -> str:

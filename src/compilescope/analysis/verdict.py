@@ -199,14 +199,20 @@ def numerics_clauses(t: TrialReport) -> list[str]:
             clause = f"outputs differed from eager on {t.numerics_failed} of {t.numerics_checked} compiled shape(s){err}"
         else:
             clause = f"outputs matched eager on every shape that ran compiled ({t.numerics_checked}{err})"
+        if t.numerics_uncompared:
+            clause += (f"; {t.numerics_uncompared} part(s) of the outputs were past the comparison's bounds "
+                       "(nesting depth, leaves) and not compared")
         if t.numerics_eager:
             clause += f"; {t.numerics_eager} shape(s) ran eagerly and were not counted"
         out.append(clause)
     elif t.numerics_eager:
         out.append(f"no shape's numerics ran compiled ({t.numerics_eager} ran eagerly)")
     if t.numerics_not_comparable:
-        out.append(f"numerics were not compared on {t.numerics_not_comparable} shape(s): eager itself gave different "
-                   "outputs on two calls with the same input (a stateful step such as training, or randomness)")
+        why = {"eager varies": "eager itself gave different outputs on two calls with the same input (a stateful "
+                               "step such as training, or randomness)",
+               "eager raised": "the eager reference call raised", "not comparable": "the outputs could not be compared"}
+        out.append(f"numerics were not compared on {t.numerics_not_comparable} shape(s): "
+                   + "; ".join(why.get(w, w) for w in t.numerics_unjudged))
     if t.call_errors:
         out.append(f"{t.call_errors} request(s) raised")
     return out

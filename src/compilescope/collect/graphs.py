@@ -27,6 +27,7 @@ class GraphRunLog:
         self.compiled: list[str] = []  # compile ids whose graph reached the backend
         self.failed = False  # some frame's compile failed (that frame runs eagerly from then on)
         self.entries = False  # some compile made a cache entry (its graph may be empty: it never reaches the backend)
+        self.blocked: set[int] = set()  # frames refused at the recompile limit or failed: run eagerly on a miss
         self._ran: list[str] = []
 
     def backend(self, name: str, mode: str | None = None, dynamic: bool | None = None) -> Callable[..., Any]:
@@ -65,6 +66,8 @@ class GraphRunLog:
         for r in records:
             self.failed = self.failed or r.failed
             self.entries = self.entries or r.made_entry
+            if r.failed or r.refused:
+                self.blocked.add(r.compile_id.frame)
 
     def ran_eagerly(self, ran: tuple[str, ...]) -> bool | None:
         """True when a call ran none of the compiled graphs: graphs exist and none ran, or none
@@ -83,7 +86,8 @@ class GraphRunLog:
         return bool(self.compiled) or (self.failed and not self.entries)
 
 
-def _frames(graph_ids: Iterable[str]) -> set[int]:
+def frames_of(graph_ids: Iterable[str]) -> set[int]:
+    """The frames (by frame id) whose graphs these compile ids are."""
     return {cid.frame for g in graph_ids if (cid := CompileId.parse(g)) is not None}
 
 
@@ -104,7 +108,7 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
     :attr:`CallRecord.ran_eagerly`) or did not record their graphs are left out. A blocked
     frame that this call's path never entered would be counted too; a graph break on a
     straight path always enters its resume frame."""
-    with_graphs = _frames(g for c in calls for g in (c.graphs_run or ()))
+    with_graphs = frames_of(g for c in calls for g in (c.graphs_run or ()))
     blocked: dict[int, int] = {}  # frame → the first stream call at which it was refused or failed
     failed: dict[int, set[int]] = {}  # a failed frame → the calls it failed at
     resumes: set[int] = set()
@@ -122,7 +126,7 @@ def eager_frames(calls: Sequence[CallRecord], records: Sequence[CompileRecord]) 
     for c in calls:
         if c.error is not None or not c.graphs_run or c.ran_eagerly:
             continue
-        ran = _frames(c.graphs_run)
+        ran = frames_of(c.graphs_run)
         entered = {f for f, at in failed.items() if c.index in at or f in resumes}
         eager = tuple(sorted(f for f, since in blocked.items()
                              if since <= c.index and (f in with_graphs or f in entered) and f not in ran))

@@ -24,11 +24,11 @@ from typing import Any
 import torch
 
 from .. import __version__, compat
-from ..analysis.numerics import compare_outputs
+from ..analysis.numerics import compare_outputs, frozen_outputs
 from ..collect.capture import CaptureSession, Polled
 from ..collect.guard_cost import measure_guard_cost
 from ..collect.soundness import soundness_checks
-from ..collect.graphs import GraphRunLog
+from ..collect.graphs import GraphRunLog, frames_of
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
 from ..leaves import changed_inputs, input_state, map_tensors, walk
@@ -238,26 +238,40 @@ class _Runner:
         inputs (a decode step extending the cache it is passed) is detected on its first call;
         every later call then gets inputs made afresh (outside the timed call), so no sample
         runs on a state grown by the samples before it. ``ran_eagerly`` is True when any
-        compiled sample ran no compiled graph."""
+        compiled sample ran no compiled graph. A sample during which Dynamo compiled a frame
+        (or failed to) is no steady sample: it is dropped and counted (``compiling``), at
+        most :attr:`MeasureOptions.samples` of them; one that ran none of the graphs of a frame
+        refused or failed since it compiled is counted (``partly_eager``)."""
         m = self.measure
         compiled = self._call(self.prepared.fn, shape)
         eager = self._call(self.eager, shape) if self.compiles else None
         changed: tuple[str, ...] = ()
         checked = False
-        eager_samples = 0
+        eager_samples = compiling = partly = 0
+        stale = False  # the inputs made afresh hold the very tensors the last call changed
 
-        def run_compiled() -> tuple[float, bool]:
-            nonlocal compiled, changed, checked
+        def run_compiled() -> tuple[float, bool, bool, bool]:
+            nonlocal compiled, changed, checked, stale
             if changed:
-                compiled = self._call(self.prepared.fn, shape)
+                fresh = self._call(self.prepared.fn, shape)
+                stale = stale or _shares_tensors(compiled.named, fresh.named)  # type: ignore[attr-defined]
+                compiled = fresh
             before = None if checked else input_state(compiled.named)  # type: ignore[attr-defined]
+            count = compat.compilation_metrics_count()
             self.graphs.start()
             seconds = self.sample_clock.time_call(compiled)[1]
-            ran_eagerly = bool(self.graphs.ran_eagerly(self.graphs.taken()))
+            ran = self.graphs.taken()
+            busy = False  # a sample that compiled (a refused attempt is no compile: that sample ran eagerly)
+            if compat.compilation_metrics_count() != count:  # which frame was refused or failed, too
+                busy = any(r.is_compile for r in self._poll(None, {}, "steady").compiles)
+            ran_eagerly = bool(self.graphs.ran_eagerly(ran))
+            # a frame with a compiled graph, refused or failed since, that this sample ran none of
+            # (as for a stream call: :func:`~compilescope.collect.graphs.eager_frames`)
+            part = not ran_eagerly and bool(self.graphs.blocked & frames_of(self.graphs.compiled) - frames_of(ran))
             if before is not None:
                 checked = True
                 changed = changed_inputs(before, input_state(compiled.named))  # type: ignore[attr-defined]
-            return seconds, ran_eagerly
+            return seconds, ran_eagerly, busy, part
 
         def run_eager() -> float:
             nonlocal eager
@@ -274,12 +288,16 @@ class _Runner:
             eager_s: list[float] = []
             deadline = time.perf_counter() + m.budget_s
             # Interleave compiled and eager samples so drift on a shared machine hits both.
-            while len(compiled_s) < m.samples and (
+            while len(compiled_s) < m.samples and compiling < m.samples and (
                 len(compiled_s) < m.min_samples or time.perf_counter() < deadline
             ):
-                seconds, ran_eagerly = run_compiled()
+                seconds, ran_eagerly, busy, part = run_compiled()
+                if busy:
+                    compiling += 1
+                    continue
                 compiled_s.append(seconds)
                 eager_samples += ran_eagerly
+                partly += part
                 if eager is not None:
                     eager_s.append(run_eager())
         except Exception as exc:
@@ -287,7 +305,8 @@ class _Runner:
             return SteadyState(shape, m.warmup, (), (), _error_text(exc), changed_inputs=changed)
         self._poll(None, {}, "steady")
         ran = (eager_samples > 0) if self.compiles and self.graphs.told else None
-        return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed)
+        return SteadyState(shape, m.warmup, tuple(compiled_s), tuple(eager_s), ran_eagerly=ran, changed_inputs=changed,
+                           compiling=compiling, partly_eager=partly, stale_inputs=stale)
 
     def guards(self, shape: Shape, parts: bool, changes_inputs: bool = False) -> GuardCost:
         """What the guards charge a call of ``shape``: timed after its steady state, apart
@@ -317,11 +336,16 @@ class _Runner:
         def from_same_state(fn: Callable[..., Any]) -> Any:
             if restore is not None:
                 restore()
-            return self._call(fn, shape)()
+            return frozen_outputs(self._call(fn, shape)())  # copied now: a later call may write it in place
 
         try:
             expected = from_same_state(self.eager)
             again = from_same_state(self.eager)
+        except Exception as exc:  # nothing to compare against: no verdict on the compiled code
+            self._poll(None, {}, "numerics")
+            return NumericsCheck(shape, None, None, None, None, None, False, f"eager raised: {_error_text(exc)}",
+                                 comparable=False, unjudged="eager raised")
+        try:
             self.graphs.start()
             actual = from_same_state(self.prepared.fn)
             if restore is not None:
@@ -331,12 +355,23 @@ class _Runner:
             return NumericsCheck(shape, None, None, None, None, None, False, _error_text(exc))
         ran = self.graphs.taken()
         self._poll(None, {}, "numerics")
-        check = dataclasses.replace(compare_outputs(shape, expected, actual), ran_eagerly=self.graphs.ran_eagerly(ran))
-        repeat = compare_outputs(shape, expected, again)
+        try:
+            check = dataclasses.replace(compare_outputs(shape, expected, actual), ran_eagerly=self.graphs.ran_eagerly(ran))
+            repeat = compare_outputs(shape, expected, again)
+        except Exception as exc:  # outputs no comparison can read: said, and the trial goes on
+            return NumericsCheck(shape, None, None, None, None, None, False, f"could not compare: {_error_text(exc)}",
+                                 ran_eagerly=self.graphs.ran_eagerly(ran), comparable=False, unjudged="not comparable")
         if not repeat.passed:  # a training step, dropout, sampling: eager is no fixed reference
             detail = "eager gave different outputs on two calls with the same input (state or randomness)"
-            return dataclasses.replace(check, comparable=False, passed=False, detail=detail)
+            return dataclasses.replace(check, comparable=False, passed=False, detail=detail, unjudged="eager varies")
         return check
+
+
+def _shares_tensors(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether inputs made afresh hold a tensor object the old ones held (a workload whose
+    inputs are one global tensor): both are alive here, so the ids are the objects'."""
+    held = {id(t) for value in old.values() for _, t in walk(value).tensors()}
+    return any(id(t) in held for value in new.values() for _, t in walk(value).tensors())
 
 
 def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable[..., Any]) -> Prepared:

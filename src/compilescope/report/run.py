@@ -247,7 +247,9 @@ class TrialReport:
     numerics_checked: int  # shapes checked while running compiled
     numerics_failed: int
     numerics_eager: int  # shapes whose check ran eagerly: not counted
-    numerics_not_comparable: int  # shapes where eager did not repeat itself: not counted
+    numerics_not_comparable: int  # shapes with no verdict (eager varied or raised, outputs not comparable)
+    numerics_unjudged: tuple[str, ...]  # why, each reason once (NumericsCheck.unjudged)
+    numerics_uncompared: int  # parts of checked outputs past the walk's bounds, not compared
     max_abs_err: float | None
     call_errors: int
     padding_waste: float | None

@@ -3,6 +3,8 @@ cell and its state (the console colours it, the page classes it, neither decides
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from compilescope.analysis.presented import shape_numerics
@@ -23,6 +25,8 @@ def _check(err: float | None, passed: bool = True, ran_eagerly: bool | None = Fa
     (_check(None, passed=False), ("FAIL", "fail")),
     (_check(3e-2, passed=False, ran_eagerly=True), ("eager: not counted", "not counted")),
     (_check(3e-2, passed=False, comparable=False), ("n/a: eager varies", "not counted")),
+    (replace(_check(None, passed=False, comparable=False), unjudged="eager raised"), ("n/a: eager raised", "not counted")),
+    (replace(_check(0.0), uncompared=107), ("0.0e+00 (107 part(s) not compared)", "pass")),
 ])
 def test_a_shapes_numerics_cell_says_what_the_check_found(check, cell):
     assert shape_numerics(check) == cell

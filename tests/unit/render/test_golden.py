@@ -88,7 +88,7 @@ def _trial(label: str, strategy: str, **fields: object) -> TrialReport:
         fallback_shapes=(), first_call_s=2e-4, stream_s=6e-4, eager_stream_s=None, break_even_request=None,
         steady=None, saving_per_request_s=None, saving_noise_s=None, saving_significant=False, compile_cost_s=0.0,
         n_star=None, lifetime=None, lifetime_gain_s=None, numerics_checked=0, numerics_failed=0, numerics_eager=0,
-        numerics_not_comparable=0, max_abs_err=None, call_errors=0, padding_waste=None, cache_load_s=None, rows=(),
+        numerics_not_comparable=0, numerics_unjudged=(), numerics_uncompared=0, max_abs_err=None, call_errors=0, padding_waste=None, cache_load_s=None, rows=(),
         changes=(), reused_median_s=None, timeline=(), compile_rows=(), verdict=(), notes=(),
     )
     base.update(fields)
