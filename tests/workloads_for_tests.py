@@ -403,3 +403,41 @@ def iterated_kwargs() -> Workload:
     return Workload("iterated_kwargs", _IteratedKwargs,
                     lambda s: {"ids": torch.randn(2, s["seq"]), "mask": torch.ones(2, s["seq"])}, ("seq",),
                     ({"seq": 4}, {"seq": 8}, {"seq": 16}, {"seq": 8}, {"seq": 32}))
+
+
+def layouts() -> Workload:
+    """One input whose sizes stay while its layout (``t``: transposed), ``requires_grad``
+    (``g``) or aliasing (``a``: the same tensor passed twice) change: each a guard the recorded
+    sizes and dtypes do not hold."""
+
+    def build():
+        def pair(x, y):
+            return (x * 2 + y).sum(0)
+
+        return pair
+
+    def inputs(s):
+        x = torch.randn(8, s["n"]).t() if s["t"] else torch.randn(s["n"], 8)
+        x.requires_grad_(bool(s["g"]))
+        return (x, x if s["a"] else torch.randn(s["n"], 8))
+
+    stream = ((4, 0, 0, 0), (4, 0, 0, 0), (4, 1, 0, 0), (4, 0, 1, 0), (4, 0, 0, 1), (6, 0, 0, 0))
+    return Workload("layouts", build, inputs, ("n", "t", "g", "a"),
+                    tuple({"n": n, "t": t, "g": g, "a": a} for n, t, g, a in stream), grad=True)
+
+
+class _GrowsABuffer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("seen", torch.zeros(1))
+
+    def forward(self, x):
+        self.seen = torch.cat([self.seen, x.sum().reshape(1)])
+        return x * self.seen.numel()
+
+
+def grows_a_buffer() -> Workload:
+    """Each call grows a registered buffer: under static every call, the same input's too,
+    recompiles on the buffer's size, which no input holds."""
+    return Workload("grows_a_buffer", _GrowsABuffer, lambda s: (torch.randn(s["n"]),), ("n",),
+                    tuple({"n": 4} for _ in range(4)))

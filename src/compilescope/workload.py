@@ -8,6 +8,7 @@ factory returning one) or a built-in name (:data:`compilescope.zoo.BUILTINS`). T
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -47,7 +48,9 @@ def bind_arguments(target: Callable[..., Any], args: Sequence[Any], kwargs: Mapp
 
 
 def _import_file(path: Path) -> Any:
-    module_name = f"_compilescope_workload_{abs(hash(str(path)))}"
+    # named alike in every process (``hash`` of a str is salted per process): a type defined
+    # here is named in a recording's guards as it is in the process that forecasts from it
+    module_name = f"_compilescope_workload_{hashlib.sha1(str(path).encode('utf-8', 'surrogateescape')).hexdigest()[:16]}"
     if module_name in sys.modules:
         return sys.modules[module_name]
     spec = importlib.util.spec_from_file_location(module_name, path)

@@ -119,3 +119,18 @@ def test_bind_arguments_names_module_inputs():
     x = torch.ones(1, 2)
     assert bind_arguments(module, (x,), {}) == {"input": x}
     assert set(bind_arguments(lambda x, scale=2.0: x, (x,), {"scale": 3.0})) == {"x", "scale"}
+
+
+@pytest.mark.processes
+def test_a_workload_files_module_is_named_alike_in_every_process(tmp_path):
+    """A type defined in a workload file is named in a recording's guards by its module; the
+    process that forecasts from the recording must name it alike, whatever its hash seed."""
+    import os
+    import subprocess
+
+    (tmp_path / "w.py").write_text("class Box:\n    pass\n")
+    code = ("from compilescope.workload import _import_file; from pathlib import Path; "
+            f"print(_import_file(Path({str(tmp_path / 'w.py')!r})).__name__)")
+    names = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            env=dict(os.environ, PYTHONHASHSEED=seed)).stdout for seed in ("1", "2")}
+    assert len(names) == 1, names

@@ -67,7 +67,7 @@ from .outcomes import (
     CHANGE_OUTCOME, FIRST_CALL_STATUS, FIRST_COMPILE_CAUSE, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls, failure_then,
     speedup, tolerance_side, trial_limit,
 )
-from .noise import ALPHA, busy, holm, mann_whitney_p, reachable, sign_test_p
+from .noise import ALPHA, busy, drift, holm, mann_whitney_p, reachable, sign_test_p
 from .regimes import break_even_request, iqr_separated, summarize_samples
 from .verdict import verdict_clauses
 
@@ -443,6 +443,16 @@ def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
     )
 
 
+def _steady_notes(trial: TrialResult, label: str) -> list[Note]:
+    """What the steady-state samples ran on: a frame run eagerly, inputs the call changes, a
+    state that grew as they were taken."""
+    partly = [shape_label(s.shape) for s in trial.steady if s.partly_eager]
+    out = [Note("error", f"{label}: steady-state samples of shape(s) {', '.join(partly)} ran a frame eagerly "
+                         "(refused at the recompile limit or failed after it compiled); those shapes have no "
+                         "compiled steady-state figure")] if partly else []
+    return out + _stateful_note(trial, label) + _drift_note(trial, label)
+
+
 def _stateful_note(trial: TrialResult, label: str) -> list[Note]:
     """A call that changes its inputs: whether its steady-state samples each had inputs made afresh."""
     stateful = [s for s in trial.steady if s.changed_inputs]
@@ -458,6 +468,20 @@ def _stateful_note(trial: TrialResult, label: str) -> list[Note]:
     return [Note("info", f"{label}: the call changes its inputs ({shown}) on {len(stateful)} shape(s); each "
                          "steady-state sample was given inputs made afresh, so none ran on a state grown by the "
                          "samples before it")]
+
+
+def _drift_note(trial: TrialResult, label: str) -> list[Note]:
+    """Shapes whose steady-state samples grew as they were taken (:func:`~.noise.drift`)."""
+    grew = [(shape_label(s.shape), found) for s in trial.steady
+            for found in (drift(s.compiled_s) or drift(s.eager_s),) if found is not None]
+    if not grew:
+        return []
+    shown = "; ".join(f"shape {shape}: {fmt_time(a)} → {fmt_time(b)}" for shape, (a, b) in grew[:4])
+    more = f" and {len(grew) - 4} more" if len(grew) > 4 else ""
+    return [Note("warning", f"{label}: steady-state samples grew as they were taken on {len(grew)} shape(s) (the "
+                            f"first third's p50 against the last third's: {shown}{more}; a rank test, p < {ALPHA}): "
+                            "something each call keeps (a module attribute, a list, a cache) may grow — or the "
+                            "machine's load rose while they were taken — and those figures are of no one state")]
 
 
 def numerics_counts(rows: Sequence[ShapeRow]) -> dict[str, Any]:
@@ -677,13 +701,7 @@ def trial_notes(rec: TrialRecords, t: TrialReport) -> list[Note]:
                                    "that the stream did not; shown apart from the stream's counts"
                                    + (f"; the {dropped} steady-state sample(s) that compiled are left out of the "
                                       "figures" if dropped else "")))
-    partly = [shape_label(s.shape) for s in trial.steady if s.partly_eager]
-    if partly:
-        out.append(Note("error", f"{t.label}: steady-state samples of shape(s) {', '.join(partly)} ran a frame "
-                                 "eagerly (refused at the recompile limit or failed after it compiled); those "
-                                 "shapes have no compiled steady-state figure"))
-    out += _unmatched_note(trial, t.label)
-    out += _stateful_note(trial, t.label)
+    out += _unmatched_note(trial, t.label) + _steady_notes(trial, t.label)
     if t.numerics_failed:
         first = next((r.numerics.detail for r in t.rows if r.numerics is not None and not r.numerics.passed
                       and r.numerics.comparable and r.numerics.ran_eagerly is not True and r.numerics.detail), None)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import functools
 import itertools
 import math
+import statistics
 from collections.abc import Sequence
 
 from ..model import TrialEnv, TrialResult, shape_label
@@ -95,6 +96,24 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
         return 1.0
     z = (abs(u - n * m / 2) - 0.5) / math.sqrt(variance)
     return min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2)))
+
+
+DRIFT_RATIO = 1.25  # the last third's median over the first third's, for samples said to grow
+
+
+def drift(samples: Sequence[float], alpha: float = ALPHA) -> tuple[float, float] | None:
+    """The first and last thirds' medians of samples taken in order, when the last third is
+    slower by :data:`DRIFT_RATIO` or more and the rank test tells the thirds apart at
+    ``alpha`` (a state the call grows, not the noise); None otherwise."""
+    third = len(samples) // 3
+    if min_p(third, third) >= alpha:  # too few to ever tell the thirds apart
+        return None
+    first, last = samples[:third], samples[-third:]
+    p = mann_whitney_p(first, last)
+    before, after = statistics.median(first), statistics.median(last)
+    if p is None or p >= alpha or before <= 0 or after / before < DRIFT_RATIO:
+        return None
+    return before, after
 
 
 def min_p(n: int, m: int) -> float:

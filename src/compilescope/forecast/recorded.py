@@ -21,8 +21,12 @@ new stream, in stream order, as Dynamo checks a frame's cache: the most recent e
 A request's inputs are made as the workload makes them (once per distinct shape; only what
 they hold is read — sizes, dtypes, plain values, types and lengths, inside objects too
 (:func:`request_of`), no model is built or run) and named by the compiled function's
-parameters; strides are taken as contiguous. Symbolic-shape guards are evaluated by a small
-arithmetic evaluator (:func:`evaluate`). A guard that cannot be evaluated (an expression
+parameters. Symbolic-shape guards are evaluated by a small arithmetic evaluator
+(:func:`evaluate`). What the recorded guards leave out (a tensor's layout, ``requires_grad``,
+type and aliasing; a module or callable argument) is compared with the request an entry was
+made for: a difference makes the entry's verdict unknown (:func:`trait_differences`); and a
+recording whose own request compiled where an older entry's recorded guards accept it shows
+such a guard deciding the frame (:func:`blind_spot`). A guard that cannot be evaluated (an expression
 outside the evaluator, a value the request does not hold) is never taken as passing: unless
 an older entry surely accepts the request, it is **unknown**, with why, and so is every later
 request no entry surely accepts (:class:`FrameModel`). Frames other than the compiled
@@ -35,16 +39,18 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import math
 import operator
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any
 
 from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
-from ..leaves import NOT_PLAIN, Node, parse_source, source, type_name, walk
+from ..leaves import NOT_PLAIN, Node, parse_source, resolve, source, type_name, walk
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
@@ -70,6 +76,14 @@ class Request:
     types: Mapping[str, str] = field(default_factory=dict)
     lengths: Mapping[str, int] = field(default_factory=dict)
     args: frozenset[str] | None = None
+    # what the recorded guards leave out, by source (:func:`_traits`): a tensor's layout,
+    # requires_grad and aliasing; a module's or callable's identity. An entry accepts a request
+    # that differs here from the request it was made for only as far as anyone can tell
+    traits: Mapping[str, Any] = field(default_factory=dict)
+    strides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # a tensor's, where known (else contiguous)
+    # the arguments themselves, to read a source the walk did not reach (a ``ModelOutput``'s
+    # attribute left ``None``, which its items leave out)
+    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def defaulted(self, source: str | None) -> bool:
         """A source inside a parameter this request does not pass (a dict's key by position:
@@ -92,13 +106,20 @@ def request_of(named: Mapping[str, Any]) -> Request:
     scalars: dict[str, Any] = {}
     types: dict[str, str] = {}
     lengths: dict[str, int] = {}
+    traits: dict[str, Any] = {}
+    strides: dict[str, tuple[int, ...]] = {}
+    seen: dict[int, str] = {}  # a tensor object → the first source holding it
     for name, value in named.items():
+        if isinstance(value, (torch.nn.Module, FunctionType, BuiltinFunctionType, MethodType)):
+            traits[f"L['{name}']"] = _identity(value)
         for steps, v in walk(value).items:
             src = source(f"L['{name}']", steps)
             if isinstance(v, torch.Tensor):
                 sizes[src] = tuple(int(n) for n in v.shape)
                 dtypes[src] = str(v.dtype).replace("torch.", "")
                 types[src] = type_name(v)
+                traits[src] = _tensor_traits(v, seen.setdefault(id(v), src), src)
+                strides[src] = tuple(int(n) for n in v.stride()) if v.layout == torch.strided else ()
             elif isinstance(v, Node):
                 types[src] = v.type
                 if v.length is not None:
@@ -109,7 +130,70 @@ def request_of(named: Mapping[str, Any]) -> Request:
             else:
                 scalars[src] = v
                 types[src] = type_name(v)
-    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named))
+    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named), traits, strides, dict(named))
+
+
+def _reached(request: Request, src: str) -> Request:
+    """``request`` with ``src`` read from its arguments themselves when the walk did not reach
+    it (an attribute a container's items leave out); as it was when it cannot be read."""
+    parsed = parse_source(src)
+    if parsed is None or parsed[0] not in request.raw:
+        return request
+    try:
+        value = resolve(request.raw[parsed[0]], parsed[1])
+    except LookupError:
+        return request
+    found = request_of({"_": value})
+    renamed = {k: {s.replace("L['_']", src, 1): v for s, v in getattr(found, k).items()}
+               for k in ("sizes", "dtypes", "scalars", "types", "lengths", "strides")}
+    return dataclasses.replace(request, **{k: {**getattr(request, k), **v} for k, v in renamed.items()})
+
+
+def _tensor_traits(t: Any, first: str, src: str) -> tuple[Any, ...]:
+    """A tensor's layout (contiguous, channels-last, else its strides), requires_grad, the
+    source it aliases when it is an object an earlier source holds too (``f(x, x)``), and its
+    type (a ``Parameter``, a subclass)."""
+    import torch
+
+    if t.is_contiguous():
+        layout: Any = "contiguous"
+    elif t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
+        layout = "channels_last"
+    else:
+        layout = ("strides", tuple(t.stride()))
+    return layout, bool(t.requires_grad), None if first == src else first, type_name(t)
+
+
+def _identity(value: Any) -> tuple[Any, ...]:
+    """A module's type, training flags and parameters' and buffers' sizes; a callable's
+    qualified name: what Dynamo's guards on an object argument check, as far as they go."""
+    import torch
+
+    if isinstance(value, torch.nn.Module):
+        return (type_name(value), tuple(m.training for m in value.modules()),
+                tuple((n, tuple(p.shape), bool(p.requires_grad)) for n, p in value.named_parameters()),
+                tuple((n, tuple(b.shape)) for n, b in value.named_buffers()))
+    return (getattr(value, "__module__", None), getattr(value, "__qualname__", None), id(value))
+
+
+_TRAIT_WORDS = ("layout", "requires_grad", "aliasing", "type")
+
+
+def trait_differences(made_for: Request | None, request: Request) -> str | None:
+    """How ``request`` differs from ``made_for`` (the request an entry was made for) in what
+    the recorded guards leave out, for the sources both hold; None when it does not."""
+    if made_for is None:
+        return None
+    for src, mine in request.traits.items():
+        theirs = made_for.traits.get(src)
+        if theirs is None or theirs == mine:
+            continue
+        if src in request.sizes:  # a tensor: which of its traits
+            what = next(w for w, a, b in zip(_TRAIT_WORDS, theirs, mine) if a != b)
+        else:
+            what = "object (a module's parameters or training flag, a callable)"
+        return f"{_name(src)}'s {what} differs from that of the request it was made for"
+    return None
 
 
 # ----------------------------------------------------------------------------- expressions
@@ -123,6 +207,10 @@ _COMPARE: dict[type, Callable[[Any, Any], bool]] = {
     ast.Gt: operator.gt, ast.GtE: operator.ge,
 }
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"max": max, "min": min, "abs": abs, "Max": max, "Min": min}
+_MATH: dict[str, Callable[[Any], Any]] = {
+    "isnan": math.isnan, "isinf": math.isinf, "isfinite": math.isfinite, "floor": math.floor, "ceil": math.ceil,
+    "trunc": math.trunc,
+}
 
 
 def _contiguous(sizes: tuple[int, ...]) -> tuple[int, ...]:
@@ -143,7 +231,7 @@ def _size_ref(node: ast.Subscript, request: Request) -> int:
         raise Unevaluable(f"{_name(src)} is not a tensor of the request" if src in request.types
                           else f"{_name(src)} is not in the request's inputs")
     sizes = request.sizes[src]
-    values = sizes if call.func.attr == "size" else _contiguous(sizes)
+    values = sizes if call.func.attr == "size" else request.strides.get(src) or _contiguous(sizes)
     if not 0 <= node.slice.value < len(values):
         raise Unevaluable(ast.unparse(node))
     return values[node.slice.value]
@@ -154,13 +242,15 @@ def _eval(node: ast.AST, request: Request) -> Any:
         return _eval(node.body, request)
     if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
         return node.value
-    if isinstance(node, ast.Subscript):
+    if isinstance(node, (ast.Subscript, ast.Attribute)):
         src = ast.unparse(node).replace('"', "'")
-        if src in request.scalars:  # a Python number input: ``L['n']``
+        if src in request.scalars:  # a Python number input: ``L['n']``, ``L['box'].n``
             value = request.scalars[src]
             if isinstance(value, (int, float)):
                 return value
             raise Unevaluable(f"{_name(src)} is {type(value).__name__}, not a number")
+        if isinstance(node, ast.Attribute):
+            raise Unevaluable(f"{_name(src)} is not in the request's inputs" if src.startswith("L[") else "Attribute")
         return _size_ref(node, request)
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         right = _eval(node.right, request)
@@ -183,6 +273,9 @@ def _eval(node: ast.AST, request: Request) -> Any:
         return True
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords:
         return _FUNCTIONS[node.func.id](*(_eval(a, request) for a in node.args))
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "math" and node.func.attr in _MATH and len(node.args) == 1 and not node.keywords):
+        return _MATH[node.func.attr](_eval(node.args[0], request))
     raise Unevaluable(type(node).__name__)
 
 
@@ -224,6 +317,8 @@ def _tensor_failures(g: EntryGuard, request: Request) -> list[str]:
 
 
 def _same(expected: Any, actual: Any) -> bool:
+    if isinstance(expected, str) and type(actual).__module__ == "torch" and not isinstance(actual, str):
+        return expected in (repr(actual), str(actual))  # a dtype or device, recorded as its text
     if expected is None or isinstance(expected, bool) or actual is None or isinstance(actual, bool):
         return actual is expected or (type(actual) is type(expected) and actual == expected)
     try:
@@ -236,6 +331,8 @@ def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
     """One guard against ``request``: the texts of what fails, or why it cannot be told."""
     src = g.source or ""
     name = _name(src)
+    if src and src not in request.types and src not in request.sizes and src not in request.scalars:
+        request = _reached(request, src)
     held = request.types.get(src) or ("torch.Tensor" if src in request.sizes else
                                       type_name(request.scalars[src]) if src in request.scalars else None)
     if g.kind in ("tensor", "value", "type", "length", AS_COMPILED) and held is None:
@@ -308,6 +405,7 @@ class _Entry:
     guards: tuple[EntryGuard, ...]
     recorded: str | None = None  # the recorded entry it is (its compile id in the recording), if any
     cut: int = 0  # guards past the recording's bounds: whether it accepts a request is not known
+    made_for: Request | None = None  # the request it was compiled for, when known
 
 
 def _was_dynamic(entries: Sequence[_Entry], source: str, sizes: tuple[int, ...]) -> set[int]:
@@ -363,7 +461,7 @@ def estimated_entry(cid: str, request: Request, entries: Sequence[_Entry], mode:
         guards += [EntryGuard("value", s, None, v, f"{s} == {v!r}") for s, v in request.scalars.items()]
         guards += [EntryGuard("length", s, None, n, f"len({s}) == {n}") for s, n in request.lengths.items()
                    if s in guarded]
-    return _Entry(cid, tuple(guards))
+    return _Entry(cid, tuple(guards), made_for=request)
 
 
 def _guarded_sources(entries: Sequence[_Entry]) -> set[str]:
@@ -416,15 +514,35 @@ class FrameModel:
     request that no entry surely accepts is ``unknown`` too."""
 
     def __init__(self, frame: int, recorded: Sequence[CompileRecord], strategy: str, limit: int,
-                 options: StrategyOptions | None = None) -> None:
+                 options: StrategyOptions | None = None, made_for: Callable[[CompileRecord], Request | None] | None = None,
+                 blind: str | None = None) -> None:
         from ..strategies import get_strategy
 
         self.frame, self.strategy, self.limit = frame, strategy, limit
         self.mode = get_strategy(strategy).mode(options)  # its dynamic mode: how a new entry is estimated
-        self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id), r.entry_guards_cut)
-                         for r in recorded]
+        self.recorded = [_Entry(str(r.compile_id), r.entry_guards, str(r.compile_id), r.entry_guards_cut,
+                                made_for(r) if made_for is not None else None) for r in recorded]
         self.entries: list[_Entry] = []
         self.unsure: str | None = None  # why the cache's state is not known, after an unknown request
+        # why an entry the recorded guards accept may still reject a request: the recording shows a
+        # guard they leave out deciding (:func:`blind_spot`); then only the request it was made for is
+        # sure, and not even that when the recording shows one such request compiling again (a guard
+        # on state the inputs do not hold: a buffer the call grows)
+        self.blind = blind
+        self.blind_to_state = False
+
+    def _doubt(self, e: _Entry, request: Request) -> str | None:
+        """Why ``e``, whose recorded guards accept ``request``, may still reject it."""
+        if self.blind is not None and (self.blind_to_state or e.made_for is None or e.made_for != request):
+            return self.blind
+        made = e.made_for
+        if e.recorded is None and made is not None and made.args is not None and request.args is not None \
+                and made.args != request.args:  # an estimate holds nothing of an argument its request left out
+            passed = ", ".join(sorted(_name(f"L['{a}']") for a in made.args ^ request.args))
+            return (f"it passes other arguments ({passed}) than the request the estimated entry {e.cid} was made "
+                    "for, whose guards on them are not known")
+        differs = trait_differences(made, request)
+        return None if differs is None else f"{differs}, and its guards on that were not recorded"
 
     def _choose(self, request: Request) -> _Entry:
         attempt = len(self.entries)
@@ -451,9 +569,11 @@ class FrameModel:
             if failed:
                 step.rejected.append((e.cid, failed))
                 continue
-            if unknown or e.cut:
+            doubt = None if unknown or e.cut else self._doubt(e, request)
+            if unknown or e.cut or doubt:
                 unsure = unsure or (f"whether entry {e.cid} accepts it is not known: "
-                                    + (unknown[0] if unknown else f"{e.cut} of its guards were past the recording's bounds"))
+                                    + (unknown[0] if unknown else doubt if doubt else
+                                       f"{e.cut} of its guards were past the recording's bounds"))
                 continue
             return step  # surely accepted: a hit, whatever the entries before it do
         if unsure is not None or self.unsure is not None:
@@ -485,6 +605,34 @@ def entry_frame(compiles: Sequence[CompileRecord]) -> tuple[int | None, list[str
     return first.compile_id.frame, [f"frame {f} ({name})" for f, name in sorted(others.items())]
 
 
+def blind_spot(model: FrameModel, recorded: Sequence[CompileRecord], made_for: Callable[[CompileRecord], Request | None],
+               ) -> tuple[str, bool] | None:
+    """Why the recorded guards miss a guard of this frame, when the recording shows one: a
+    request of the recorded stream that compiled a new entry although an older entry's
+    recorded guards accept it (and it matches that entry's request in every trait they leave
+    out) — a stride, a module's state, a global decided it; and whether that request was the
+    very one the older entry was made for (a guard on state no input holds). None when the
+    recording shows none."""
+    for r in recorded:
+        if r.call_index is None or r.phase != "stream" or (request := made_for(r)) is None:
+            continue
+        for e in model.recorded:
+            if e.recorded == str(r.compile_id) or (e.made_for is None) or e.cut:
+                continue
+            older = next((x for x in recorded if str(x.compile_id) == e.recorded), None)
+            if older is None or older.compile_id.attempt >= r.compile_id.attempt:
+                continue
+            failed, unknown = check(e.guards, request)
+            if not failed and not unknown and trait_differences(e.made_for, request) is None:
+                said = f" (PyTorch's reason: {r.reasons[0]})" if r.reasons else ""
+                same = e.made_for == request
+                return (f"the recording's request {r.call_index} compiled {r.compile_id} although entry {e.cid}'s "
+                        f"recorded guards accept it{said}: a guard they leave out decides this frame"
+                        + (", on state the inputs do not hold (the request was the one that entry was made for)"
+                           if same else ", so an entry surely accepts only the request it was made for"), same)
+    return None
+
+
 def _request_row(index: int, shape: Shape, step: Step, estimated: str | None) -> ForecastRequest:
     guards = tuple(g for cid, texts in step.rejected for g in _forecast_guards(cid, texts))
     why = step.why or (f"{step.limited}; {estimated}" if step.limited and estimated else step.limited or estimated)
@@ -504,18 +652,32 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
     recorded = sorted((r for r in trial.compiles if r.made_entry and r.compile_id.frame == frame),
                       key=lambda r: r.compile_id.attempt)
     limit = limit_in_force(recompile_limit, trial_limit(trial, here=True))
-    model = FrameModel(frame, recorded, trial.spec.strategy, limit, trial.spec.options)
+    made: dict[tuple[tuple[str, int], ...], Request] = {}
+    shapes = {c.index: c.shape for c in trial.calls}
+
+    def made_for(r: CompileRecord) -> Request | None:
+        shape = shapes.get(r.call_index) if r.call_index is not None and r.phase == "stream" else None
+        if shape is None:
+            return None
+        key = shape_key(shape)
+        return made.get(key) or made.setdefault(key, inputs(shape))
+
+    model = FrameModel(frame, recorded, trial.spec.strategy, limit, trial.spec.options, made_for)
+    blind = blind_spot(model, recorded, made_for)
+    if blind is not None:
+        model.blind, model.blind_to_state = blind
     why = f"{', '.join(others)} after a graph break guard values that are not inputs" if others else None
     seen: dict[tuple[tuple[str, int], ...], Outcome] = {}
     first: dict[tuple[tuple[str, int], ...], int] = {}
-    rows, unknown, made = [], 0, {}
+    rows, unknown = [], 0
     for index, shape in enumerate(stream):
         key = shape_key(shape)
         if key in seen:  # caches only grow: what was accepted is accepted again, a refusal stays
-            word = repeat_word(seen[key])
+            stateful = model.blind_to_state and seen[key] != "eager"  # the same inputs may meet other state
+            word = "unknown" if stateful else repeat_word(seen[key])
             rows.append(ForecastRequest(index, key, word, "repeat", estimated=why is not None and word != "unknown",
-                                        why=f"repeats request {first[key]}, whose outcome is unknown"
-                                        if word == "unknown" else why))
+                                        why=model.blind if stateful else f"repeats request {first[key]}, whose "
+                                        "outcome is unknown" if word == "unknown" else why))
             continue
         request = made.get(key) or made.setdefault(key, inputs(shape))
         first[key] = index
@@ -526,7 +688,7 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
         if step.new and why is None:
             why = f"{NOT_RECORDED} (request {index} compiled {step.compile_id}, estimated by PyTorch's rule)"
     rows = _after_a_failure(trial, rows, frame)
-    return _strategy_forecast(trial, rows, (len(made), limit), time.perf_counter() - started, unknown, source)
+    return _strategy_forecast(trial, rows, (len(first), limit), time.perf_counter() - started, unknown, source)
 
 
 def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest], frame: int) -> list[ForecastRequest]:
@@ -554,10 +716,7 @@ def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest], frame: int
 def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: tuple[int, int], wall: float,
                        unknown: int, source: str) -> StrategyForecast:
     counts = {o: sum(1 for r in rows if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
-    notes = []
-    if counts["unknown"]:
-        first = next(r for r in rows if r.outcome == "unknown")
-        notes.append(f"{counts['unknown']} request(s) unknown, the first request {first.index}: {first.why}")
+    notes: list[str] = []  # the unknowns are each said with their request (and the first by the renderer)
     return StrategyForecast(
         strategy=trial.spec.strategy, requests=tuple(rows), hits=counts["hit"], compiles=counts["compile"],
         eager=counts["eager"], errors=counts["error"], traced=sizes[0], recompile_limit=sizes[1],
@@ -601,7 +760,11 @@ def unmatched(trial: TrialResult) -> str | None:
     frame, _ = entry_frame(trial.compiles)
     named = next((r.target for r in trial.compiles if r.compile_id.frame == frame and r.target is not None), None)
     if named is not None and named.params:
-        return None
+        if any(r.entry_guards for r in trial.compiles if r.compile_id.frame == frame):
+            return None
+        return (f"the compiled function's own frame ({named.name}) holds no recorded guard on its inputs (a graph "
+                "break before it reads them leaves them to the frame after it, whose guards are not evaluated; "
+                "or a file written before compilescope recorded guards)")
     own = next((r for r in trial.compiles if r.target is not None and r.phase in ("stream", "startup")), None)
     inner = list(dict.fromkeys(r.display_name for r in trial.compiles
                                if r.made_entry and r.phase in ("stream", "startup")))

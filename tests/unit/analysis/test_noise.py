@@ -155,3 +155,15 @@ def test_a_trial_records_the_machines_load_and_cpus():
     env = finished_env(trial_env(MeasureOptions(), None, "in-process"))
     assert env.cpus is not None and env.cpus >= 1
     assert len(env.load) == 2 and all(x >= 0 for x in env.load)  # start and end (Linux has os.getloadavg)
+
+
+def test_samples_that_grow_as_they_are_taken_are_told_from_noise():
+    from compilescope.analysis.noise import drift
+
+    rng = random.Random(0)
+    flat = [1e-4 * (1 + 0.2 * rng.random()) for _ in range(30)]
+    assert drift(flat) is None
+    grows = [1e-4 * (1 + i / 10) * (1 + 0.05 * rng.random()) for i in range(30)]
+    before, after = drift(grows)
+    assert after / before > 2
+    assert drift(grows[:12]) is None  # thirds of 4 samples: no test can tell them apart at 0.01

@@ -142,8 +142,9 @@ def test_entry_guards_round_trip_and_older_files_load(tmp_path, monkeypatch):
     (tmp_path / "old.json").write_text(json.dumps(data))
     old = load(tmp_path / "old.json")
     assert all(r.entry_guards == () and r.entry_guards_cut == 0 for r in old.trials[0].compiles)
-    with pytest.raises(OptionError, match="recorded no cache entry's guards"):
-        forecast_recorded("sincos", "16", tmp_path / "old.json")
+    (old_forecast,) = forecast_recorded("sincos", "16,32", tmp_path / "old.json").strategies
+    assert [r.outcome for r in old_forecast.requests] == ["unknown", "unknown"]  # said, not refused
+    assert "holds no recorded guard on its inputs" in old_forecast.requests[0].why
 
 
 def test_the_evaluator_runs_arithmetic_on_sizes_and_nothing_else():
@@ -159,10 +160,22 @@ def test_the_evaluator_runs_arithmetic_on_sizes_and_nothing_else():
     for text in ("L['mode'] == 1", "L['m'] == 1"):
         with pytest.raises(Unevaluable):
             evaluate(text, numbers)
+    # a number inside an object argument, and the ``math`` tests Dynamo puts on a float
+    inside = Request({}, scalars={"L['box'].n": 3, "L['scale']": float("nan")})
+    assert evaluate("L['box'].n <= 3", inside) and not evaluate("not math.isnan(L['scale'])", inside)
+    with pytest.raises(Unevaluable):
+        evaluate("math.sqrt(L['box'].n) > 1", inside)
     for text in ("__import__('os').getcwd() == 1", "L['y'].size()[0] == 1", "L['x'].size()[9] == 1",
                  "L['x'].numel() == 1", "2 ** 10000 > 1", "lambda: 1", "L['x'].size()[0] == (1"):
         with pytest.raises(Unevaluable):
             evaluate(text, request)
+
+
+def test_a_dtype_or_device_recorded_as_its_text_matches_the_value():
+    from compilescope.forecast.recorded import _same
+
+    assert _same("device(type='cpu')", torch.device("cpu")) and _same("torch.float32", torch.float32)
+    assert not _same("torch.float32", torch.float16) and not _same("device(type='meta')", torch.device("cpu"))
 
 
 def test_cli_forecast_from_results(main, tmp_path, monkeypatch):
@@ -473,3 +486,36 @@ def test_a_request_eager_at_the_limit_says_the_limit_even_when_estimated():
     row = _request_row(1, {"x": 8}, model.step(x(8)), "estimated, for a reason of its own")
     assert row.outcome == "eager" and row.why.startswith("the recompile limit (1) refuses the frame"), row.why
     assert row.why.endswith("estimated, for a reason of its own")
+
+
+def test_a_layout_requires_grad_or_aliasing_the_recording_never_saw_is_unknown_not_a_hit(tmp_path, monkeypatch):
+    """The recorded guards hold sizes and dtypes; a request whose input is transposed, requires
+    grad or is passed twice differs in what they leave out from the request the entry was made
+    for: PyTorch recompiles (stride, requires_grad, duplicate-tensor guards), and the forecast
+    says it cannot tell (before: a confident hit)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:layouts"
+    stream = load_workload(workload).default_stream
+    truth = {s: _trial(workload, s, stream, "eager", tmp_path, monkeypatch) for s in ("static", "dynamic")}
+    report = _forecast_from_a_prefix(workload, stream, 1, truth, tmp_path, monkeypatch)
+    for s in report.strategies:
+        assert [r.outcome for r in s.requests[:2]] == ["compile", "hit"]  # the same request again: sure
+        whys = [r.why for r in s.requests[2:5]]
+        # under dynamic the entry's stride relation (``x.stride()[0] == x.size()[1]``), evaluated on
+        # the request's real strides, fails: a compile, as PyTorch's stride guard rejects it
+        layout = "compile" if s.strategy == "dynamic" else "unknown"
+        assert [r.outcome for r in s.requests[2:5]] == [layout, "unknown", "unknown"], whys
+        assert [layout == "compile" or "layout" in whys[0], "requires_grad" in whys[1], "aliasing" in whys[2]] \
+            == [True] * 3, whys
+
+
+def test_a_recording_whose_same_request_compiled_twice_makes_every_hit_unknown(tmp_path, monkeypatch):
+    """A buffer the call grows: the recording shows a request identical to an entry's own
+    compiling again, so a guard on state no input holds decides: no hit is sure, a repeat neither."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:grows_a_buffer"
+    stream = load_workload(workload).default_stream
+    truth = {"static": _trial(workload, "static", stream, "eager", tmp_path, monkeypatch)}
+    assert sum(r.outcome == "compiled" for r in truth["static"].compiles if r.phase == "stream") == 4
+    report = _forecast_from_a_prefix(workload, stream, 2, truth, tmp_path, monkeypatch)
+    (static,) = report.strategies
+    assert [r.outcome for r in static.requests] == ["compile", "unknown", "unknown", "unknown"], static.requests
+    assert "on state the inputs do not hold" in static.requests[2].why
