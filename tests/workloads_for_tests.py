@@ -441,3 +441,19 @@ def grows_a_buffer() -> Workload:
     recompiles on the buffer's size, which no input holds."""
     return Workload("grows_a_buffer", _GrowsABuffer, lambda s: (torch.randn(s["n"]),), ("n",),
                     tuple({"n": 4} for _ in range(4)))
+
+
+def reads_y_after_a_break() -> Workload:
+    """``y`` is read only after a graph break: its size decides the resume frame's recompiles
+    while the function's own frame, which guards ``x`` alone, hits."""
+
+    def build():
+        def f(x, y):
+            a = x * 2
+            torch._dynamo.graph_break()
+            return a + y.sum()
+
+        return f
+
+    return Workload("reads_y_after_a_break", build, lambda s: (torch.randn(s["n"]), torch.randn(s["m"])), ("n", "m"),
+                    tuple({"n": 8, "m": m} for m in (8, 16, 24, 8)))

@@ -30,7 +30,8 @@ from .root import cli
 @click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
               help="for mark-dynamic / shapes-spec (repeatable), as for run.")
 @click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
-              help="the recompile limit to forecast under (default: PyTorch's).")
+              help="the recompile limit to forecast under (default: PyTorch's; with --from-results, the "
+                   "recording's).")
 @click.option("--results", "results_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="a run's results JSON whose measured compile times predict the compile seconds.")
 @click.option("--from-results", "recorded_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

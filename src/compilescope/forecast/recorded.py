@@ -30,8 +30,8 @@ such a guard deciding the frame (:func:`blind_spot`). A guard that cannot be eva
 outside the evaluator, a value the request does not hold) is never taken as passing: unless
 an older entry surely accepts the request, it is **unknown**, with why, and so is every later
 request no entry surely accepts (:class:`FrameModel`). Frames other than the compiled
-function's own (after a graph break) guard values that are not inputs: their requests are
-marked estimated, with the entry frame's outcome; a trial that never compiled the function's
+function's own (after a graph break) guard the locals they resume with, which are not
+evaluated: their requests are marked estimated, with the entry frame's outcome; a trial that never compiled the function's
 own frame forecasts every request unknown (:func:`unmatched`).
 """
 
@@ -666,7 +666,8 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
     blind = blind_spot(model, recorded, made_for)
     if blind is not None:
         model.blind, model.blind_to_state = blind
-    why = f"{', '.join(others)} after a graph break guard values that are not inputs" if others else None
+    why = (f"{', '.join(others)} after a graph break: its guards, on the locals it resumes with, are not "
+           "evaluated; the request is given the function's own frame's outcome" if others else None)
     seen: dict[tuple[tuple[str, int], ...], Outcome] = {}
     first: dict[tuple[tuple[str, int], ...], int] = {}
     rows, unknown = [], 0
@@ -687,8 +688,25 @@ def recorded_strategy(trial: TrialResult, stream: Sequence[Shape], inputs: Calla
         seen[key] = step.outcome
         if step.new and why is None:
             why = f"{NOT_RECORDED} (request {index} compiled {step.compile_id}, estimated by PyTorch's rule)"
-    rows = _after_a_failure(trial, rows, frame)
+    rows = _after_a_failure(trial, _other_frames_alone(trial, rows, frame), frame)
     return _strategy_forecast(trial, rows, (len(first), limit), time.perf_counter() - started, unknown, source)
+
+
+def _other_frames_alone(trial: TrialResult, rows: list[ForecastRequest], frame: int) -> list[ForecastRequest]:
+    """The recording shows a frame after a graph break compiling at a request on which the
+    function's own frame compiled nothing: that frame's guards decide on their own, and they
+    are not evaluated, so no hit is even an estimate — each is ``unknown``."""
+    own = {r.call_index for r in trial.compiles if r.is_compile and r.compile_id.frame == frame}
+    alone = next((r for r in trial.compiles if r.is_compile and r.phase == "stream" and r.call_index is not None
+                  and r.compile_id.frame != frame and r.call_index not in own), None)
+    if alone is None:
+        return rows
+    said = f" (PyTorch's reason: {alone.reasons[0]})" if alone.reasons else ""
+    why = (f"in the recording, frame {alone.compile_id.frame} ({alone.display_name}), after a graph break, compiled "
+           f"{alone.compile_id} at request {alone.call_index} where the function's own frame hit{said}: its guards "
+           "decide on their own and are not evaluated")
+    return [dataclasses.replace(r, outcome="unknown", estimated=False, why=why) if r.outcome == "hit" else r
+            for r in rows]
 
 
 def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest], frame: int) -> list[ForecastRequest]:

@@ -225,7 +225,7 @@ def test_frames_after_a_graph_break_are_estimated(tmp_path, monkeypatch):
     path = _recorded(ref, (), [recorded], tmp_path / "run.json")
     stream = parse_stream("8,24,8,32", ("n",))
     s = forecast_recorded(ref, stream, path).strategy("default")
-    assert all(r.estimated and "after a graph break guard values that are not inputs" in r.why for r in s.requests)
+    assert all(r.estimated and "after a graph break: its guards, on the locals it resumes with" in r.why for r in s.requests)
     real = _trial(ref, "default", stream, "eager", tmp_path, monkeypatch)
     assert [r.outcome for r in s.requests] == [o.outcome for o in request_outcomes(real.calls, real.compiles)]
 
@@ -519,3 +519,15 @@ def test_a_recording_whose_same_request_compiled_twice_makes_every_hit_unknown(t
     (static,) = report.strategies
     assert [r.outcome for r in static.requests] == ["compile", "unknown", "unknown", "unknown"], static.requests
     assert "on state the inputs do not hold" in static.requests[2].why
+
+
+def test_a_frame_after_a_break_that_recompiled_on_its_own_leaves_no_hit_even_estimated(tmp_path, monkeypatch):
+    """The recording shows the resume frame compiling on ``y`` where the function's own frame
+    hit: giving requests the own frame's outcome ("hit") would be wrong, so they are unknown."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:reads_y_after_a_break"
+    stream = load_workload(workload).default_stream
+    truth = {"static": _trial(workload, "static", stream, "eager", tmp_path, monkeypatch)}
+    report = _forecast_from_a_prefix(workload, stream, 2, truth, tmp_path, monkeypatch)
+    (static,) = report.strategies
+    assert [r.outcome for r in static.requests] == ["compile", "unknown", "unknown", "unknown"], static.requests
+    assert "compiled 1/1 at request 1 where the function's own frame hit" in static.requests[1].why
