@@ -457,3 +457,18 @@ def reads_y_after_a_break() -> Workload:
 
     return Workload("reads_y_after_a_break", build, lambda s: (torch.randn(s["n"]), torch.randn(s["m"])), ("n", "m"),
                     tuple({"n": 8, "m": m} for m in (8, 16, 24, 8)))
+
+
+def optional_mask() -> Workload:
+    """A keyword argument some requests leave out (``m``: 0 leaves ``mask`` out)."""
+
+    def build():
+        def masked(x, mask=None):
+            return x.sum() if mask is None else (x * mask).sum()
+
+        return masked
+
+    def inputs(s):
+        return ((torch.randn(s["n"]),), {"mask": torch.ones(s["n"])}) if s["m"] else ((torch.randn(s["n"]),), {})
+
+    return Workload("optional_mask", build, inputs, ("n", "m"), ({"n": 4, "m": 1}, {"n": 4, "m": 1}, {"n": 4, "m": 0}))

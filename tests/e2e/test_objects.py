@@ -239,3 +239,20 @@ def test_inputs_made_afresh_that_are_the_same_tensor_are_said_to_carry_the_state
     report = build_run_report(RunResult(workload="one", stream=result.spec.stream, trials=(result,)))
     notes = [n.text for t in report.trials for n in t.notes]
     assert any("held the same tensors" in n and "grown by the samples before them" in n for n in notes), notes
+
+
+def test_outputs_no_comparison_can_read_are_not_comparable_not_nondeterministic():
+    nested = torch.nested.nested_tensor([torch.ones(2, 3), torch.ones(4, 3)], layout=torch.jagged)
+    for out in ({"n": nested}, {"s": {torch.ones(1)}}):
+        check = compare_outputs({}, out, out)
+        assert (check.comparable, check.unjudged) == (False, "not comparable"), check
+
+
+def test_inputs_made_afresh_carry_state_only_where_the_call_changed_them():
+    from compilescope.execute.trial import _carries_state
+
+    weight, cache = torch.ones(4), torch.zeros(4)
+    old = {"w": weight, "cache": [torch.zeros(4)]}
+    fresh = {"w": weight, "cache": [torch.zeros(4)]}  # the same weight, never written; a fresh cache
+    assert not _carries_state(old, fresh, ("cache",))
+    assert _carries_state({"c": cache[:2]}, {"c": cache[:2]}, ("c",))  # fresh views of one buffer: the same storage

@@ -67,7 +67,7 @@ from .outcomes import (
     CHANGE_OUTCOME, FIRST_CALL_STATUS, FIRST_COMPILE_CAUSE, TIMELINE_EVENT, Classified, RequestOutcome, by_call, classify_calls, failure_then,
     speedup, tolerance_side, trial_limit,
 )
-from .noise import ALPHA, busy, drift, holm, mann_whitney_p, reachable, sign_test_p
+from .noise import ALPHA, DRIFT_RATIO, busy, drift, holm, mann_whitney_p, reachable, sign_test_p
 from .regimes import break_even_request, iqr_separated, summarize_samples
 from .verdict import verdict_clauses
 
@@ -293,6 +293,8 @@ def steady_note(trial: TrialResult, state: SteadyState | None, partial_calls: in
         return RequestOutcome.EAGER_FALLBACK.value
     if state is not None and (partial_calls or state.partly_eager):
         return RequestOutcome.PARTIAL.value
+    if state is not None and not state.compiled_s and state.compiling:
+        return "every steady-state sample compiled"
     if state is None and error_calls:
         return "a request raised"
     if state is None and (trial.ok or trial.ran_through):
@@ -472,14 +474,18 @@ def _stateful_note(trial: TrialResult, label: str) -> list[Note]:
 
 def _drift_note(trial: TrialResult, label: str) -> list[Note]:
     """Shapes whose steady-state samples grew as they were taken (:func:`~.noise.drift`)."""
-    grew = [(shape_label(s.shape), found) for s in trial.steady
-            for found in (drift(s.compiled_s) or drift(s.eager_s),) if found is not None]
+    tests = [(shape_label(s.shape), found) for s in trial.steady for series in (s.compiled_s, s.eager_s)
+             if (found := drift(series)) is not None]
+    held = holm([p for _, (p, _, _) in tests])  # every series tested is one claim of the family
+    grew = list({shape: (a, b) for (shape, (_, a, b)), ok in zip(tests, held)
+                 if ok and a > 0 and b / a >= DRIFT_RATIO}.items())
     if not grew:
         return []
     shown = "; ".join(f"shape {shape}: {fmt_time(a)} → {fmt_time(b)}" for shape, (a, b) in grew[:4])
     more = f" and {len(grew) - 4} more" if len(grew) > 4 else ""
     return [Note("warning", f"{label}: steady-state samples grew as they were taken on {len(grew)} shape(s) (the "
-                            f"first third's p50 against the last third's: {shown}{more}; a rank test, p < {ALPHA}): "
+                            f"first third's p50 against the last third's: {shown}{more}; a rank test held over the "
+                            f"trial's shapes at {ALPHA}): "
                             "something each call keeps (a module attribute, a list, a cache) may grow — or the "
                             "machine's load rose while they were taken — and those figures are of no one state")]
 

@@ -101,19 +101,17 @@ def mann_whitney_p(a: Sequence[float], b: Sequence[float]) -> float | None:
 DRIFT_RATIO = 1.25  # the last third's median over the first third's, for samples said to grow
 
 
-def drift(samples: Sequence[float], alpha: float = ALPHA) -> tuple[float, float] | None:
-    """The first and last thirds' medians of samples taken in order, when the last third is
-    slower by :data:`DRIFT_RATIO` or more and the rank test tells the thirds apart at
-    ``alpha`` (a state the call grows, not the noise); None otherwise."""
+def drift(samples: Sequence[float]) -> tuple[float, float, float] | None:
+    """The rank test's p-value that the first and last thirds of samples taken in order come
+    from one distribution, with the thirds' medians; None when there are too few samples to
+    tell them apart at :data:`ALPHA`. Samples grew when the test holds over all the caller's
+    tests (:func:`holm`) and the last third is slower by :data:`DRIFT_RATIO` or more."""
     third = len(samples) // 3
-    if min_p(third, third) >= alpha:  # too few to ever tell the thirds apart
+    if min_p(third, third) >= ALPHA:
         return None
     first, last = samples[:third], samples[-third:]
     p = mann_whitney_p(first, last)
-    before, after = statistics.median(first), statistics.median(last)
-    if p is None or p >= alpha or before <= 0 or after / before < DRIFT_RATIO:
-        return None
-    return before, after
+    return None if p is None else (p, statistics.median(first), statistics.median(last))
 
 
 def min_p(n: int, m: int) -> float:

@@ -51,6 +51,7 @@ class _Leaf(NamedTuple):
     rel_err: float | None = None
     atol: float | None = None
     rtol: float | None = None
+    unjudged: bool = False  # no comparison can read it (a tensor with no dense form, a set of tensors)
 
 
 def frozen_outputs(out: Any) -> Walk:
@@ -121,9 +122,13 @@ def _leaf(path: str, e: Any, a: Any) -> _Leaf:
         return _Leaf(False, f"{path}: {type_name(a)} vs eager {type_name(e)}")
     if isinstance(e, torch.Tensor) or hasattr(e, "__array_interface__"):
         et, at = _as_tensor(e), _as_tensor(a)
-        if et is None or at is None:
-            return _Leaf(_same_plain(e, a), None if _same_plain(e, a) else f"{path}: differs from eager")
-        return _tensors(path, et, at)
+        if et is not None and at is not None:
+            return _tensors(path, et, at)
+        if isinstance(e, torch.Tensor):
+            return _Leaf(False, f"{path}: a {e.layout} tensor no comparison can read", unjudged=True)
+        return _Leaf(_same_plain(e, a), None if _same_plain(e, a) else f"{path}: differs from eager")
+    if isinstance(e, (set, frozenset)) and not all(is_plain(v) and v == v for v in (*e, *a)):
+        return _Leaf(False, f"{path}: a set of values no comparison can read (tensors, NaN)", unjudged=True)
     if isinstance(e, (float, complex)) and isinstance(a, (float, complex)):
         leaf = _plain_number(e, a)
         return leaf if leaf.passed else leaf._replace(detail=f"{path}: {a!r} != eager {e!r}")
@@ -172,14 +177,17 @@ def compare_outputs(shape: Shape, expected: Any, actual: Any) -> NumericsCheck:
     act_leaves = [(source("out", p), v) for p, v in act.items]
     if [p for p, _ in exp_leaves] != [p for p, _ in act_leaves]:
         return NumericsCheck(shape, None, None, None, None, None, False, "output structure differs from eager")
-    worst = _Leaf(True)
+    worst = _Leaf(True)  # the leaf with the largest error: its dtype and tolerances are shown with it
     worst_abs, worst_rel = 0.0, 0.0
     for (path, e), (_, a) in zip(exp_leaves, act_leaves):
         leaf = _leaf(path, e, a)
-        if leaf.dtype is not None and leaf.atol is not None:
+        if leaf.atol is not None and (worst.atol is None or (leaf.abs_err or 0.0) >= worst_abs):
             worst = leaf
         worst_abs = max(worst_abs, leaf.abs_err or 0.0)
         worst_rel = max(worst_rel, leaf.rel_err or 0.0)
+        if leaf.unjudged:
+            return NumericsCheck(shape, None, None, None, None, None, False, leaf.detail, comparable=False,
+                                 unjudged="not comparable")
         if not leaf.passed:
             numbers = leaf.abs_err is not None
             return NumericsCheck(shape, leaf.dtype, worst_abs if numbers else None, worst_rel if numbers else None,

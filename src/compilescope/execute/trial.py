@@ -31,7 +31,7 @@ from ..collect.soundness import soundness_checks
 from ..collect.graphs import GraphRunLog, frames_of
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
-from ..leaves import changed_inputs, input_state, map_tensors, walk
+from ..leaves import changed_inputs, input_state, map_tensors, resolve, source, walk
 from ..torchtext import headline
 from ..model import (
     CallRecord,
@@ -254,7 +254,7 @@ class _Runner:
             nonlocal compiled, changed, checked, stale
             if changed:
                 fresh = self._call(self.prepared.fn, shape)
-                stale = stale or _shares_tensors(compiled.named, fresh.named)  # type: ignore[attr-defined]
+                stale = stale or _carries_state(compiled.named, fresh.named, changed)  # type: ignore[attr-defined]
                 compiled = fresh
             before = None if checked else input_state(compiled.named)  # type: ignore[attr-defined]
             count = compat.compilation_metrics_count()
@@ -361,17 +361,36 @@ class _Runner:
         except Exception as exc:  # outputs no comparison can read: said, and the trial goes on
             return NumericsCheck(shape, None, None, None, None, None, False, f"could not compare: {_error_text(exc)}",
                                  ran_eagerly=self.graphs.ran_eagerly(ran), comparable=False, unjudged="not comparable")
-        if not repeat.passed:  # a training step, dropout, sampling: eager is no fixed reference
+        if not repeat.passed and repeat.comparable:  # a training step, dropout, sampling: eager is no fixed reference
             detail = "eager gave different outputs on two calls with the same input (state or randomness)"
             return dataclasses.replace(check, comparable=False, passed=False, detail=detail, unjudged="eager varies")
         return check
 
 
-def _shares_tensors(old: dict[str, Any], new: dict[str, Any]) -> bool:
-    """Whether inputs made afresh hold a tensor object the old ones held (a workload whose
-    inputs are one global tensor): both are alive here, so the ids are the objects'."""
-    held = {id(t) for value in old.values() for _, t in walk(value).tensors()}
-    return any(id(t) in held for value in new.values() for _, t in walk(value).tensors())
+def _carries_state(old: dict[str, Any], new: dict[str, Any], changed: tuple[str, ...]) -> bool:
+    """Whether inputs made afresh hold, at a path the call changed, what the old ones held
+    there: the same container, or a tensor on the same storage (one global buffer, or views of
+    it) — the call's changes then carry over to the next sample."""
+    paths = set(changed)
+    for name, value in old.items():
+        for steps, _ in walk(value).items:
+            if source(name, steps) not in paths or name not in new:
+                continue
+            try:
+                before, after = resolve(value, steps), resolve(new[name], steps)
+            except LookupError:
+                continue
+            if before is after or (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)
+                                   and _storage(before) is not None and _storage(before) == _storage(after)):
+                return True
+    return False
+
+
+def _storage(t: torch.Tensor) -> int | None:
+    try:
+        return t.untyped_storage().data_ptr() or None  # 0: an empty storage, shared by nothing
+    except Exception:  # a tensor with no storage of its own (a subclass, meta)
+        return None
 
 
 def _through_step(step: Callable[..., Any], prepared: Prepared, target: Callable[..., Any]) -> Prepared:

@@ -81,9 +81,6 @@ class Request:
     # that differs here from the request it was made for only as far as anyone can tell
     traits: Mapping[str, Any] = field(default_factory=dict)
     strides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # a tensor's, where known (else contiguous)
-    # the arguments themselves, to read a source the walk did not reach (a ``ModelOutput``'s
-    # attribute left ``None``, which its items leave out)
-    raw: Mapping[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def defaulted(self, source: str | None) -> bool:
         """A source inside a parameter this request does not pass (a dict's key by position:
@@ -96,9 +93,20 @@ class Request:
 _DICT_KEY = re.compile(r"^list\(dict\.keys\((?P<src>.+)\)\)\[(?P<i>\d+)\]$")  # a dict's key by position
 
 
-def request_of(named: Mapping[str, Any]) -> Request:
+def request_of(named: Mapping[str, Any], wanted: Sequence[str] = ()) -> Request:
     """A request made of named arguments: the tensors, plain values and containers inside
-    each (objects' attributes too), bounded as :func:`compilescope.leaves.walk` is."""
+    each (objects' attributes too), bounded as :func:`compilescope.leaves.walk` is; and each
+    ``wanted`` source (one a recorded guard names) the walk did not reach, read from the
+    arguments themselves (a ``ModelOutput``'s attribute left ``None``, which its items leave
+    out). Only what they hold is kept, never the arguments."""
+    request = _walked(named)
+    for src in wanted:
+        if src not in request.types and src not in request.sizes and src not in request.scalars:
+            request = _reached(request, named, src)
+    return request
+
+
+def _walked(named: Mapping[str, Any]) -> Request:
     import torch
 
     sizes: dict[str, tuple[int, ...]] = {}
@@ -119,7 +127,8 @@ def request_of(named: Mapping[str, Any]) -> Request:
                 dtypes[src] = str(v.dtype).replace("torch.", "")
                 types[src] = type_name(v)
                 traits[src] = _tensor_traits(v, seen.setdefault(id(v), src), src)
-                strides[src] = tuple(int(n) for n in v.stride()) if v.layout == torch.strided else ()
+                if v.layout == torch.strided:
+                    strides[src] = tuple(int(n) for n in v.stride())
             elif isinstance(v, Node):
                 types[src] = v.type
                 if v.length is not None:
@@ -130,20 +139,19 @@ def request_of(named: Mapping[str, Any]) -> Request:
             else:
                 scalars[src] = v
                 types[src] = type_name(v)
-    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named), traits, strides, dict(named))
+    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named), traits, strides)
 
 
-def _reached(request: Request, src: str) -> Request:
-    """``request`` with ``src`` read from its arguments themselves when the walk did not reach
-    it (an attribute a container's items leave out); as it was when it cannot be read."""
+def _reached(request: Request, named: Mapping[str, Any], src: str) -> Request:
+    """``request`` with ``src`` read from the arguments ``named``; as it was when it cannot be read."""
     parsed = parse_source(src)
-    if parsed is None or parsed[0] not in request.raw:
+    if parsed is None or parsed[0] not in named:
         return request
     try:
-        value = resolve(request.raw[parsed[0]], parsed[1])
+        value = resolve(named[parsed[0]], parsed[1])
     except LookupError:
         return request
-    found = request_of({"_": value})
+    found = _walked({"_": value})
     renamed = {k: {s.replace("L['_']", src, 1): v for s, v in getattr(found, k).items()}
                for k in ("sizes", "dtypes", "scalars", "types", "lengths", "strides")}
     return dataclasses.replace(request, **{k: {**getattr(request, k), **v} for k, v in renamed.items()})
@@ -155,13 +163,22 @@ def _tensor_traits(t: Any, first: str, src: str) -> tuple[Any, ...]:
     type (a ``Parameter``, a subclass)."""
     import torch
 
-    if t.is_contiguous():
-        layout: Any = "contiguous"
-    elif t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last):
-        layout = "channels_last"
+    if t.layout != torch.strided:  # sparse, a jagged nested tensor: no strides to read
+        layout: Any = str(t.layout)
     else:
-        layout = ("strides", tuple(t.stride()))
+        sizes, strides = tuple(t.shape), tuple(t.stride())
+        if strides == _contiguous(sizes):
+            layout = "contiguous"
+        elif len(sizes) == 4 and strides == _channels_last(sizes):
+            layout = "channels_last"
+        else:  # its dims from the largest stride down (exact strides are compared at equal sizes)
+            layout = ("order", tuple(sorted(range(len(strides)), key=lambda i: (-strides[i], i))))
     return layout, bool(t.requires_grad), None if first == src else first, type_name(t)
+
+
+def _channels_last(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    n, c, h, w = (max(s, 1) for s in sizes)
+    return h * w * c, 1, w * c, c
 
 
 def _identity(value: Any) -> tuple[Any, ...]:
@@ -186,6 +203,9 @@ def trait_differences(made_for: Request | None, request: Request) -> str | None:
         return None
     for src, mine in request.traits.items():
         theirs = made_for.traits.get(src)
+        if theirs is not None and theirs == mine and src in request.strides and made_for.sizes.get(src) == \
+                request.sizes.get(src) and made_for.strides.get(src) != request.strides[src]:
+            return f"{_name(src)}'s strides differ from those of the request it was made for, at the same sizes"
         if theirs is None or theirs == mine:
             continue
         if src in request.sizes:  # a tensor: which of its traits
@@ -331,8 +351,6 @@ def _check_one(g: EntryGuard, request: Request) -> tuple[list[str], str | None]:
     """One guard against ``request``: the texts of what fails, or why it cannot be told."""
     src = g.source or ""
     name = _name(src)
-    if src and src not in request.types and src not in request.sizes and src not in request.scalars:
-        request = _reached(request, src)
     held = request.types.get(src) or ("torch.Tensor" if src in request.sizes else
                                       type_name(request.scalars[src]) if src in request.scalars else None)
     if g.kind in ("tensor", "value", "type", "length", AS_COMPILED) and held is None:
@@ -536,11 +554,11 @@ class FrameModel:
         if self.blind is not None and (self.blind_to_state or e.made_for is None or e.made_for != request):
             return self.blind
         made = e.made_for
-        if e.recorded is None and made is not None and made.args is not None and request.args is not None \
-                and made.args != request.args:  # an estimate holds nothing of an argument its request left out
+        if made is not None and made.args is not None and request.args is not None and made.args != request.args:
+            # a guard on an argument one request leaves out passes as its default for it, unread
             passed = ", ".join(sorted(_name(f"L['{a}']") for a in made.args ^ request.args))
-            return (f"it passes other arguments ({passed}) than the request the estimated entry {e.cid} was made "
-                    "for, whose guards on them are not known")
+            return (f"it passes other arguments ({passed}) than the request entry {e.cid} was made for, and a "
+                    "guard on one left out is not evaluated")
         differs = trait_differences(made, request)
         return None if differs is None else f"{differs}, and its guards on that were not recorded"
 
@@ -696,7 +714,7 @@ def _other_frames_alone(trial: TrialResult, rows: list[ForecastRequest], frame: 
     """The recording shows a frame after a graph break compiling at a request on which the
     function's own frame compiled nothing: that frame's guards decide on their own, and they
     are not evaluated, so no hit is even an estimate — each is ``unknown``."""
-    own = {r.call_index for r in trial.compiles if r.is_compile and r.compile_id.frame == frame}
+    own = {r.call_index for r in trial.compiles if r.is_compile and r.phase == "stream" and r.compile_id.frame == frame}
     alone = next((r for r in trial.compiles if r.is_compile and r.phase == "stream" and r.call_index is not None
                   and r.compile_id.frame != frame and r.call_index not in own), None)
     if alone is None:
@@ -705,8 +723,12 @@ def _other_frames_alone(trial: TrialResult, rows: list[ForecastRequest], frame: 
     why = (f"in the recording, frame {alone.compile_id.frame} ({alone.display_name}), after a graph break, compiled "
            f"{alone.compile_id} at request {alone.call_index} where the function's own frame hit{said}: its guards "
            "decide on their own and are not evaluated")
-    return [dataclasses.replace(r, outcome="unknown", estimated=False, why=why) if r.outcome == "hit" else r
-            for r in rows]
+    hits = {r.index for r in rows if r.outcome == "hit"}
+    return [_unknown(r, why) if r.index in hits else r for r in rows]
+
+
+def _unknown(row: ForecastRequest, why: str) -> ForecastRequest:
+    return dataclasses.replace(row, outcome="unknown", estimated=False, why=why)
 
 
 def _after_a_failure(trial: TrialResult, rows: list[ForecastRequest], frame: int) -> list[ForecastRequest]:
@@ -747,18 +769,30 @@ def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: t
 # ----------------------------------------------------------------------------- a report
 
 
-def workload_inputs(workload: Any, params: Sequence[str]) -> Callable[[Shape], Request]:
+def workload_inputs(workload: Any, params: Sequence[str], wanted: Sequence[str] = ()) -> Callable[[Shape], Request]:
     """A request's inputs as ``workload`` makes them, named ``L['<parameter>']`` by the
-    compiled function's parameters. (Made on the CPU: the ``meta`` device's factory functions
-    import PyTorch's reference implementations, seconds a forecast of milliseconds would pay.)"""
+    compiled function's parameters, reading the ``wanted`` sources the walk misses (see
+    :func:`request_of`). (Made on the CPU: the ``meta`` device's factory functions import
+    PyTorch's reference implementations, seconds a forecast of milliseconds would pay.)"""
     import torch
 
     def make(shape: Shape) -> Request:
         with torch.no_grad():
             args, kwargs = call_arguments(workload.make_inputs(dict(shape)))
-        return request_of(dict(zip(params, args)) | kwargs)
+        return request_of(dict(zip(params, args)) | kwargs, wanted)
 
     return make
+
+
+def _named_by_guards(trial: TrialResult) -> tuple[str, ...]:
+    """Every source the recorded entries' guards name."""
+    out: dict[str, None] = {}
+    for r in trial.compiles:
+        for g in r.entry_guards:
+            if g.source:
+                out[g.source] = None
+            out.update(dict.fromkeys(_SOURCE_IN_TEXT.findall(g.text or "")))
+    return tuple(out)
 
 
 def _params(trial: TrialResult) -> tuple[str, ...]:
@@ -886,8 +920,8 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
         return f"{results} (the probed program's compiles)" if probed else f"{results} [{t.label}]"
 
     rows = tuple(unmatched_strategy(t, base.stream, why, where(t)) if (why := unmatched(t)) is not None
-                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t)), where(t),
-                                        recompile_limit)
+                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t), _named_by_guards(t)),
+                                        where(t), recompile_limit)
                  for t in trials.values())
     if times is not None:
         rows = tuple(_with_times(s, times, base.workload) for s in rows)

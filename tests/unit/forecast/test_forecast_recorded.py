@@ -531,3 +531,34 @@ def test_a_frame_after_a_break_that_recompiled_on_its_own_leaves_no_hit_even_est
     (static,) = report.strategies
     assert [r.outcome for r in static.requests] == ["compile", "unknown", "unknown", "unknown"], static.requests
     assert "compiled 1/1 at request 1 where the function's own frame hit" in static.requests[1].why
+
+
+def test_what_the_recorded_guards_leave_out_is_compared_with_the_request_an_entry_was_made_for():
+    from compilescope.forecast.recorded import request_of, trait_differences
+
+    def differs(a, b):
+        return trait_differences(request_of({"x": a}), request_of({"x": b}))
+
+    # a size-1 dim's stride: contiguous both ways to torch, exact strides to a static guard
+    assert "layout" in differs(torch.empty(5, 1), torch.empty(1, 5).t())
+    assert "strides differ" in differs(torch.empty(16)[::2], torch.empty(24)[::3])  # same sizes, other strides
+    assert differs(torch.empty(8, 4).t(), torch.empty(16, 4).t()) is None  # a transposed input of every size
+    assert "requires_grad" in differs(torch.empty(3), torch.empty(3).requires_grad_())
+    assert "type" in differs(torch.empty(3), torch.nn.Parameter(torch.empty(3), requires_grad=False))
+    x = torch.empty(3)
+    assert "aliasing" in trait_differences(request_of({"x": x, "y": torch.empty(3)}), request_of({"x": x, "y": x}))
+    eval_, train = torch.nn.Linear(2, 2).eval(), torch.nn.Linear(2, 2)
+    assert "object" in trait_differences(request_of({"m": eval_}), request_of({"m": train}))
+    assert differs(torch.randn(3, 3).to_sparse_csr(), torch.randn(3, 3).to_sparse_csr()) is None  # read, not raised
+
+
+def test_a_request_that_leaves_out_an_argument_its_entry_was_made_with_is_unknown(tmp_path, monkeypatch):
+    """``mask`` passed, then left out: the guard on it passes as its default for a request
+    that does not pass it, unread — the recorded entry's request passed it, so it is unknown."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:optional_mask"
+    stream = load_workload(workload).default_stream
+    truth = {"static": _trial(workload, "static", stream, "eager", tmp_path, monkeypatch)}
+    report = _forecast_from_a_prefix(workload, stream, 1, truth, tmp_path, monkeypatch)
+    (static,) = report.strategies
+    assert [r.outcome for r in static.requests] == ["compile", "hit", "unknown"], static.requests
+    assert "other arguments (mask)" in static.requests[2].why
