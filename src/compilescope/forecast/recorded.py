@@ -50,7 +50,7 @@ from typing import Any
 
 from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
-from ..leaves import NOT_PLAIN, Node, parse_source, resolve, source, type_name, walk
+from ..leaves import NOT_PLAIN, Node, is_plain, parse_source, resolve, source, type_name, walk
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure
@@ -81,6 +81,7 @@ class Request:
     # that differs here from the request it was made for only as far as anyone can tell
     traits: Mapping[str, Any] = field(default_factory=dict)
     strides: Mapping[str, tuple[int, ...]] = field(default_factory=dict)  # a tensor's, where known (else contiguous)
+    offsets: Mapping[str, int] = field(default_factory=dict)  # a tensor's storage offset
 
     def defaulted(self, source: str | None) -> bool:
         """A source inside a parameter this request does not pass (a dict's key by position:
@@ -114,8 +115,9 @@ def _walked(named: Mapping[str, Any]) -> Request:
     scalars: dict[str, Any] = {}
     types: dict[str, str] = {}
     lengths: dict[str, int] = {}
-    traits: dict[str, Any] = {}
+    traits: dict[str, Any] = {"global state": _global_state()}
     strides: dict[str, tuple[int, ...]] = {}
+    offsets: dict[str, int] = {}
     seen: dict[int, str] = {}  # a tensor object → the first source holding it
     for name, value in named.items():
         if isinstance(value, (torch.nn.Module, FunctionType, BuiltinFunctionType, MethodType)):
@@ -129,6 +131,12 @@ def _walked(named: Mapping[str, Any]) -> Request:
                 traits[src] = _tensor_traits(v, seen.setdefault(id(v), src), src)
                 if v.layout == torch.strided:
                     strides[src] = tuple(int(n) for n in v.stride())
+                    offsets[src] = int(v.storage_offset())
+                    base = v._base
+                    if base is not None and base.layout == torch.strided:  # a view: its base, as Dynamo guards it
+                        sizes[f"{src}._base"] = tuple(int(n) for n in base.shape)
+                        strides[f"{src}._base"] = tuple(int(n) for n in base.stride())
+                        offsets[f"{src}._base"] = int(base.storage_offset())
             elif isinstance(v, Node):
                 types[src] = v.type
                 if v.length is not None:
@@ -139,7 +147,7 @@ def _walked(named: Mapping[str, Any]) -> Request:
             else:
                 scalars[src] = v
                 types[src] = type_name(v)
-    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named), traits, strides)
+    return Request(sizes, dtypes, scalars, types, lengths, frozenset(named), traits, strides, offsets)
 
 
 def _reached(request: Request, named: Mapping[str, Any], src: str) -> Request:
@@ -176,6 +184,15 @@ def _tensor_traits(t: Any, first: str, src: str) -> tuple[Any, ...]:
     return layout, bool(t.requires_grad), None if first == src else first, type_name(t)
 
 
+def _global_state() -> tuple[Any, ...]:
+    """What Dynamo's global-state guard checks, as the request's inputs were made: grad mode,
+    the default dtype, deterministic algorithms, the thread count, CPU autocast."""
+    import torch
+
+    return (torch.is_grad_enabled(), torch.get_default_dtype(), torch.are_deterministic_algorithms_enabled(),
+            torch.get_num_threads(), torch.is_autocast_enabled("cpu"))
+
+
 def _channels_last(sizes: tuple[int, ...]) -> tuple[int, ...]:
     n, c, h, w = (max(s, 1) for s in sizes)
     return h * w * c, 1, w * c, c
@@ -189,8 +206,12 @@ def _identity(value: Any) -> tuple[Any, ...]:
     if isinstance(value, torch.nn.Module):
         return (type_name(value), tuple(m.training for m in value.modules()),
                 tuple((n, tuple(p.shape), bool(p.requires_grad)) for n, p in value.named_parameters()),
-                tuple((n, tuple(b.shape)) for n, b in value.named_buffers()))
-    return (getattr(value, "__module__", None), getattr(value, "__qualname__", None), id(value))
+                tuple((n, tuple(b.shape)) for n, b in value.named_buffers()),
+                tuple((k, v) for m in value.modules() for k, v in vars(m).items()
+                      if not k.startswith("_") and is_plain(v) and v == v))  # a NaN never equals itself
+    code = getattr(value, "__code__", None)  # a function made afresh each call is guarded by its code
+    return (getattr(value, "__module__", None), getattr(value, "__qualname__", None),
+            id(code) if code is not None else id(value))
 
 
 _TRAIT_WORDS = ("layout", "requires_grad", "aliasing", "type")
@@ -208,10 +229,13 @@ def trait_differences(made_for: Request | None, request: Request) -> str | None:
             return f"{_name(src)}'s strides differ from those of the request it was made for, at the same sizes"
         if theirs is None or theirs == mine:
             continue
+        if src == "global state":
+            return ("the global state (grad mode, default dtype, deterministic algorithms, threads, autocast) "
+                    "differs from that of the request it was made for")
         if src in request.sizes:  # a tensor: which of its traits
             what = next(w for w, a, b in zip(_TRAIT_WORDS, theirs, mine) if a != b)
         else:
-            what = "object (a module's parameters or training flag, a callable)"
+            what = "object (a module's parameters, training flags or plain attributes; a callable)"
         return f"{_name(src)}'s {what} differs from that of the request it was made for"
     return None
 
@@ -291,6 +315,12 @@ def _eval(node: ast.AST, request: Request) -> Any:
                 return False
             left = right
         return True
+    if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "storage_offset"
+            and not node.args and not node.keywords):
+        src = ast.unparse(node.func.value).replace('"', "'")
+        if src not in request.offsets:
+            raise Unevaluable(f"{_name(src)}'s storage offset is not known")
+        return request.offsets[src]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCTIONS and not node.keywords:
         return _FUNCTIONS[node.func.id](*(_eval(a, request) for a in node.args))
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
@@ -777,9 +807,9 @@ def workload_inputs(workload: Any, params: Sequence[str], wanted: Sequence[str] 
     import torch
 
     def make(shape: Shape) -> Request:
-        with torch.no_grad():
+        with torch.no_grad():  # read in it: the global state as the inputs left it (grad mode set there too)
             args, kwargs = call_arguments(workload.make_inputs(dict(shape)))
-        return request_of(dict(zip(params, args)) | kwargs, wanted)
+            return request_of(dict(zip(params, args)) | kwargs, wanted)
 
     return make
 

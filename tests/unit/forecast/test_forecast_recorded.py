@@ -550,6 +550,25 @@ def test_what_the_recorded_guards_leave_out_is_compared_with_the_request_an_entr
     eval_, train = torch.nn.Linear(2, 2).eval(), torch.nn.Linear(2, 2)
     assert "object" in trait_differences(request_of({"m": eval_}), request_of({"m": train}))
     assert differs(torch.randn(3, 3).to_sparse_csr(), torch.randn(3, 3).to_sparse_csr()) is None  # read, not raised
+    small, big = torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)
+    big.k = 3  # a plain attribute Dynamo guards (``L['mod'].k == 1``)
+    small.k = 1
+    assert "plain attributes" in trait_differences(request_of({"m": small}), request_of({"m": big}))
+    assert trait_differences(request_of({"f": lambda v: v + 1}), request_of({"f": lambda v: v + 1})) is not None
+    fresh = [lambda v: v * 2 for _ in range(2)]  # one code object, two functions: guarded alike
+    assert trait_differences(request_of({"f": fresh[0]}), request_of({"f": fresh[1]})) is None
+    before = request_of({"x": torch.empty(3)})
+    with torch.no_grad():
+        assert "global state" in trait_differences(before, request_of({"x": torch.empty(3)}))
+
+
+def test_a_views_base_and_storage_offset_are_read_as_dynamo_guards_them():
+    from compilescope.forecast.recorded import request_of
+
+    view = request_of({"x": torch.randn(8, 6).t()})
+    assert evaluate("L['x']._base.size()[0] == L['x'].size()[1]", view)
+    offset = request_of({"x": torch.randn(12)[4:]})
+    assert evaluate("L['x'].storage_offset() == L['x'].size()[0] - 4", offset)
 
 
 def test_a_request_that_leaves_out_an_argument_its_entry_was_made_with_is_unknown(tmp_path, monkeypatch):
