@@ -1586,6 +1586,12 @@ def quiet_fake_kernel_errors() -> Callable[[], None]:
 # ----------------------------------------------------------------------------- pytree containers
 
 
+def view_base(t: Any) -> Any:
+    """The tensor ``t`` is a view of (None when it is none), as Dynamo's guards on a view name
+    it (``L['x']._base``) — ``Tensor._base``, checked on 2.13.0."""
+    return getattr(t, "_base", None)
+
+
 def is_pytree_node(t: type) -> bool:
     """``t`` is a registered pytree container (``torch.utils._pytree.SUPPORTED_NODES``) —
     checked on 2.13.0."""

@@ -256,3 +256,6 @@ def test_inputs_made_afresh_carry_state_only_where_the_call_changed_them():
     fresh = {"w": weight, "cache": [torch.zeros(4)]}  # the same weight, never written; a fresh cache
     assert not _carries_state(old, fresh, ("cache",))
     assert _carries_state({"c": cache[:2]}, {"c": cache[:2]}, ("c",))  # fresh views of one buffer: the same storage
+    assert not _carries_state({"m": Memory(cache)}, {"m": Memory(torch.zeros(4))}, ("m.ready",))  # a flag set alike
+    shared = [torch.zeros(1)]
+    assert _carries_state({"l": shared}, {"l": shared}, ("l",))  # one list, appended to by every call

@@ -31,7 +31,7 @@ from ..collect.soundness import soundness_checks
 from ..collect.graphs import GraphRunLog, frames_of
 from ..collect.records import TargetInfo
 from ..collect.timer import Clock, clocks_for_device
-from ..leaves import changed_inputs, input_state, map_tensors, resolve, source, walk
+from ..leaves import changed_inputs, input_state, is_plain, map_tensors, resolve, source, walk
 from ..torchtext import headline
 from ..model import (
     CallRecord,
@@ -380,8 +380,10 @@ def _carries_state(old: dict[str, Any], new: dict[str, Any], changed: tuple[str,
                 before, after = resolve(value, steps), resolve(new[name], steps)
             except LookupError:
                 continue
-            if before is after or (isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor)
-                                   and _storage(before) is not None and _storage(before) == _storage(after)):
+            if isinstance(before, torch.Tensor) and isinstance(after, torch.Tensor):
+                if _storage(before) is not None and _storage(before) == _storage(after):
+                    return True
+            elif before is after and not is_plain(before):  # one container (an int is shared by every object)
                 return True
     return False
 

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from types import BuiltinFunctionType, FunctionType, MethodType
 from typing import Any
 
+from .. import compat
 from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
 from ..leaves import NOT_PLAIN, Node, is_plain, parse_source, resolve, source, type_name, walk
@@ -132,7 +133,7 @@ def _walked(named: Mapping[str, Any]) -> Request:
                 if v.layout == torch.strided:
                     strides[src] = tuple(int(n) for n in v.stride())
                     offsets[src] = int(v.storage_offset())
-                    base = v._base
+                    base = compat.view_base(v)
                     if base is not None and base.layout == torch.strided:  # a view: its base, as Dynamo guards it
                         sizes[f"{src}._base"] = tuple(int(n) for n in base.shape)
                         strides[f"{src}._base"] = tuple(int(n) for n in base.stride())
@@ -199,8 +200,9 @@ def _channels_last(sizes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def _identity(value: Any) -> tuple[Any, ...]:
-    """A module's type, training flags and parameters' and buffers' sizes; a callable's
-    qualified name: what Dynamo's guards on an object argument check, as far as they go."""
+    """A module's type, training flags, parameters' and buffers' sizes and plain attributes; a
+    callable's name and code (a function made afresh each call is guarded by its code, a
+    builtin by its identity): what Dynamo's guards on an object argument check, as far as they go."""
     import torch
 
     if isinstance(value, torch.nn.Module):
