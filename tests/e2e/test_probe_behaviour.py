@@ -312,6 +312,10 @@ def test_a_frame_refused_before_any_compile_is_said_to_be_unnamed_not_a_question
     script = tmp_path / "limit0.py"
     script.write_text("import torch\ntorch._dynamo.config.recompile_limit = 0\n"
                       "f = torch.compile(lambda x: x.sin() + 1, backend='eager')\nfor n in (4, 8):\n    f(torch.ones(n))\n")
-    (function,) = build_probe_report(probe_script(str(script), [])).functions
+    limit = torch._dynamo.config.recompile_limit
+    try:  # the script runs in this process and sets the limit: put back for the tests that follow
+        (function,) = build_probe_report(probe_script(str(script), [])).functions
+    finally:
+        torch._dynamo.config.recompile_limit = limit
     assert (function.name, function.location) == ("(a frame PyTorch did not name)", "(no location recorded)")
     assert (function.compiles, function.refused) == (0, 1)

@@ -465,7 +465,7 @@ def _stateful_note(trial: TrialResult, label: str) -> list[Note]:
     stale = [shape_label(s.shape) for s in stateful if s.stale_inputs]
     if stale:
         return [Note("warning", f"{label}: the call changes its inputs ({shown}), and the workload's inputs made "
-                                f"afresh held the same tensors (shape(s) {', '.join(stale)}): those steady-state "
+                                f"afresh held the same tensors or containers (shape(s) {', '.join(stale)}): those steady-state "
                                 "samples ran on a state grown by the samples before them")]
     return [Note("info", f"{label}: the call changes its inputs ({shown}) on {len(stateful)} shape(s); each "
                          "steady-state sample was given inputs made afresh, so none ran on a state grown by the "
