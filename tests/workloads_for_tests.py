@@ -472,3 +472,19 @@ def optional_mask() -> Workload:
         return ((torch.randn(s["n"]),), {"mask": torch.ones(s["n"])}) if s["m"] else ((torch.randn(s["n"]),), {})
 
     return Workload("optional_mask", build, inputs, ("n", "m"), ({"n": 4, "m": 1}, {"n": 4, "m": 1}, {"n": 4, "m": 0}))
+
+
+def sums_varargs() -> Workload:
+    """``f(*xs)``: Dynamo sees ``xs`` as one tuple and guards its length (``c``: how many)."""
+
+    def build():
+        def total(*xs):
+            out = xs[0]
+            for x in xs[1:]:
+                out = out + x
+            return out.sin()
+
+        return total
+
+    return Workload("sums_varargs", build, lambda s: tuple(torch.randn(s["n"]) for _ in range(s["c"])), ("n", "c"),
+                    ({"n": 8, "c": 2}, {"n": 8, "c": 3}, {"n": 8, "c": 2}, {"n": 8, "c": 1}))

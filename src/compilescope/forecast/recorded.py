@@ -801,19 +801,36 @@ def _strategy_forecast(trial: TrialResult, rows: list[ForecastRequest], sizes: t
 # ----------------------------------------------------------------------------- a report
 
 
-def workload_inputs(workload: Any, params: Sequence[str], wanted: Sequence[str] = ()) -> Callable[[Shape], Request]:
+def workload_inputs(workload: Any, params: Sequence[str], wanted: Sequence[str] = (),
+                    varargs: str | None = None) -> Callable[[Shape], Request]:
     """A request's inputs as ``workload`` makes them, named ``L['<parameter>']`` by the
     compiled function's parameters, reading the ``wanted`` sources the walk misses (see
     :func:`request_of`). (Made on the CPU: the ``meta`` device's factory functions import
     PyTorch's reference implementations, seconds a forecast of milliseconds would pay.)"""
     import torch
 
+    at = params.index(varargs) if varargs in params else None
+
     def make(shape: Shape) -> Request:
         with torch.no_grad():  # read in it: the global state as the inputs left it (grad mode set there too)
             args, kwargs = call_arguments(workload.make_inputs(dict(shape)))
-            return request_of(dict(zip(params, args)) | kwargs, wanted)
+            named = dict(zip(params, args))
+            if at is not None and len(args) > at and not (len(args) == at + 1 and isinstance(args[at], tuple)):
+                named = dict(zip(params[:at], args[:at])) | {params[at]: tuple(args[at:])}  # ``*xs``: one tuple
+            return request_of(named | kwargs, wanted)
 
     return make
+
+
+def _varargs(trial: TrialResult, params: Sequence[str]) -> str | None:
+    """The ``*args`` parameter, as the recorded guards show it: a parameter Dynamo saw as a
+    tuple (``type(L['xs']) is builtins.tuple``), its items guarded by position."""
+    for r in trial.compiles:
+        for g in r.entry_guards:
+            name = _LOCAL.fullmatch(g.source or "")
+            if g.kind == "type" and name and name["name"] in params and "tuple" in str(g.expected):
+                return name["name"]
+    return None
 
 
 def _named_by_guards(trial: TrialResult) -> tuple[str, ...]:
@@ -952,7 +969,8 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
         return f"{results} (the probed program's compiles)" if probed else f"{results} [{t.label}]"
 
     rows = tuple(unmatched_strategy(t, base.stream, why, where(t)) if (why := unmatched(t)) is not None
-                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t), _named_by_guards(t)),
+                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t), _named_by_guards(t),
+                                                                        _varargs(t, _params(t))),
                                         where(t), recompile_limit)
                  for t in trials.values())
     if times is not None:

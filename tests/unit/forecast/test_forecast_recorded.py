@@ -584,3 +584,14 @@ def test_a_request_that_leaves_out_an_argument_its_entry_was_made_with_is_unknow
     (static,) = report.strategies
     assert [r.outcome for r in static.requests] == ["compile", "hit", "unknown"], static.requests
     assert "other arguments (mask)" in static.requests[2].why
+
+
+def test_a_varargs_parameter_is_one_tuple_as_dynamo_sees_it(tmp_path, monkeypatch):
+    """``f(*xs)`` with two, then three, then one argument: ``len(L['xs'])`` decides (before: the
+    first argument was taken as ``xs``, and three arguments were a confident hit)."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:sums_varargs"
+    stream = load_workload(workload).default_stream
+    truth = {"static": _trial(workload, "static", stream, "eager", tmp_path, monkeypatch)}
+    report = _forecast_from_a_prefix(workload, stream, 1, truth, tmp_path, monkeypatch)
+    (static,) = report.strategies
+    assert [r.outcome for r in static.requests] == ["compile", "compile", "hit", "compile"], static.requests
