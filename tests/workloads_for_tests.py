@@ -488,3 +488,25 @@ def sums_varargs() -> Workload:
 
     return Workload("sums_varargs", build, lambda s: tuple(torch.randn(s["n"]) for _ in range(s["c"])), ("n", "c"),
                     ({"n": 8, "c": 2}, {"n": 8, "c": 3}, {"n": 8, "c": 2}, {"n": 8, "c": 1}))
+
+
+SCALE = 1  # set by ``scales_by_a_global``'s make_inputs; its function reads it
+
+
+def scales_by_a_global() -> Workload:
+    """Each request sets a module global the function reads (``k``): Dynamo guards
+    ``G['SCALE'] == 1``, which no input holds."""
+
+    def build():
+        def scaled(x):
+            return x * SCALE + 1
+
+        return scaled
+
+    def make_inputs(s):
+        global SCALE
+        SCALE = s["k"]
+        return (torch.ones(s["n"]),)
+
+    return Workload("scales_by_a_global", build, make_inputs, ("n", "k"),
+                    tuple({"n": 4, "k": k} for k in (1, 2, 1, 3)))

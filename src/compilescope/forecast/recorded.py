@@ -54,7 +54,7 @@ from ..errors import OptionError
 from ..leaves import NOT_PLAIN, Node, is_plain, parse_source, resolve, source, type_name, walk
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
-from ..torchtext import parse_guard_failure
+from ..torchtext import parse_guard_failure, split_reason
 
 NOT_RECORDED = "a new entry's guards were not recorded"
 
@@ -674,7 +674,7 @@ def blind_spot(model: FrameModel, recorded: Sequence[CompileRecord], made_for: C
                 continue
             failed, unknown = check(e.guards, request)
             if not failed and not unknown and trait_differences(e.made_for, request) is None:
-                said = f" (PyTorch's reason: {r.reasons[0]})" if r.reasons else ""
+                said = f" (PyTorch's reason: {split_reason(r.reasons[0])[1]})" if r.reasons else ""
                 same = e.made_for == request
                 return (f"the recording's request {r.call_index} compiled {r.compile_id} although entry {e.cid}'s "
                         f"recorded guards accept it{said}: a guard they leave out decides this frame"
@@ -751,7 +751,7 @@ def _other_frames_alone(trial: TrialResult, rows: list[ForecastRequest], frame: 
                   and r.compile_id.frame != frame and r.call_index not in own), None)
     if alone is None:
         return rows
-    said = f" (PyTorch's reason: {alone.reasons[0]})" if alone.reasons else ""
+    said = f" (PyTorch's reason: {split_reason(alone.reasons[0])[1]})" if alone.reasons else ""
     why = (f"in the recording, frame {alone.compile_id.frame} ({alone.display_name}), after a graph break, compiled "
            f"{alone.compile_id} at request {alone.call_index} where the function's own frame hit{said}: its guards "
            "decide on their own and are not evaluated")

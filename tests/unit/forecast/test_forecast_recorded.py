@@ -522,6 +522,21 @@ def test_a_recording_whose_same_request_compiled_twice_makes_every_hit_unknown(t
     assert "on state the inputs do not hold" in static.requests[2].why
 
 
+def test_a_global_the_inputs_set_is_a_guard_on_state_no_input_holds(tmp_path, monkeypatch):
+    """``make_inputs`` sets a global the function reads: PyTorch recompiles on ``G['SCALE']``,
+    which the recorded guards leave out; the recording shows it, so no hit is sure, and the
+    reason quotes PyTorch's guard without its source comment."""
+    workload = f"{Path(__file__).resolve().parents[2] / 'workloads_for_tests.py'}:scales_by_a_global"
+    stream = load_workload(workload).default_stream
+    truth = {"static": _trial(workload, "static", stream, "eager", tmp_path, monkeypatch)}
+    assert [r.outcome for r in truth["static"].compiles if r.phase == "stream"] == ["compiled"] * 3
+    report = _forecast_from_a_prefix(workload, stream, 2, truth, tmp_path, monkeypatch)
+    (static,) = report.strategies
+    assert [r.outcome for r in static.requests] == ["compile", "unknown", "unknown", "unknown"], static.requests
+    why = static.requests[1].why
+    assert "PyTorch's reason: G['SCALE'] == 1)" in why and "#" not in why, why
+
+
 def test_a_frame_after_a_break_that_recompiled_on_its_own_leaves_no_hit_even_estimated(tmp_path, monkeypatch):
     """The recording shows the resume frame compiling on ``y`` where the function's own frame
     hit: giving requests the own frame's outcome ("hit") would be wrong, so they are unknown."""
