@@ -3,6 +3,8 @@ device cannot, while the code Dynamo traces does not."""
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
 from compilescope import Workload
@@ -198,3 +200,108 @@ def wrong_width() -> Workload:
     """A Linear(4, 4) given inputs 5 wide: every request raises, compiled or not."""
     return Workload(name="wrong-width", build=lambda: torch.nn.Linear(4, 4),
                     make_inputs=lambda s: (torch.randn(s["n"], 5),), dims=("n",), default_stream=({"n": 2}, {"n": 3}))
+
+
+class _GrowsACache(torch.nn.Module):
+    """A rotary-style cache on the module, grown when a longer input comes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.cached = torch.zeros(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[0] > self.cached.shape[0]:
+            self.cached = torch.zeros(x.shape[0])
+        return x + self.cached[: x.shape[0]]
+
+
+def grows_a_cache() -> Workload:
+    """The module's cache, grown by 16, makes a later 8 compile again: a repeated shape does
+    not repeat its outcome."""
+    return Workload(name="grows-a-cache", build=_GrowsACache, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 16, 8)))
+
+
+WARMED = {"done": False}  # set by ``warms_up_once``'s first call, as a fresh process meets it unset
+SHARED_BUFFER = torch.zeros(64)  # ``changes_its_input``'s inputs are views of it
+
+
+def warms_up_once() -> Workload:
+    """The first call sets a module-level flag the function reads (and Dynamo guards): a
+    fresh trial process meets it unset, so a dry run must too, whatever ran before it."""
+
+    def build():
+        torch.manual_seed(0)  # as a user's build may: the caller's random generator is put back
+
+        def f(x: torch.Tensor) -> torch.Tensor:
+            if not WARMED["done"]:
+                WARMED["done"] = True
+                return x * 2
+            return x + 1
+
+        return f
+
+    return Workload(name="warms-up-once", build=build, make_inputs=lambda s: (torch.ones(s["n"]),), dims=("n",),
+                    default_stream=({"n": 8}, {"n": 16}))
+
+
+def changes_its_input() -> Workload:
+    """Each request's input is a view of a module-level tensor, changed in place after a
+    graph break: the dry run must leave it as it found it."""
+
+    def build():
+        def g(x: torch.Tensor) -> torch.Tensor:
+            y = x.sin()
+            torch._dynamo.graph_break()
+            x.add_(1)
+            return y
+
+        return g
+
+    return Workload(name="changes-its-input", build=build, make_inputs=lambda s: (SHARED_BUFFER[: s["n"]],),
+                    dims=("n",), default_stream=({"n": 8}, {"n": 16}))
+
+
+def _inner_frame(h: torch.Tensor) -> torch.Tensor:
+    return h.cos() + 1
+
+
+def inner_frame_gets_input_or_computed() -> Workload:
+    """A graph break in a loop: Dynamo runs the function eagerly and compiles ``_inner_frame``
+    as a frame of its own, which gets the input itself (``k`` 0) or a tensor computed from it
+    (``k`` 1) — on fake tensors a fake one beside the real input, whose type guard fails."""
+
+    def build():
+        def f(x: torch.Tensor, k: int) -> torch.Tensor:
+            h = x.sin() if k else x
+            for _ in range(1):
+                torch._dynamo.graph_break()
+            return _inner_frame(h)
+
+        return f
+
+    return Workload(name="inner-frame", build=build, make_inputs=lambda s: (torch.randn(s["n"]), s["k"]),
+                    dims=("n", "k"), default_stream=({"n": 8, "k": 1}, {"n": 8, "k": 0}, {"n": 8, "k": 1}))
+
+
+@functools.lru_cache(maxsize=None)
+def _memo_table(n: int) -> torch.Tensor:
+    return torch.arange(n, dtype=torch.float32)
+
+
+def memoizes_a_table() -> Workload:
+    """A module-level ``lru_cache`` helper, called from code Dynamo skips: a dry run on fake
+    tensors fills it with a fake tensor, which must not outlive the forecast."""
+
+    @torch.compiler.disable
+    def table(n: int) -> torch.Tensor:
+        return _memo_table(n)
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return x + table(x.shape[0])
+
+        return f
+
+    return Workload(name="memoizes-a-table", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=({"n": 8}, {"n": 16}, {"n": 8}))

@@ -21,11 +21,12 @@ def fmt_seconds(seconds: float | None) -> str:
     return "0 s" if seconds == 0 else fmt_time(seconds)
 
 
-def n_star_text(n_star: int | None, saving_per_request_s: float | None, significant: bool) -> str:
+def n_star_text(n_star: int | None, saving_per_request_s: float | None, significant: bool, beyond_band: bool) -> str:
     """The projected break-even column: a request count, "never" (compiled is slower beyond the
-    noise), "within noise" (no saving to project from) or "—" (nothing measured)."""
+    noise), "could not tell" (a difference outside the IQR band that the samples' test does not
+    bear out), "within noise" (inside the band: no saving to project from) or "—" (nothing measured)."""
     if n_star is not None:
         return f"{n_star:,}"
     if saving_per_request_s is None:
         return "—"
-    return "never" if significant else "within noise"
+    return "never" if significant else "could not tell" if beyond_band else "within noise"

@@ -110,21 +110,31 @@ def test_buckets_from_the_distribution_are_proposed_only_when_static_beat_dynami
     spec = TrialSpec("sincos", "default", "cold", ({"n": 16},), StrategyOptions(backend="eager"), FAST)
     default = TrialResult(spec, "ok")
 
-    def report(*speedups):
-        return SimpleNamespace(rows=[SimpleNamespace(shape=str(i), speedup=x, status="compiled")
-                                     for i, x in enumerate(speedups)])
+    from compilescope.analysis.advise_guards import Interleaved
+
+    def report(label, *speedups):
+        return SimpleNamespace(label=label, rows=[SimpleNamespace(shape=str(i), speedup=x, status="compiled")
+                                                  for i, x in enumerate(speedups)])
+
+    def sampled(static, default):  # each trial's interleaved eager / compiled ratios, 12 a shape
+        return {label: Interleaved({str(i): [x * (1 + 0.01 * k) for k in range(-6, 6)] for i, x in enumerate(xs)})
+                for label, xs in (("static (cold)", static), ("default (cold)", default))}
 
     values = {"n": [16, 17, 18, 30, 31, 32, 100, 120]}
-    slow_dynamic = propose(default, spec.options, {}, 8, 8, static=report(1.3, 1.3, 1.3), default_report=report(1.0, 1.0, 1.2),
-                           stream_values=values)[0]
+    static, dflt = report("static (cold)", 1.3, 1.3, 1.3), report("default (cold)", 1.0, 1.0, 1.2)
+    slow_dynamic = propose(default, spec.options, {}, 8, 8, static=static, default_report=dflt, stream_values=values,
+                           samples=sampled((1.3, 1.3, 1.3), (1.0, 1.0, 1.2)))[0]
     (bucket,) = slow_dynamic
     assert bucket.strategy == "bucket" and bucket.options.buckets == (18, 32, 120) and bucket.target == "steady"
     assert "pads n up to the next of 18, 32, 120" in bucket.code
-    same = propose(default, spec.options, {}, 8, 8, static=report(1.0, 1.0, 1.0), default_report=report(1.0, 1.0, 1.0),
-                   stream_values=values)[0]
+    same = propose(default, spec.options, {}, 8, 8, static=static, default_report=dflt, stream_values=values,
+                   samples=sampled((1.0, 1.0, 1.0), (1.0, 1.0, 1.0)))[0]
     assert same == []  # no evidence that static graphs are faster: no buckets
-    two_dims = propose(default, spec.options, {}, 8, 8, static=report(1.3, 1.3), default_report=report(1.0, 1.0),
-                       stream_values={"batch": [1, 2, 4], "seq": [16, 32, 48]})[0]
+    untested = propose(default, spec.options, {}, 8, 8, static=static, default_report=dflt, stream_values=values)[0]
+    assert untested == []  # no samples to test the medians by: no claim, no buckets
+    two_dims = propose(default, spec.options, {}, 8, 8, static=report("static (cold)", 1.3, 1.3),
+                       default_report=report("default (cold)", 1.0, 1.0),
+                       stream_values={"batch": [1, 2, 4], "seq": [16, 32, 48]}, samples=sampled((1.3, 1.3), (1.0, 1.0)))[0]
     assert two_dims == []  # one bucket list would pad batch to sequence sizes: not proposed
 
 

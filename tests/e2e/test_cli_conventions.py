@@ -145,7 +145,7 @@ def assert_summary_shown(summary: dict[str, dict[str, object]], text: str) -> No
             assert f["compile time"] == fmt_time(s["compile_s"]), where  # type: ignore[arg-type]
             assert f["eager fallbacks"] == str(s["eager_fallbacks"]), where
             assert f["projected N*"] == n_star_text(s["n_star"], s["saving_per_request_s"],  # type: ignore[arg-type]
-                                                    bool(s["saving_significant"])), where
+                                                    bool(s["saving_significant"]), bool(s["saving_beyond_band"])), where
             numerics = f["numerics"]
             if s["numerics_failed"]:
                 assert f"{s['numerics_failed']} of {s['numerics_checked']} FAIL" in numerics, where

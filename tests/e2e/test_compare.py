@@ -223,7 +223,8 @@ def test_a_verdict_never_calls_a_ratio_outside_5_percent_matched(runs, ratio, si
     trial = next(t for t in build_run_report(load(paths["cold"])).trials if t.label == "default (cold)")
     assert trial.steady is not None
     shaped = dataclasses.replace(trial, steady=dataclasses.replace(trial.steady, weighted_ratio=ratio),
-                                 saving_significant=significant, saving_per_request_s=1e-6, saving_noise_s=1e-5)
+                                 saving_significant=significant, saving_per_request_s=1e-6, saving_noise_s=1e-5,
+                                 saving_beyond_band=False, saving_testable=True)
     head = verdict_clauses(shaped)[0]
     assert head.startswith(want) and f"×{ratio:.2f} stream-weighted" in head
     if abs(ratio - 1) > 0.05:
@@ -231,13 +232,18 @@ def test_a_verdict_never_calls_a_ratio_outside_5_percent_matched(runs, ratio, si
     # a difference outside the IQR band that the samples' test does not bear out is not called
     # "inside the noise": the test is what did not tell
     if not significant and abs(ratio - 1) > 0.05:
-        wide = dataclasses.replace(shaped, saving_per_request_s=-4e-4, saving_noise_s=7e-5)
+        wide = dataclasses.replace(shaped, saving_per_request_s=-4e-4, saving_noise_s=7e-5, saving_beyond_band=True)
         clauses = verdict_clauses(wide)
         assert clauses[0].startswith("steady-state execution could not be told apart from eager: the samples' "
                                      "test does not bear the difference out"), clauses[0]
         assert any("is not borne out by the samples' test" in c for c in clauses)
+        # too few samples for the test ever to tell: said so, not that the test came out negative
+        few = verdict_clauses(dataclasses.replace(wide, saving_testable=False))
+        assert few[0].startswith("steady-state execution could not be told apart from eager: too few samples to "
+                                 "test the difference"), few[0]
+        assert any("was not tested (too few samples)" in c for c in few)
     if ratio == 1.02:  # within 5%, outside the band: matched, and not called "inside the noise"
-        wide = dataclasses.replace(shaped, saving_per_request_s=3e-6, saving_noise_s=1e-6)
+        wide = dataclasses.replace(shaped, saving_per_request_s=3e-6, saving_noise_s=1e-6, saving_beyond_band=True)
         assert verdict_clauses(wide)[0].startswith("steady-state execution matched eager: within 5%, a difference "
                                                    "the samples' test does not bear out")
 

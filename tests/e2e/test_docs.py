@@ -101,3 +101,10 @@ def test_the_printed_comparison_can_fail():
     assert not prints_as_documented(["3"], "13\n")  # a whole line, not a part of one
     assert not prints_as_documented(["b", "a"], "a\nb\n")  # in order
     assert printed("print(x)  # → 8\n# prose\n# → a … b\n") == ["8", "a … b"]
+
+
+def test_the_readme_names_the_schema_version_files_are_written_under():
+    from compilescope.model import SCHEMA_VERSION
+
+    said = re.findall(r"under a `schema_version` \((\d+)\)", (ROOT / "README.md").read_text(encoding="utf-8"))
+    assert said == [str(SCHEMA_VERSION)]

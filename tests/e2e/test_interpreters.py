@@ -87,7 +87,7 @@ def test_the_same_run_under_another_torch_compares_with_the_version_difference(c
     assert compared.returncode in (0, 1), compared.stderr
     out = compared.stdout
     assert f"torch {compat.torch_version()} → {torch_b}" in out
-    for figure in ("compiles", "recompile causes", "guards per entry", "graph breaks", "refused at the limit",
+    for figure in ("compiles", "recompile causes", "PyTorch's guards per entry", "graph breaks", "refused at the limit",
                    "compile s", "speedup"):
         assert figure in out, figure
     assert "torch differs" not in out  # said once, above the table, not per pair

@@ -41,3 +41,35 @@ def test_demo_refuses_a_demo_html_that_leads_out_of_its_directory(main, tmp_path
     assert outside.read_text() == "keep"
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["demo.html"]  # nothing ran, no lock
     assert out == ""
+
+
+PRINTS = '''
+import torch
+from compilescope import Workload
+
+print("loaded")
+
+
+def build():
+    def f(x):
+        print("called")
+        return x + 1
+    return f
+
+
+wl = Workload("prints", build, lambda s: (torch.ones(s["n"]),), ("n",), ({"n": 4}, {"n": 8}))
+'''
+
+
+@pytest.mark.parametrize("command", [("forecast", "--strategies", "static", "--backend", "eager"),
+                                     ("run", "--strategies", "default", *FAST)])
+def test_the_workloads_own_prints_never_reach_a_stdout_output(main, tmp_path, command):
+    """``--json -``: stdout holds the JSON alone; the workload's prints, which this process
+    runs (loading it, a dry run's calls), go to stderr."""
+    import json
+
+    (tmp_path / "prints.py").write_text(PRINTS)
+    code, out, err = main(command[0], "prints.py:wl", *command[1:], "--json", "-")
+    assert code == 0, err
+    assert json.loads(out)["kind"] in ("forecast", "run")
+    assert "loaded" in err

@@ -43,6 +43,7 @@ from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, 
 from .advice import group_causes, input_name, inside_input, relation_multiple, relation_step
 from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note
 from .counts import count_compiles
+from .noise import ALPHA, holm, mann_whitney_p, reachable
 from .outcomes import SINGLE_SAMPLE_TOLERANCE, one_sample_apart, tolerance_side, within_tolerance
 from .regimes import TOLERANCE
 
@@ -129,12 +130,14 @@ def propose(
     recompile_limit: int, *, block: str | None = None, static: TrialReport | None = None,
     default_report: TrialReport | None = None, stream_values: dict[str, list[int]] | None = None,
     max_waste: float = PAD_WASTE, ranks: Mapping[str, int] | None = None,
+    samples: Mapping[str, Interleaved] | None = None,
 ) -> tuple[list[Proposal], list[CodeFix]]:
     """Proposals for the default's causes, narrowest first. ``sizes`` are the varying dims of
     the inputs the caller passes, with every size fed (the only dims a proposal marks);
     ``ranks`` each input's number of dims. ``block`` names the model's repeated block (for
     regional compilation when compile time dominates); ``static`` and ``default_report``
-    (the two trials' reports) say whether the dynamic graph runs slower than static ones;
+    (the two trials' reports) with ``samples`` (their interleaved samples, :func:`interleaved`)
+    say whether the dynamic graph runs slower than static ones;
     ``stream_values`` are each shape dim's values request by request, for buckets from the
     observed distribution."""
     records: tuple[CompileRecord, ...] = tuple(r for r in default.compiles if r.phase == "stream")
@@ -171,7 +174,7 @@ def propose(
         proposals += _relation_proposals(base, relation, sizes, ranks, distinct_shapes, recompile_limit)
         fixes.append(CodeFix(relation.description, relation.next_step, tuple(str(v) for v in relation.values),
                              relation.involves, relation.user_lines))
-    proposals += _distribution_proposals(base, sizes, ranks, _dynamic_slower(default_report, static),
+    proposals += _distribution_proposals(base, sizes, ranks, _dynamic_slower(default_report, static, samples or {})[0],
                                          stream_values, max_waste)
     proposals += _block_proposals(default, records, base, block)
     proposals += hint_proposals(default, base)
@@ -353,22 +356,39 @@ def _block_proposals(default: TrialResult, records: tuple[CompileRecord, ...], b
     ]
 
 
-def _dynamic_slower(default: TrialReport | None, static: TrialReport | None) -> str:
-    """Where the default's graphs run measurably slower than the static graphs on most shapes
-    both measured: a description, else ''. Each trial is compared through its own speedup over
-    eager sampled in its own process (timing on a shared machine is bimodal per process, so a
-    raw cross-process ratio is not evidence); a shape counts when the static speedup is
-    higher beyond the tolerance."""
+def _dynamic_slower(default: TrialReport | None, static: TrialReport | None,
+                    samples: Mapping[str, Interleaved]) -> tuple[str, str]:
+    """(how the static graphs ran faster than the default's, '' unless shown; why it could not
+    be told, '' when it could): static counts as faster on a shape when its interleaved
+    eager / compiled ratios (each sampled in its own process, so free of the process's speed)
+    are higher by the samples' test (:func:`~.noise.mann_whitney_p`, Holm over the shapes both
+    measured) and beyond the tolerance, and shown when that holds on most of those shapes."""
     if default is None or static is None:
-        return ""
-    theirs = {r.shape: r.speedup for r in static.rows}
-    ratios = [theirs[r.shape] / r.speedup for r in default.rows
-              if r.speedup and theirs.get(r.shape) and r.status != "eager"]
-    slower = [x for x in ratios if tolerance_side(x) > 0]
-    if ratios and len(slower) * 2 > len(ratios):
-        return (f"static graphs were ×{min(slower):.2f}–{max(slower):.2f} faster relative to eager on "
-                f"{len(slower)} of {len(ratios)} shapes")
-    return ""
+        return "", "no static reference ran"
+    mine, theirs = samples.get(static.label), samples.get(default.label)
+    compiled = {r.shape for r in default.rows if r.speedup and r.status != "eager"}
+    shapes = [s for s in (theirs.ratios if theirs else {}) if s in compiled and mine and mine.ratios.get(s)]
+    if mine is None or theirs is None:
+        return "", "no interleaved samples to test"
+    if not shapes:
+        return "", "no shape sampled by both"
+    busy = [f"{side} load {x.load:.1f} on {x.cpus} CPU(s)" for side, x in (("the default's", theirs), ("static's", mine))
+            if x.load is not None]
+    if busy:
+        return "", f"the machine was busy ({', '.join(busy)})"
+    usable = [s for s in shapes if reachable(len(theirs.ratios[s]), len(mine.ratios[s]), len(shapes))]
+    if not usable:
+        counts = ", ".join(sorted({f"{len(theirs.ratios[s])} against {len(mine.ratios[s])}" for s in shapes}))
+        return "", f"{counts} samples a shape cannot reach {ALPHA:.0%} over {len(shapes)} shape(s)"
+    pvalues = [mann_whitney_p(theirs.ratios[s], mine.ratios[s]) for s in usable]
+    faster = [r for s, held in zip(usable, holm(pvalues))
+              if held and tolerance_side(r := statistics.median(mine.ratios[s]) / statistics.median(theirs.ratios[s])) > 0]
+    if len(faster) * 2 > len(shapes):
+        lo, hi = min(faster), max(faster)
+        span = f"×{lo:.2f}" if hi - lo < 0.005 else f"×{lo:.2f}–{hi:.2f}"
+        return (f"static graphs were {span} faster relative to eager on {len(faster)} "
+                f"of {len(shapes)} shapes (Mann–Whitney, held over {len(usable)} shape(s) at {ALPHA:.0%})"), ""
+    return "", ""
 
 
 def _usual_words(root: str, packed: tuple[str, str] | None) -> str:
@@ -590,7 +610,7 @@ def judge(report: RunReport, proposals: list[Proposal], objective: str, lifetime
     shown = {r.label for r in rows}
     for t in report.trials:  # every trial the advice ran is shown, a reference run included
         if t.label not in shown:
-            rows.append(Judged(t.label, None, t, score(t, objective, life), "reference", _reference_why(t, default)))
+            rows.append(Judged(t.label, None, t, score(t, objective, life), "reference", _reference_why(t, default, samples)))
     # candidates in order of how narrow a change each is: the default (none), the proposals
     # narrowest first, then not compiling at all
     candidates = [r for r in rows if r.score is not None and r.trial.status == "ok" and r.verdict != "reference"
@@ -640,12 +660,13 @@ def _tie(best: Judged, candidates: list[Judged]) -> str:
     return ""
 
 
-def _reference_why(t: TrialReport, default: TrialReport | None) -> str:
+def _reference_why(t: TrialReport, default: TrialReport | None, samples: Mapping[str, Interleaved]) -> str:
     """Why a trial that is no proposal ran, and, for the static reference, what it told."""
     if t.strategy == "static":
-        told = _dynamic_slower(default, t)
+        told, untold = _dynamic_slower(default, t, samples)
         return ("measured for reference, not a proposal: whether the default's graphs run slower than static ones — "
-                + (f"they do ({told})" if told else "not on most shapes both measured, beyond the tolerance"))
+                + (f"they do ({told})" if told else f"could not tell: {untold}" if untold
+                   else "not on most shapes both measured, beyond the noise"))
     return "measured for reference, not a proposal"
 
 

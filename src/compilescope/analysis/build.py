@@ -420,6 +420,14 @@ def backed(measured: Sequence[ShapeRow], faster: bool) -> bool:
     return (above > below) == faster and above != below and sign_test_p(above, below) < ALPHA
 
 
+def testable(measured: Sequence[ShapeRow]) -> bool:
+    """Whether these shapes' samples could ever back a stream-wide difference (:func:`backed`):
+    some shape's test can reach significance among them, or enough shapes for the sign test."""
+    return (any(r.steady is not None and r.eager is not None and reachable(r.steady.n, r.eager.n, len(measured))
+                for r in measured)
+            or sign_test_p(len(measured), 0) < ALPHA)
+
+
 def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
             guard_extra_s: float | None = None) -> dict[str, Any]:
     """What compiling cost (the compiled calls' latency over their shape's steady p50), the
@@ -438,7 +446,9 @@ def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
         if call.compiled and call.latency_s is not None:
             cost += max(0.0, call.latency_s - steady_by_shape.get(shape_label(call.shape), 0.0))
     return dict(
-        saving_per_request_s=value, saving_noise_s=noise, saving_significant=significant, compile_cost_s=cost,
+        saving_per_request_s=value, saving_noise_s=noise, saving_significant=significant,
+        saving_beyond_band=value is not None and noise is not None and abs(value) > noise,
+        saving_testable=testable(measured_rows(rows)), compile_cost_s=cost,
         n_star=math.ceil(cost / value) if significant and value is not None and value > 0 else None,
         lifetime=lifetime,
         lifetime_gain_s=lifetime * value - cost if lifetime is not None and value is not None and significant else None,
@@ -817,6 +827,7 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "steady_median_ratio": t.steady.median_ratio if t.steady else None,
             "saving_per_request_s": t.saving_per_request_s,
             "saving_significant": t.saving_significant,
+            "saving_beyond_band": t.saving_beyond_band,
             "n_star": t.n_star,
             "numerics_checked": t.numerics_checked,
             "numerics_failed": t.numerics_failed,

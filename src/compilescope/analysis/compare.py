@@ -481,9 +481,10 @@ def _compile_changes(name: str, a: TrialResult, b: TrialResult, ta: TrialReport,
     ga, gb = _guards_per_entry(a.compiles), _guards_per_entry(b.compiles)
     if ga is not None and gb is not None:
         filtered = [t.spec.name for t in (a, b) if guard_filter_name(t.spec.strategy)]
-        out.append(_count(name, "guards per entry", ga, gb, "PyTorch's guard count of the largest cache entry, "
-                          + (f"made before {filtered[0]} dropped guards (the guards per shape are what a call "
-                             "checks): exact" if filtered else "checked on every call: exact")))
+        out.append(_count(name, "PyTorch's guards per entry", ga, gb,
+                          "PyTorch's own count (its compile metrics) for the largest cache entry: the guards "
+                          "Dynamo built, more than the checks a call runs (the per-shape guards), "
+                          + (f"made before {filtered[0]} dropped guards: exact" if filtered else "exact")))
     return out
 
 

@@ -182,10 +182,12 @@ TIMELINE_EVENT: dict[RequestOutcome, str] = {
 CHANGE_OUTCOME: dict[RequestOutcome, str] = {
     RequestOutcome.RAISED: "error", RequestOutcome.REFUSED: "refused",
     RequestOutcome.EAGER_FALLBACK: "eager fallback", RequestOutcome.PARTIAL: "partial eager fallback",
-    RequestOutcome.RECOMPILE: "recompiled", RequestOutcome.COMPILE: "recompiled", RequestOutcome.HIT: "reused",
+    RequestOutcome.RECOMPILE: "recompiled", RequestOutcome.COMPILE: "compiled", RequestOutcome.HIT: "reused",
     RequestOutcome.EAGER: "reused", RequestOutcome.UNKNOWN: "reused",
 }
-"""The shape-change table's outcome: a change of shape either reused a graph or compiled one."""
+"""The shape-change table's outcome: a change of shape either reused a graph or compiled one —
+a recompile where the frame held an entry, a compile where it held none (a frame first reached
+there, or one whose earlier compile failed and left no entry)."""
 
 FIRST_CALL_STATUS: dict[RequestOutcome, str] = {
     RequestOutcome.RAISED: "error", RequestOutcome.EAGER: "eager", RequestOutcome.REFUSED: "eager fallback",

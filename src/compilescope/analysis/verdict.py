@@ -36,8 +36,12 @@ def _range(g: SpeedGroup) -> str:
 
 def _beyond_band(t: TrialReport) -> bool:
     """The steady-state difference lies outside the IQR band (which the test still did not bear out)."""
-    return (t.saving_per_request_s is not None and t.saving_noise_s is not None
-            and abs(t.saving_per_request_s) > t.saving_noise_s)
+    return t.saving_beyond_band
+
+
+def _untested(t: TrialReport) -> str:
+    """Why the samples' test did not bear a difference out: it never could (too few samples)."""
+    return "too few samples to test the difference" if not t.saving_testable else ""
 
 
 def steady_clauses(t: TrialReport) -> list[str]:
@@ -63,8 +67,8 @@ def steady_clauses(t: TrialReport) -> list[str]:
         head = f"steady-state execution matched eager: within {TOLERANCE:.0%}, {how} ({where})"
     elif _beyond_band(t):
         # outside the IQR band, yet the samples' test does not support it (too few, or too spread)
-        head = (f"steady-state execution could not be told apart from eager: the samples' test does not bear "
-                f"the difference out ({where})")
+        why = _untested(t) or "the samples' test does not bear the difference out"
+        head = f"steady-state execution could not be told apart from eager: {why} ({where})"
     else:
         # a ratio beyond the tolerance that the IQRs do not support: no difference was measured,
         # and the ratio is never called a match
@@ -155,9 +159,10 @@ def payback_clauses(t: TrialReport) -> list[str]:
     out: list[str] = []
     if t.saving_per_request_s is not None and t.saving_noise_s is not None:
         if not t.saving_significant and _beyond_band(t):
+            told = "was not tested (too few samples)" if _untested(t) else "is not borne out by the samples' test"
             out.append(
                 f"the steady-state difference ({_t(t.saving_per_request_s)} per request, IQR band "
-                f"±{_t(t.saving_noise_s)}) is not borne out by the samples' test: no break-even is projected"
+                f"±{_t(t.saving_noise_s)}) {told}: no break-even is projected"
             )
         elif not t.saving_significant:
             out.append(

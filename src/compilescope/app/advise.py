@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.advise import judge, observed_sizes, propose
+from ..analysis.advise_guards import interleaved
 from ..analysis.advise_record import to_record
 from ..analysis.build import build_run_report
 from ..analysis.outcomes import limit_in_force
@@ -88,11 +89,11 @@ def advise(
     went_dynamic = default.ok and any(r.is_recompile for r in default.compiles if r.phase == "stream")
     more([variant(p.strategy, p.name, p.options) for p in proposals] + (["static"] if went_dynamic else []))
     if went_dynamic:
-        partial = build_run_report(RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials)))
-        by = {t.label: t for t in partial.trials}
+        so_far = RunResult(workload=base.workload, stream=base.stream, trials=tuple(trials))
+        by = {t.label: t for t in build_run_report(so_far).trials}
         extra, _ = propose(default, base.options, sizes, len(distinct), limit, static=by.get("static (cold)"),
                            default_report=by.get("default (cold)"), stream_values=stream_values, max_waste=max_waste,
-                           ranks=ranks)
+                           ranks=ranks, samples=interleaved(so_far))
         extra = [p for p in extra if p.strategy == "bucket" and p.target == "steady"]
         more([variant(p.strategy, p.name, p.options) for p in extra])
         proposals += extra

@@ -21,6 +21,9 @@ class Progress:
     def note(self, text: str, style: str = "") -> None:
         """A line for the user to read (where the results go, what runs next)."""
 
+    def status(self, text: str) -> None:
+        """A passing word on what is running (slow is not hung): progress, never a result line."""
+
     def begin(self, total: int | None, unit: str = "trials") -> None:
         """``total`` steps (trials, dry runs) are about to run; None when not known."""
 
@@ -42,14 +45,14 @@ CHECKING_SAID_AFTER_S = 3.0
 
 
 class said_after:
-    """``with said_after(progress, 3.0, text):`` — ``text`` as a note when the block is still
+    """``with said_after(progress, 3.0, text):`` — ``text`` as a status when the block is still
     running after ``delay_s`` seconds (a workload whose ``build()`` takes long, checked here
     before any trial): slow is said, never shown as nothing; a quick block says nothing."""
 
     def __init__(self, progress: Progress, delay_s: float, text: str) -> None:
         import threading
 
-        self._timer = threading.Timer(delay_s, progress.note, (text, "dim"))
+        self._timer = threading.Timer(delay_s, progress.status, (text,))
         self._timer.daemon = True
 
     def __enter__(self) -> None:

@@ -32,6 +32,7 @@ from .common import (
     show,
     shown,
     stdout_output,
+    user_prints_to_stderr,
     stream_inputs,
     write_text,
 )
@@ -80,12 +81,13 @@ def advise_command(workload: str | None, script_args: tuple[str, ...], script: b
         raise OptionError("--qps turns a --lifetime duration into requests: give --lifetime (e.g. 8h) too")
     from ..report import RunFile
 
-    out = console(stderr=stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path))
+    to_stdout = stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path)
+    out = console(stderr=to_stdout)
     chosen, json_path = results_out(outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path), json_path)
     check_kinds(chosen, RunFile, "an advise run")
     return advise_run(out, workload, stream, backend, mode, objective, parse_lifetime(lifetime, qps),
                       measure(threads, warmup, samples, budget, device, python), timeout, json_path, chosen, max_waste,
-                      executor=executor, guard_filters=guard_filters)
+                      executor=executor, guard_filters=guard_filters, to_stdout=to_stdout)
 
 
 def _advise_script(script: str, args: list[str], timeout: float, json_path: Path | None) -> int:
@@ -110,8 +112,9 @@ def _advise_script(script: str, args: list[str], timeout: float, json_path: Path
 def advise_run(out: Console, workload: str, stream: str | None, backend: str, mode: str | None, objective: str,
                lifetime: int | None, measured: MeasureOptions, timeout: float, json_path: Path | None,
                chosen: list[Output], max_waste: float = 0.125, *, executor: ExecutorChoice,
-               guard_filters: bool | None = None) -> int:
-    """``advise`` and ``run --advise``: the run saved in its results file, then its report and advice."""
+               guard_filters: bool | None = None, to_stdout: bool = False) -> int:
+    """``advise`` and ``run --advise``: the run saved in its results file, then its report and advice
+    (``to_stdout``: an output goes to stdout, where the workload's own prints must not)."""
     streams = stream_inputs((stream, "--stream"))  # its syntax refused at once, before torch is imported
     from ..app.advise import advise_workload
     from ..app.run import default_results_path
@@ -122,12 +125,13 @@ def advise_run(out: Console, workload: str, stream: str | None, backend: str, mo
     check_outputs(chosen, others=results_outputs(results), inputs=streams)
     lock_results(results)
     refuse_unfinished(results)
-    file = advise_workload(
-        workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,
-        measure=measured, timeout_s=timeout, max_waste=max_waste, command=command_line(), executor=executor.start,
-        check_first=not executor.entry.local,  # the workload checked before a cluster is joined
-        progress=ConsoleProgress(out), guard_filters=guard_filters,
-    )
+    with user_prints_to_stderr(to_stdout):  # the workload's inputs are made here, to read their sizes
+        file = advise_workload(
+            workload, stream, results=results, backend=backend, mode=mode, objective=objective, lifetime=lifetime,
+            measure=measured, timeout_s=timeout, max_waste=max_waste, command=command_line(), executor=executor.start,
+            check_first=not executor.entry.local,  # the workload checked before a cluster is joined
+            progress=ConsoleProgress(out), guard_filters=guard_filters,
+        )
     results_to_stdout(json_path, results)
     show(file, out, chosen)
     return ended(out, file.report)

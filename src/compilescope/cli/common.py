@@ -5,6 +5,7 @@ the one way a report is shown: write each output, print the report, say where ea
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shlex
@@ -78,6 +79,13 @@ def stdout_output(**outputs: Path | None) -> bool:
     if len(dashes) > 1:
         raise OptionError(f"only one output can be written to stdout: {' and '.join('--' + d for d in dashes)} are -")
     return bool(dashes)
+
+
+def user_prints_to_stderr(stdout_is_data: bool) -> contextlib.AbstractContextManager[Any]:
+    """While a command that writes its data to stdout runs the user's code in this process
+    (a dry run, the workload's check), that code's ``print`` goes to stderr: stdout holds
+    the data alone."""
+    return contextlib.redirect_stdout(sys.stderr) if stdout_is_data else contextlib.nullcontext()
 
 
 def shown(path: Path) -> str:

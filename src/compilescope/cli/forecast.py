@@ -10,7 +10,10 @@ import click
 from ..errors import OptionError
 from ..options import parse_mark
 from ..report import ForecastReport
-from .common import check_kinds, check_outputs, console, in_interpreter, outputs, show, stdout_output, stream_inputs
+from .common import (
+    check_kinds, check_outputs, console, in_interpreter, outputs, show, stdout_output, stream_inputs,
+    user_prints_to_stderr,
+)
 from .options import complete_workload, outputs_option
 from .progress import ConsoleProgress
 from .root import cli
@@ -86,16 +89,18 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
                           "leave it out, or --method both to dry-run another backend beside it")
     if no_compute and method == "recorded":
         raise OptionError("--no-compute is for the dry run; --method recorded runs none")
-    out = console(stderr=stdout_output(json=json_path))
+    to_stdout = stdout_output(json=json_path)
+    out = console(stderr=to_stdout)
     chosen = outputs(outs, json=json_path)
     check_kinds(chosen, ForecastReport, "a forecast")
     inputs = [(p, flag) for p, flag in ((results_path, "--results"), (recorded_path, "--from-results")) if p is not None]
     check_outputs(chosen, inputs=[*inputs, *stream_inputs((stream, "--stream"))])
-    report = forecast_stream(
-        workload, stream, strategies, method=method, backend=backend, dry_backend=dry_backend,
-        marks=tuple(parse_mark(m) for m in marks) if method != "recorded" else (), recompile_limit=recompile_limit,
-        results=results_path,
-        recorded=recorded_path, function=function, compute=not no_compute, progress=ConsoleProgress(out),
-    )
+    with user_prints_to_stderr(to_stdout):  # the dry run runs the workload's code here
+        report = forecast_stream(
+            workload, stream, strategies, method=method, backend=backend, dry_backend=dry_backend,
+            marks=tuple(parse_mark(m) for m in marks) if method != "recorded" else (), recompile_limit=recompile_limit,
+            results=results_path,
+            recorded=recorded_path, function=function, compute=not no_compute, progress=ConsoleProgress(out),
+        )
     show(report, out, chosen)
     return exit_status(report)

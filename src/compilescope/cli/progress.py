@@ -105,6 +105,10 @@ class ConsoleProgress(Watcher):
     def note(self, text: str, style: str = "") -> None:
         say(self.console, text, style)
 
+    def status(self, text: str) -> None:
+        """On a terminal beside the live line; else on the log (stderr), never in the report."""
+        say(self.console if self.live else self.log, text, "dim")
+
     def begin(self, total: int | None, unit: str = "trials") -> None:
         with self._lock:
             self._total, self._unit, self._done, self._now = total, unit, 0, None

@@ -27,6 +27,7 @@ from .common import (
     results_to_stdout,
     show,
     stdout_output,
+    user_prints_to_stderr,
     stream_inputs,
 )
 from .options import EXECUTOR_OPTIONS, ExecutorChoice, complete_strategies, complete_workload, measure, options
@@ -83,7 +84,8 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     from ..options import check_writable
     from ..report import RunFile
 
-    out = console(stderr=stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path))
+    to_stdout = stdout_output(json=json_path, csv=csv_path, html=html_path, perfetto=perfetto_path)
+    out = console(stderr=to_stdout)
     chosen, json_path = results_out(outputs(outs, csv=csv_path, html=html_path, perfetto=perfetto_path), json_path)
     check_kinds(chosen, RunFile, "a run")
     failing = parse_fail_on(fail_on)
@@ -111,7 +113,7 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
 
         return advise_run(out, workload, stream, backend, mode, "total", parse_lifetime(lifetime, qps),
                           measure(threads, warmup, samples, budget, device, python), timeout, json_path, chosen,
-                          executor=executor)
+                          executor=executor, to_stdout=to_stdout)
     strategy_options = StrategyOptions(
         backend=backend, mode=mode, marks=tuple(parse_mark(m) for m in marks), recompile_limit=recompile_limit,
         dynamic_sources=dynamic_sources, block=block, buckets=parse_buckets(buckets),
@@ -123,11 +125,12 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
     measured = measure(threads, warmup, samples, budget, device, python)
     # importing while the driver loads the workload (not in an interpreter not yet checked)
     executor.start_ahead([measured.threads] * (strategies.count(",") + 2) if measured.python is None else [])
-    file = run_workload(
-        workload, stream, strategies, results=results, cache=cache, options=strategy_options, measure=measured,
-        timeout_s=timeout, lifetime=parse_lifetime(lifetime, qps), command=command_line(), executor=executor.start,
-        progress=ConsoleProgress(out),
-    )
+    with user_prints_to_stderr(to_stdout):  # the workload is loaded and checked here
+        file = run_workload(
+            workload, stream, strategies, results=results, cache=cache, options=strategy_options, measure=measured,
+            timeout_s=timeout, lifetime=parse_lifetime(lifetime, qps), command=command_line(),
+            executor=executor.start, progress=ConsoleProgress(out),
+        )
     results_to_stdout(json_path, results)
     show(file, out, chosen)
     return ended(out, file.report, failing)

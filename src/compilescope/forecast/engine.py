@@ -21,7 +21,11 @@ strategy set-up, capture and records) with these differences (:class:`compilesco
 - each distinct shape is run once, in stream order. A request repeating an earlier shape
   repeats its outcome: Dynamo's caches only grow within a process, so inputs one entry
   accepted are accepted again (a hit), and a frame refused at the recompile limit stays
-  refused (eager). Steady state and numerics are not run.
+  refused (eager) — unless the calls carry state the guards read, which the dry run checks
+  by calling each repeated shape once more after the distinct ones (:func:`state_carried`).
+  Steady state and numerics are not run;
+- the workload's module state and the random generator are put back before each strategy,
+  as a fresh trial process meets them, and after (:mod:`~compilescope.forecast.isolation`).
 
 Outcomes are read from the trial's records with :func:`request_outcomes`, the one rule a
 real run's records are compared with as well.
@@ -48,6 +52,9 @@ from ..model import (
     TrialSpec, shape_key, shape_label,
 )
 from ..stream import distinct_shapes
+from ..torchtext import split_reason
+from ..workload import load_workload, resolve_reference
+from .isolation import ModuleState, put_back
 from .shared import forecast_guard, load_run, measured_compile_times, predict_compile_s
 from ..report.forecast import (
     ForecastReport, ForecastRequest, ForecastGuard, Lookups, Outcome, StrategyForecast,
@@ -214,6 +221,7 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
 
 
 COMPUTED_NOTE = "computed for real"
+_TENSOR_TYPE = "to be a tensor type"  # PyTorch's words for a tensor guard's failed type check
 
 
 class _ValuesNeeded(Exception):
@@ -243,6 +251,10 @@ def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
             kept.append((record, compiles))
         if record.error is not None:
             raise _ValuesNeeded(dict(record.shape), record.error)
+        mixed = next((text for r in compiles for text in r.reasons if _TENSOR_TYPE in text), None)
+        if mixed is not None:  # a frame met a real tensor where its entry had a fake one, or the reverse
+            raise _ValuesNeeded(dict(record.shape), f"a guard on a tensor's type failed ({split_reason(mixed)[1]}): "
+                                "a frame after eager code meets fake tensors made there beside real inputs")
         if sink is not None:
             sink(record, compiles, breaks)
     return on_call
@@ -426,7 +438,7 @@ class _Progress:
 
     def __call__(self, record: CallRecord, compiles: Any, breaks: Any) -> None:
         self.traced += count_compiles(compiles).compiles
-        done = record.index + 1
+        done = min(record.index + 1, self.distinct)  # the calls checking repeats come after the distinct shapes
         covered = self.firsts[done] if done < len(self.firsts) else self.length
         self.progress(Progress(self.strategy, covered, self.length, done, self.distinct, self.traced,
                                time.perf_counter() - self.started, self.computed))
@@ -442,16 +454,21 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     which entry a repeated shape's lookup runs, :func:`acceptance`)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
+    again = repeated_shapes(stream)
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
-    trial = dry_trial(workload_ref, strategy, distinct, options, dry_backend=dry_backend, sink=sink,
+    whole = dry_trial(workload_ref, strategy, (*distinct, *again), options, dry_backend=dry_backend, sink=sink,
                       compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first)
+    if whole.status == "unavailable":
+        return f"{strategy} is unavailable: {whole.error}"
+    trial = first_pass(whole, len(distinct))
     notes = list(trial.notes)
-    if trial.status == "unavailable":
-        return f"{strategy} is unavailable: {trial.error}"
     observed = dry_outcomes(trial, len(distinct))
     if len(observed) != len(distinct):  # the trial stopped early (it never does without a crash)
         raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(distinct)} shapes")
     requests = expand(stream, observed)
+    carried = state_carried(distinct, again, observed, dry_outcomes(whole, len(distinct) + len(again)))
+    if carried is not None:
+        requests = unknown_from_first_repeat(requests, carried)
     times = measured_compile_times(results[0], results[1], strategy) if results is not None else None
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
@@ -471,6 +488,58 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
         predicted_compile_s=predicted, compile_times=times, notes=tuple(notes), unknown=counts["unknown"],
         computed=any(n.startswith(COMPUTED_NOTE) for n in trial.notes), lookups=lookups,
     )
+
+
+def repeated_shapes(stream: Sequence[Shape]) -> tuple[Shape, ...]:
+    """The distinct shapes the stream repeats, in order of their first repeat: those the dry
+    run calls a second time to check that a repeat repeats its outcome (:func:`state_carried`)."""
+    seen: set[Any] = set()
+    out: dict[Any, Shape] = {}
+    for shape in stream:
+        key = shape_key(shape)
+        if key in seen:
+            out.setdefault(key, shape)
+        seen.add(key)
+    return tuple(out.values())
+
+
+def first_pass(trial: TrialResult, calls: int) -> TrialResult:
+    """A dry trial's first ``calls`` calls (the stream's distinct shapes) and their compiles,
+    without the check's calls after them."""
+    return dataclasses.replace(trial, calls=tuple(c for c in trial.calls if c.index < calls),
+                               compiles=tuple(r for r in trial.compiles if r.call_index is None or r.call_index < calls))
+
+
+def state_carried(distinct: Sequence[Shape], again: Sequence[Shape], observed: Sequence[Observed],
+                  whole: Sequence[Observed]) -> str | None:
+    """Why a repeated shape's outcome cannot be told from its first (None when it can): the
+    dry run called each repeated shape once more after the distinct ones (``whole``: every
+    call's outcome), and one did not do what a repeat is forecast to (:func:`expand`) — it
+    compiled again, say. The calls carry state the guards read (a counter or a cache on the
+    module, a lazy first-call set-up, a global), so the outcome of a shape depends on the
+    calls before it, not on its sizes alone."""
+    if not again:
+        return None
+    expected = expand((*distinct, *again), observed)[len(distinct):]
+    for want, got in zip(expected, whole[len(distinct):]):
+        if want.outcome == "unknown" or got.outcome == want.outcome:
+            continue
+        failed = "; ".join(g.text for g in got.guards[:2])
+        did = {"compile": f"compiled {', '.join(got.compile_ids)}", "unknown": f"was not told ({got.why})"}.get(
+            got.outcome, got.outcome)
+        return (f"the calls carry state the guards read: called again after the stream's distinct shapes, "
+                f"{want.shape_label} {did}{f' ({failed})' if failed else ''} where a repeat "
+                f"would be a {want.outcome}, so from the stream's first repeated shape on, what a request does "
+                "depends on the calls before it and is not forecast")
+    return None
+
+
+def unknown_from_first_repeat(requests: list[ForecastRequest], why: str) -> list[ForecastRequest]:
+    """Every request from the stream's first repeat on, ``unknown`` (:func:`state_carried`):
+    before it the dry run called the very sequence the stream makes; after it, not."""
+    first = next((r.index for r in requests if r.basis == "repeat"), len(requests))
+    return [r if r.index < first else dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=why)
+            for r in requests]
 
 
 def acceptance(workload: Any, dry: TrialResult) -> tuple[int, Callable[[str, Shape], bool | None]] | None:
@@ -558,14 +627,27 @@ def forecast(
     ``fake``: None (default) runs the calls on fake tensors unless real kernels are cheaper
     (:func:`cheaper_for_real`, measured once on the stream's first shape; then every strategy
     computes for real, and says why); True, on fake tensors (computing for real only when
-    values are needed); False, for real. With ``compute`` False they run on fake tensors."""
-    from ..prepare import prepare_run_with_target
-
+    values are needed); False, for real. With ``compute`` False they run on fake tensors.
+    The workload's module state and the global random generator are put back after
+    (:mod:`~compilescope.forecast.isolation`), and before each strategy's dry run."""
     traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():
         raise OptionError(f"--results {str(results)!r} is not a file")
     options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
     started = time.perf_counter()
+    with put_back(load_workload(resolve_reference(workload))) as state:
+        return _forecast(workload, stream, strategies, options, traced, results, progress, compute, fake, started,
+                         state)
+
+
+def _forecast(workload: str, stream: str | Sequence[Shape] | None, strategies: str | Sequence[str],
+              options: StrategyOptions, traced: str, results: str | Path | None, progress: ProgressFn | None,
+              compute: bool, fake: bool | None, started: float, state: ModuleState) -> ForecastReport:
+    """:func:`forecast`'s work, ``state`` put back before each strategy's dry run (as a fresh
+    trial process meets the workload's module)."""
+    from ..prepare import prepare_run_with_target
+
+    backend = options.backend
     loaded, target, base, names = prepare_run_with_target(workload, stream, strategies, options=options,
                                                           measure=MeasureOptions(device="cpu"))
     from ..strategies import get_strategy
@@ -581,8 +663,11 @@ def forecast(
     elif compute and fake is False:
         real_first = "asked to compute for real"
     del target
-    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute,
-                              real_first, loaded) for n in compiled]
+    done = []
+    for n in compiled:
+        state.restore()  # what the probe's calls or the last strategy's changed in the workload's module
+        done.append(forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started,
+                                      compute, real_first, loaded))
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:

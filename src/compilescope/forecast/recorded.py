@@ -55,6 +55,7 @@ from ..leaves import NOT_PLAIN, Node, is_plain, parse_source, resolve, source, t
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure, split_reason
+from .isolation import put_back
 
 NOT_RECORDED = "a new entry's guards were not recorded"
 
@@ -968,11 +969,12 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
     def where(t: TrialResult) -> str:
         return f"{results} (the probed program's compiles)" if probed else f"{results} [{t.label}]"
 
-    rows = tuple(unmatched_strategy(t, base.stream, why, where(t)) if (why := unmatched(t)) is not None
-                 else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t), _named_by_guards(t),
-                                                                        _varargs(t, _params(t))),
-                                        where(t), recompile_limit)
-                 for t in trials.values())
+    with put_back(loaded):  # making the inputs may change the workload's module (a global it sets)
+        rows = tuple(unmatched_strategy(t, base.stream, why, where(t)) if (why := unmatched(t)) is not None
+                     else recorded_strategy(t, base.stream, workload_inputs(loaded, _params(t), _named_by_guards(t),
+                                                                            _varargs(t, _params(t))),
+                                            where(t), recompile_limit)
+                     for t in trials.values())
     if times is not None:
         rows = tuple(_with_times(s, times, base.workload) for s in rows)
     backend = "as probed" if isinstance(result, ProbeResult) else next(iter(trials.values())).spec.options.backend

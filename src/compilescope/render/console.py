@@ -126,6 +126,12 @@ def shape_table(report: RunReport) -> Grid:
     return table
 
 
+def _fallbacks_cell(t: TrialReport) -> Text:
+    """The stream's eager fallbacks, the partial ones (a frame of the call ran eagerly) beside."""
+    return T(f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks else t.fallbacks,
+             "bold red" if t.fallbacks or t.partial_fallbacks else "")
+
+
 def _counts_cell(t: TrialReport) -> Text:
     text = T(f"{t.stream.compiles} ({t.stream.recompiles})")
     extras = []
@@ -167,7 +173,7 @@ def summary_table(report: RunReport) -> Grid:
             table.add_row(T(t.label), first_cell, *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
         be = "not within the stream" if t.break_even_request is None else f"after {t.break_even_request:,} requests"
-        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
+        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant, t.saving_beyond_band)
         numerics = T(t.numerics_text, "bold red" if t.numerics_failed else "")
         table.add_row(
             T(t.label),
@@ -175,8 +181,7 @@ def summary_table(report: RunReport) -> Grid:
             _counts_cell(t),
             T(fmt_time(t.stream.compile_s)),
             T(len(t.graph_breaks)),
-            T(f"{t.fallbacks} + {t.partial_fallbacks} partial" if t.partial_fallbacks else t.fallbacks,
-              "bold red" if t.fallbacks or t.partial_fallbacks else ""),
+            _fallbacks_cell(t),
             T(f"{fmt_time(t.stream_s)} ({fmt_time(t.eager_stream_s)})"),
             T(be),
             T(n_star),
@@ -187,6 +192,7 @@ def summary_table(report: RunReport) -> Grid:
 
 _OUTCOME = {
     "recompiled": ("recompiled", "yellow"),
+    "compiled": ("compiled", "yellow"),
     "refused": ("recompile REFUSED (limit) — ran eagerly", "bold red"),
     "eager fallback": ("ran EAGERLY", "bold red"),
     "error": ("raised", "red"),
@@ -418,11 +424,11 @@ def advice_renderables(advice: AdviceReport) -> list[RenderableType]:
     styles = {"recommended": "bold green", "accepted": "green", "rejected": "red", "baseline": "dim", "reference": "dim"}
     for row in advice.rows:
         t = row.trial
-        numerics = "FAIL" if t.numerics_failed else (f"{t.numerics_checked} pass" if t.numerics_checked else "—")
         table.add_row(
             T(row.label), T(row.verdict, styles[row.verdict]), _counts_cell(t),
-            T(fmt_time(t.stream.compile_s) if t.compiles_code else "—"), T(fmt_time(t.stream_s)), T(t.fallbacks),
-            T(numerics),
+            T(fmt_time(t.stream.compile_s) if t.compiles_code else "—"), T(fmt_time(t.stream_s)),
+            _fallbacks_cell(t) if t.compiles_code else T("—"),
+            T(t.numerics_text, "bold red" if t.numerics_failed else "") if t.compiles_code else T("—"),
             T(fmt_time(row.score)), T(row.why),
         )
     parts: list[RenderableType] = [table]

@@ -168,7 +168,7 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
         counts = f"{t.stream.compiles} ({t.stream.recompiles})" + "".join(
             f", {n} {what}" for n, what in ((t.stream.refused, "refused"), (t.stream.failed, "failed"),
                                            (t.later.compiles, "later")) if n)
-        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant)
+        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant, t.saving_beyond_band)
         rows.append([
             (t.label, ""), (fmt_time(t.first_call_s) + (f", {t.call_errors} of {t.requests} raised" if t.call_errors else ""),
                             "num bad" if t.call_errors else "num"), (counts if t.compiles_code else "", "num"),

@@ -104,7 +104,7 @@ class ChangeRow:
     latency_s: float | None
     compile_ids: tuple[str, ...]
     reasons: tuple[str, ...]  # PyTorch's words, one per failing guard
-    outcome: Literal["recompiled", "reused", "eager fallback", "refused", "error", "partial eager fallback"]
+    outcome: Literal["recompiled", "compiled", "reused", "eager fallback", "refused", "error", "partial eager fallback"]
     eager_frames: tuple[str, ...] = ()  # the frames that ran eagerly in a partial eager fallback
     reused: bool = False  # it ran a compiled graph without recompiling (analysis/presented.py)
 
@@ -240,6 +240,8 @@ class TrialReport:
     saving_per_request_s: float | None  # stream-weighted eager − compiled p50
     saving_noise_s: float | None  # the IQR band around that saving
     saving_significant: bool
+    saving_beyond_band: bool  # the saving lies outside its IQR band (whether or not the test bears it out)
+    saving_testable: bool  # the samples could ever bear a stream-wide difference out (not too few)
     compile_cost_s: float  # excess latency of the calls that compiled
     n_star: int | None  # projected break-even request count (only from a significant saving)
     lifetime: int | None

@@ -216,17 +216,22 @@ def verdict(measured: Sequence[StrategyMeasured], lifetime: int | None, requests
     def mix(strategy: str) -> str:  # a steady figure that holds eager requests says so
         return f" ({eager[strategy]:,} of {requests:,} recorded requests eager)" if strategy in eager else ""
 
-    why = (f"{best.strategy} pays over {basis}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
+    other = ranked[1] if len(ranked) > 1 else None
+    alike_held = other is not None and (other.strategy in held) == (best.strategy in held)
+    tied = alike_held and other is not None and (
+        (other.strategy in same and not one_sample_apart(other.startup_s, best.startup_s))
+        or (other.strategy not in same and within_tolerance(other.total_s, best.total_s)))
+    head = (f"{best.strategy} and {other.strategy} tie over {basis} ({best.strategy} listed first)" if tied and other
+            else f"{best.strategy} pays over {basis}")
+    why = (f"{head}: {fmt_time(best.startup_s)} start-up ({best.cache}) + {life:,} × "
            f"{fmt_time(best.steady_s)}{mix(best.strategy)} = {fmt_time(best.total_s)}")
-    if len(ranked) > 1:
-        other = ranked[1]
+    if other is not None:
         why += f", against {other.strategy}'s {fmt_time(other.total_s)}{mix(other.strategy)}"
-        if other.strategy in same and (other.strategy in held) == (best.strategy in held):
+        if other.strategy in same and alike_held:
             why += ("; their steady states are within noise and their start-ups (one sample each) within ±"
                     f"{SINGLE_SAMPLE_TOLERANCE:.0%} or {fmt_time(SINGLE_SAMPLE_MIN_S)} of each other: a tie"
-                    if not one_sample_apart(other.startup_s, best.startup_s)
-                    else "; their steady states are within noise: the start-up decides")
-        elif within_tolerance(other.total_s, best.total_s) and (other.strategy in held) == (best.strategy in held):
+                    if tied else "; their steady states are within noise: the start-up decides")
+        elif tied:
             why += f" (within {TOLERANCE:.0%}: a tie)"
         elif other.strategy not in held and best.strategy in held:
             why += (f"; {other.strategy} ranks after whatever its total: its plan did not hold (requests compiled or "

@@ -209,7 +209,7 @@ def test_a_slowdown_the_mix_tells_apart_but_no_shape_alone_says_which_told_it():
     assert head.startswith("steady-state execution was slower than eager on this stream's mix of shapes")
     assert shapes == ("3 of 3 shapes could not be told apart from eager (×0.84–0.94; too few "
                       "samples to test them); the stream's mix, all its samples together, could")
-    _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False, saving_per_request_s=None,
+    _, alone = steady_clauses(SimpleNamespace(steady=summary, saving_significant=False, saving_per_request_s=None, saving_beyond_band=False,
                                               saving_noise_s=None))
     assert "together" not in alone
 
@@ -330,3 +330,36 @@ def test_a_training_steps_mark_offers_no_setting_it_cannot_name(tmp_path, monkey
     (marks,) = [p for p in proposals if p.name == "arg0:0,arg1:0"]
     assert marks.alternative is None
     assert all("L['arg" not in (p.alternative.setup if p.alternative else "") for p in proposals)
+
+
+def test_static_graphs_are_said_faster_only_where_the_samples_test_says_so():
+    """The default's dynamic graphs against static ones, each through its own process's
+    interleaved eager / compiled ratios: a shape counts only where Mann–Whitney (held over the
+    shapes) says static is faster; one noisy shape's ×5 alone is no claim, and too few
+    samples to ever test is "could not tell", never "they do"."""
+    from types import SimpleNamespace
+
+    from compilescope.analysis.advise import _dynamic_slower
+    from compilescope.analysis.advise_guards import Interleaved
+
+    def report(label):
+        rows = tuple(SimpleNamespace(shape=s, speedup=1.0, status="compiled") for s in ("8", "16", "32"))
+        return SimpleNamespace(label=label, rows=rows)
+
+    default, static = report("default (cold)"), report("static (cold)")
+
+    def spread(center, n=12):
+        return [center * (1 + 0.01 * (k - n // 2)) for k in range(n)]
+
+    faster = {"default (cold)": Interleaved({s: spread(1.0) for s in ("8", "16", "32")}),
+              "static (cold)": Interleaved({s: spread(1.5) for s in ("8", "16", "32")})}
+    told, untold = _dynamic_slower(default, static, faster)
+    assert told.startswith("static graphs were ×1.50 faster relative to eager on 3 of 3 shapes") and not untold
+    # one shape ×5 faster, but two sampled alike: not "most shapes"
+    one = {"default (cold)": faster["default (cold)"],
+           "static (cold)": Interleaved({"8": spread(5.0), "16": spread(1.0), "32": spread(1.0)})}
+    assert _dynamic_slower(default, static, one) == ("", "")
+    few = {k: Interleaved({s: v[:3] for s, v in x.ratios.items()}) for k, x in faster.items()}
+    told, untold = _dynamic_slower(default, static, few)
+    assert not told and untold == "3 against 3 samples a shape cannot reach 1% over 3 shape(s)"
+    assert _dynamic_slower(default, static, {}) == ("", "no interleaved samples to test")

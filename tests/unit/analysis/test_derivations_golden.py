@@ -54,7 +54,7 @@ def derived(path: Path) -> dict[str, object]:
                                    len({tuple(sorted(s.items())) for s in result.stream}), 8)
         out["proposals"] = [dataclasses.asdict(p) for p in proposals]
         for objective in ("total", "p99", "steady"):
-            advice = judge(report, proposals, objective, 10_000, fixes, 8)
+            advice = judge(report, proposals, objective, 10_000, fixes, 8, result=result)
             out[f"advice {objective}"] = {  # the trials' own figures are in "run"
                 "rows": [(r.label, r.score, r.verdict, r.why) for r in advice.rows],
                 "recommendation": advice.recommendation.label if advice.recommendation else None,

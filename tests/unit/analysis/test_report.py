@@ -132,6 +132,25 @@ def test_a_saving_inside_the_noise_projects_no_break_even():
     assert "inside the noise" in text and "no break-even is projected" in text and "repaid" not in text
 
 
+def test_a_difference_too_few_samples_can_test_is_could_not_tell_not_within_noise():
+    """Compiled twice as slow, far outside the IQRs, on 3 samples a side: the exact test can
+    never reach significance (p ≥ 0.1), so the table says "could not tell" (not "within
+    noise") and the verdict says why: too few samples, not a test that came out negative."""
+    from compilescope.units import n_star_text
+
+    spec = TrialSpec("w", "default", "cold", ({"n": 16},) * 3)
+    cs = (CallRecord(0, {"n": 16}, 0.1, ("0/0",), graphs_run=("0/0",), ran_eagerly=False),) + tuple(
+        CallRecord(i, {"n": 16}, 2e-3, graphs_run=("0/0",), ran_eagerly=False) for i in (1, 2))
+    few = steady(16, [2.0e-3, 2.02e-3, 1.98e-3], [1.0e-3, 1.01e-3, 0.99e-3])
+    t = trial_report(TrialResult(spec, "ok", calls=cs, compiles=(rec("0/0", 0),), steady=(few,)), None, None)
+    assert not t.saving_significant and t.saving_beyond_band and not t.saving_testable and t.n_star is None
+    assert n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant, t.saving_beyond_band) == "could not tell"
+    text = verdict_text(t.verdict)
+    assert "could not be told apart from eager: too few samples to test the difference" in text, text
+    assert "was not tested (too few samples): no break-even is projected" in text, text
+    assert "does not bear" not in text and "not borne out" not in text
+
+
 def test_significant_saving_projects_break_even_and_lifetime():
     spec = TrialSpec("w", "default", "cold", ({"n": 16},) * 3)
     cs = (CallRecord(0, {"n": 16}, 0.101, ("0/0",), graphs_run=("0/0",), ran_eagerly=False),
@@ -194,3 +213,23 @@ def test_the_guard_lookup_a_stream_adds_never_makes_a_difference_inside_the_nois
     past = payback(trial, rows, None, guard_extra_s=plain["saving_noise_s"] * 3)
     assert abs(past["saving_per_request_s"]) > past["saving_noise_s"]  # past the band…
     assert not past["saving_significant"] and past["n_star"] is None  # …yet untested: no claim
+
+
+def test_a_compile_after_a_failed_first_compile_is_a_compile_in_the_shape_changes_too():
+    """The first request's compile failed and left no entry (Dynamo ran it eagerly); the next
+    shape's compile is the frame's first entry: 0 recompiles, and the shape-change line says
+    "compiled 0/1", never "recompiled"."""
+    spec = TrialSpec("w", "default", "cold", ({"n": 0}, {"n": 4}))
+    cs = (CallRecord(0, {"n": 0}, 0.3, ("0/0",), ran_eagerly=True),
+          CallRecord(1, {"n": 4}, 0.2, ("0/1",), graphs_run=("0/1",), ran_eagerly=False))
+    failed = CompileRecord(CompileId.parse("0/0"), "f", "f.py", 1, outcome="failed", compile_time_s=0.1,
+                           call_index=0, phase="stream", fail_type="RuntimeError", entries_before=0)
+    second = CompileRecord(CompileId.parse("0/1"), "f", "f.py", 1, outcome="compiled", compile_time_s=0.2,
+                           call_index=1, phase="stream", entries_before=0)
+    t = trial_report(TrialResult(spec, "ok", calls=cs, compiles=(failed, second)), None, None)
+    assert (t.stream.compiles, t.stream.recompiles, t.stream.failed) == (2, 0, 1)
+    (change,) = t.changes
+    assert change.outcome == "compiled" and change.compile_ids == ("0/1",), change
+    out = console.render(build_run_report(RunResult(workload="w", stream=spec.stream, trials=(
+        TrialResult(spec, "ok", calls=cs, compiles=(failed, second)),))), width=250)
+    assert "compiled 0/1" in out.split("shape changes")[1] and "recompiled" not in out.split("shape changes")[1]

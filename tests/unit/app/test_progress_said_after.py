@@ -13,7 +13,7 @@ class _Notes(Progress):
         self.notes: list[str] = []
         self.said = threading.Event()
 
-    def note(self, text: str, style: str = "") -> None:
+    def status(self, text: str) -> None:
         self.notes.append(text)
         self.said.set()
 
@@ -27,3 +27,19 @@ def test_a_slow_block_is_said_and_a_quick_one_is_not():
     with said_after(quick, 30.0, "still going"):
         pass
     assert not quick.said.wait(0.05) and quick.notes == []
+
+
+def test_off_a_terminal_the_status_goes_to_stderr_never_into_the_report():
+    """Piped, the report is stdout's and a progress word goes to stderr (before, the
+    "still going" line landed in a redirected report)."""
+    import io
+
+    from rich.console import Console
+
+    from compilescope.cli.progress import ConsoleProgress
+
+    report, log = io.StringIO(), io.StringIO()
+    progress = ConsoleProgress(Console(file=report), live=False, log=Console(file=log))
+    progress.status("checking the workload — still going")
+    progress.note("results: r.json")
+    assert report.getvalue() == "results: r.json\n" and log.getvalue() == "checking the workload — still going\n"

@@ -156,6 +156,73 @@ def test_repeats_are_predicted_without_tracing_again():
     assert all(r.basis == "repeat" for r in s.requests[5:])
 
 
+@pytest.mark.parametrize("name", ["counts_calls", "grows_a_cache"])
+def test_calls_that_carry_state_leave_repeats_unknown_never_a_wrong_hit(name, tmp_path, monkeypatch):
+    """A call count the guards read, a cache the module grows: a repeated shape compiles again
+    in the real run, so a repeat does not repeat its first outcome. The dry run calls each
+    repeated shape once more to check, and from the first repeat on says unknown (before:
+    a confident hit). Where the check repeats (default's count made dynamic), the hit stands."""
+    ref = f"{FORECAST_WORKLOADS}:{name}"
+    stream = load_workload(ref).default_stream
+    report = forecast(ref, stream, STRATEGIES, backend="eager")
+    unknown = 0
+    for s in report.strategies:
+        real = _real(ref, s.strategy, stream, "eager", tmp_path, monkeypatch)
+        seen = request_outcomes(real.calls, real.compiles)
+        first_repeat = 2
+        assert [r.outcome for r in s.requests[:first_repeat]] == [o.outcome for o in seen[:first_repeat]], s.strategy
+        for predicted, o in zip(s.requests[first_repeat:], seen[first_repeat:]):
+            assert predicted.outcome in (o.outcome, "unknown"), (s.strategy, predicted, o)
+            unknown += predicted.outcome == "unknown"
+            if predicted.outcome == "unknown":
+                assert "the calls carry state the guards read" in predicted.why, predicted.why
+    assert unknown  # static recompiles on the state: its repeats are unknown
+    if name == "counts_calls":
+        assert [r.outcome for r in report.strategy("default").requests] == ["compile", "compile", "hit"]
+
+
+def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
+    """A flag the first call sets: the probe's eager calls and the first strategy's dry run
+    set it, and the next strategy met it set (its second request forecast a hit where a real
+    trial compiles). The module's state is put back before each strategy and after, an input
+    changed in place too, and so is the caller's random generator (``build`` seeds it)."""
+    import sys
+
+    import torch
+
+    ref = f"{FORECAST_WORKLOADS}:warms_up_once"
+    report = forecast(ref, None, ("static", "dynamic"), backend="eager")
+    module = next(m for name, m in sys.modules.items()
+                  if name.startswith("_compilescope_workload_") and hasattr(m, "WARMED"))
+    assert module.WARMED == {"done": False}
+    real = _real(ref, "dynamic", load_workload(ref).default_stream, "eager", tmp_path, monkeypatch)  # as a fresh process
+    seen = request_outcomes(real.calls, real.compiles)
+    dynamic = report.strategy("dynamic").requests
+    assert [r.outcome for r in dynamic] == [o.outcome for o in seen] == ["compile", "compile"]
+    assert [g.text for g in dynamic[1].guards] == [g.text for g in seen[1].guards] == ["G['WARMED']['done'] == False"]
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    module.WARMED["done"] = False
+    forecast(f"{FORECAST_WORKLOADS}:warms_up_once", None, "dynamic", backend="eager")
+    forecast(f"{FORECAST_WORKLOADS}:changes_its_input", None, "static", backend="eager")
+    assert torch.equal(torch.rand(3), expected)
+    assert module.WARMED == {"done": False} and not module.SHARED_BUFFER.any()
+    # a module-level lru_cache a dry run on fake tensors filled is emptied: the caller's next
+    # call computes a real tensor (before: it got the dry run's fake one back)
+    forecast(f"{FORECAST_WORKLOADS}:memoizes_a_table", None, "static", backend="eager", fake=True)
+    assert module._memo_table.cache_info().currsize == 0 and type(module._memo_table(8)) is torch.Tensor
+
+
+def test_a_frame_meeting_a_fake_tensor_beside_real_inputs_is_computed_for_real(tmp_path, monkeypatch):
+    """A frame after eager code gets a tensor computed there (fake, in a dry run on fake
+    tensors) or a real input: its entry's type guard fails on the other where a real run's
+    does not (before: a compile the real run never made). The dry run computes for real."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:inner_frame_gets_input_or_computed", "aot_eager", tmp_path,
+                               monkeypatch)
+    assert not FAKE or all("a guard on a tensor's type failed" in " ".join(s.notes) for s in report.strategies)
+
+
 def test_where_real_kernels_cost_less_than_fake_tensors_the_dry_run_computes_for_real_and_says_why():
     """sincos's kernels on 16 floats cost less than a fake tensor's bookkeeping: every
     strategy computes for real from its first call (the same outcomes), said with both

@@ -86,7 +86,7 @@ def _trial(label: str, strategy: str, **fields: object) -> TrialReport:
         label=label, strategy=strategy, cache="cold", status="ok", error=None, compiles_code=strategy != "eager",
         requests=3, completed=3, stream=CompileCounts(), later=CompileCounts(), graph_breaks=(), fallbacks=0,
         fallback_shapes=(), first_call_s=2e-4, stream_s=6e-4, eager_stream_s=None, break_even_request=None,
-        steady=None, saving_per_request_s=None, saving_noise_s=None, saving_significant=False, compile_cost_s=0.0,
+        steady=None, saving_per_request_s=None, saving_noise_s=None, saving_significant=False, saving_beyond_band=False, saving_testable=True, compile_cost_s=0.0,
         n_star=None, lifetime=None, lifetime_gain_s=None, numerics_checked=0, numerics_failed=0, numerics_eager=0,
         numerics_not_comparable=0, numerics_unjudged=(), numerics_uncompared=0, max_abs_err=None, call_errors=0, padding_waste=None, cache_load_s=None, rows=(),
         changes=(), reused_median_s=None, timeline=(), compile_rows=(), verdict=(), notes=(),
@@ -144,7 +144,7 @@ def run_report() -> RunReport:
         first_call_s=0.3, stream_s=0.45, eager_stream_s=6e-4, break_even_request=None,
         steady=SteadySummary(2, 1.5, 1.5, SpeedGroup(2, 1.4, 1.6, ("16", "32")), SpeedGroup(0, None, None, ()),
                              SpeedGroup(0, None, None, ()), "", False),
-        saving_per_request_s=5e-5, saving_noise_s=1e-6, saving_significant=True, compile_cost_s=0.42,
+        saving_per_request_s=5e-5, saving_noise_s=1e-6, saving_significant=True, saving_beyond_band=True, saving_testable=True, compile_cost_s=0.42,
         n_star=8400, lifetime=10_000, lifetime_gain_s=0.08, numerics_checked=2, max_abs_err=1.5e-7,
         rows=(
             _row("16", first_call_s=0.3, status="compiled", cause="first compile", compile_ids=("0/0",),
@@ -273,6 +273,20 @@ def advice_report() -> AdviceReport:
 
 def test_advice_console():
     check("advice.txt", text.RENDERER.render(advice_report()))
+
+
+def test_the_advice_table_counts_partial_fallbacks_and_numerics_as_the_run_table_does():
+    """A proposal whose requests ran partly eagerly: its fallbacks cell says so, as the run
+    table's does (before: "0" beside a why of "6 request(s) ran partly eagerly"), and its
+    numerics cell is the run table's (eager checks not counted as passes)."""
+    import dataclasses
+
+    report = advice_report()
+    partial = dataclasses.replace(report.rows[1].trial, partial_fallbacks=6, numerics_text="2 pass, 1 eager")
+    rows = (report.rows[0], dataclasses.replace(report.rows[1], trial=partial))
+    out = text.RENDERER.render(dataclasses.replace(report, rows=rows, recommendation=rows[1]))
+    line = next(ln for ln in out.splitlines() if "mark-dynamic[marked]" in ln and "recommended" in ln)
+    assert "0 + 6 partial" in line and "2 pass, 1 eager" in line, line
 
 
 def script_advice() -> ScriptAdvice:

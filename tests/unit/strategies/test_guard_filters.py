@@ -164,7 +164,7 @@ def test_compare_pairs_a_strategy_change_and_sets_the_guard_cost_side_by_side(tr
         assert lookup.a is not None and lookup.b is not None and lookup.a_text and lookup.b_text
         assert not lookup.flag, lookup  # 4 against 4 rounds: the smallest possible p is 2/70, never 1%
     # PyTorch's own count is made before the filter drops guards: said so
-    assert "made before guard-filter[inbuilt-nn] dropped guards" in rows[("", "guards per entry")].why
+    assert "made before guard-filter[inbuilt-nn] dropped guards" in rows[("", "PyTorch's guards per entry")].why
     # an explicit pairing, where each run holds more than one compiled strategy
     both = run("eager", "default", "guard-filter[all-nn]")
     plain = compare_runs(both, b)

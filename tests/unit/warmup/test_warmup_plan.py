@@ -454,6 +454,8 @@ def test_a_noise_tie_is_among_plans_no_two_of_which_the_noise_tells_apart():
                         10_000, 10, cache="warm")
         assert ("their steady states are within noise and their start-ups (one sample each) within ±25% or 50 ms of "
                 "each other: a tie") in close.why, close.why
+        assert close.why.startswith(f"{close.recommended} and ") and " tie over " in close.why  # never "pays"
+        assert " pays over " not in close.why
         assert "are within one sample's jitter of each other: a tie" in close.steady_noise[0]
     # a plan that did not hold ranks after one that did, and the verdict says why
     broken = measured("static", 0.9, 488e-6, 400e-6, 720e-6, (AfterStartup(4, "35", "eager fallback"),))
