@@ -64,10 +64,10 @@ def _measured_table(report: WarmupReport) -> Grid:
         keep=("start-up (+ load)", "artifact load", "start-up compiles", "after start-up",
               "steady / request", "status"))
     for m in report.measured:
-        for s in m.starts:
+        for i, s in enumerate(m.starts):  # steady state is the strategy's, measured once: on its first row
             table.add_row(T(m.strategy), T(s.cache), T(fmt_time(s.total_s)), T(fmt_time(s.load_s)),
                           T(s.startup_compiles), T(s.after_text, "red" if s.after else "green"),
-                          T(fmt_time(m.steady_s)), T(s.status))
+                          T(fmt_time(m.steady_s) if i == 0 else ""), T(s.status))
     return table
 
 

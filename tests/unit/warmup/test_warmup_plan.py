@@ -477,3 +477,20 @@ def test_a_limit_given_that_pytorchs_default_holds_too_asks_nothing_to_be_set():
     assert limit_note(plan(3, 3)) == ("default: one frame holds 3 cache entries, within the limit given (3) and "
                                       "PyTorch's default (8); the plan's options keep the limit given")
     assert limit_note(plan(9, 9)).startswith("default: needs recompile_limit=9; PyTorch's default is 8")
+
+
+def test_the_measured_table_gives_a_strategys_steady_figure_once_not_copied_to_each_start():
+    """Steady state is measured in one trial per strategy: it is shown on the strategy's first
+    start row, not copied beside the warm start as if measured there too."""
+    from compilescope.model import StrategyOptions
+    from compilescope.render import get
+    from compilescope.report.warmup import MeasuredStart, StrategyMeasured, WarmupReport
+    from compilescope.warmup import StrategyPlan, WarmupPlan
+
+    p = StrategyPlan("static", StrategyOptions(backend="eager"), ({"n": 16},), covers=({"n": 16},), compiles=1,
+                     frame_entries=1, minimal="yes")
+    starts = (MeasuredStart("cold", "ok", 0.5, None, 1, ()), MeasuredStart("warm", "ok", 0.2, None, 1, ()))
+    report = WarmupReport(WarmupPlan("w", "16", 1, "eager", (p,)),
+                          (StrategyMeasured("static", starts, 123e-6, 1e-4, 2e-4, 1),), trial_stream="16")
+    text = get("text").render(report)
+    assert text.count("123 µs") == 1, text
