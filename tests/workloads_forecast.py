@@ -305,3 +305,25 @@ def memoizes_a_table() -> Workload:
 
     return Workload(name="memoizes-a-table", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
                     default_stream=({"n": 8}, {"n": 16}, {"n": 8}))
+
+
+def memoizes_then_reads_a_value() -> Workload:
+    """The memoized table as above, and a value read for the larger size: the dry run on fake
+    tensors restarts computing for real, and must not meet the fake tables its first attempt
+    left in the cache (it raised where the real run compiles)."""
+
+    @torch.compiler.disable
+    def table(n: int) -> torch.Tensor:
+        return _memo_table(n)
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            y = x + table(x.shape[0])
+            if x.shape[0] > 10:
+                return y * float(table(x.shape[0]).sum().item())
+            return y
+
+        return f
+
+    return Workload(name="memoizes-then-reads", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=({"n": 8}, {"n": 16}, {"n": 8}))

@@ -47,6 +47,15 @@ _TYPE_ID = re.compile(r"^___check_type_id\((?P<src>[^,()]+), \d+\)(?:, type=(?P<
 _CLASS = re.compile(r"^<class '(?:[\w.]*\.)?(?P<name>\w+)'>$")
 
 
+def fake_real_mixup(text: str) -> bool:
+    """A tensor guard's type check failed on another *tensor* class (``… to be a tensor type,
+    ' but found <class 'torch.Tensor'>``, or a ``FakeTensor``): in a dry run on fake tensors, a
+    frame met a real tensor where its entry had a fake one, or the reverse — unlike a ``None``
+    where a tensor was, which a real run meets alike."""
+    m = _TYPE_TENSOR.match(split_reason(text)[1])
+    return m is not None and _class_name(m["act"]) in ("Tensor", "FakeTensor")
+
+
 def _class_name(text: str | None) -> str | None:
     """``<class 'torch.Tensor'>`` → ``Tensor``; ``<class 'NoneType'>`` → ``NoneType``."""
     if text is None:

@@ -62,7 +62,9 @@ wl = Workload("prints", build, lambda s: (torch.ones(s["n"]),), ("n",), ({"n": 4
 
 
 @pytest.mark.parametrize("command", [("forecast", "--strategies", "static", "--backend", "eager"),
-                                     ("run", "--strategies", "default", *FAST)])
+                                     ("run", "--strategies", "default", *FAST),
+                                     ("warmup", "--stream", "4,8", "--strategies", "static", "--backend", "eager",
+                                      "--no-measure")])
 def test_the_workloads_own_prints_never_reach_a_stdout_output(main, tmp_path, command):
     """``--json -``: stdout holds the JSON alone; the workload's prints, which this process
     runs (loading it, a dry run's calls), go to stderr."""
@@ -71,5 +73,5 @@ def test_the_workloads_own_prints_never_reach_a_stdout_output(main, tmp_path, co
     (tmp_path / "prints.py").write_text(PRINTS)
     code, out, err = main(command[0], "prints.py:wl", *command[1:], "--json", "-")
     assert code == 0, err
-    assert json.loads(out)["kind"] in ("forecast", "run")
+    assert json.loads(out)["kind"] in ("forecast", "run", "warmup")
     assert "loaded" in err

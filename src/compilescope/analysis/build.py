@@ -57,7 +57,7 @@ from ..report import (
     TrialReport,
 )
 from ..stream import distinct_shapes
-from ..units import fmt_time
+from ..units import fmt_time, n_star_text
 from .advice import credited_failures, frame_source, is_buffer_size, group_causes, unbacked_mark, whole_path
 from .guards import guard_data, guard_summary, soundness_fields
 from ..torchtext import failure_key
@@ -445,11 +445,12 @@ def payback(trial: TrialResult, rows: Sequence[ShapeRow], lifetime: int | None,
     for call in trial.calls:
         if call.compiled and call.latency_s is not None:
             cost += max(0.0, call.latency_s - steady_by_shape.get(shape_label(call.shape), 0.0))
+    beyond = value is not None and noise is not None and abs(value) > noise
+    n_star = math.ceil(cost / value) if significant and value is not None and value > 0 else None
     return dict(
         saving_per_request_s=value, saving_noise_s=noise, saving_significant=significant,
-        saving_beyond_band=value is not None and noise is not None and abs(value) > noise,
-        saving_testable=testable(measured_rows(rows)), compile_cost_s=cost,
-        n_star=math.ceil(cost / value) if significant and value is not None and value > 0 else None,
+        saving_beyond_band=beyond, saving_testable=testable(measured_rows(rows)), compile_cost_s=cost,
+        n_star=n_star, n_star_text=n_star_text(n_star, value, significant, beyond),
         lifetime=lifetime,
         lifetime_gain_s=lifetime * value - cost if lifetime is not None and value is not None and significant else None,
     )
@@ -829,6 +830,7 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "saving_significant": t.saving_significant,
             "saving_beyond_band": t.saving_beyond_band,
             "n_star": t.n_star,
+            "projected_n_star": t.n_star_text,
             "numerics_checked": t.numerics_checked,
             "numerics_failed": t.numerics_failed,
             "numerics_not_comparable": t.numerics_not_comparable,

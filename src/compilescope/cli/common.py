@@ -11,6 +11,7 @@ import os
 import shlex
 import sys
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 import click
@@ -81,11 +82,23 @@ def stdout_output(**outputs: Path | None) -> bool:
     return bool(dashes)
 
 
-def user_prints_to_stderr(stdout_is_data: bool) -> contextlib.AbstractContextManager[Any]:
+_DATA_STDOUT: list[Any] = []  # stdout as it was before user_prints_to_stderr: where data still goes
+
+
+@contextlib.contextmanager
+def user_prints_to_stderr(stdout_is_data: bool) -> Iterator[None]:
     """While a command that writes its data to stdout runs the user's code in this process
     (a dry run, the workload's check), that code's ``print`` goes to stderr: stdout holds
-    the data alone."""
-    return contextlib.redirect_stdout(sys.stderr) if stdout_is_data else contextlib.nullcontext()
+    the data alone (:func:`write_text` to `-` writes to the real stdout, inside it too)."""
+    if not stdout_is_data:
+        yield
+        return
+    _DATA_STDOUT.append(sys.stdout)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        _DATA_STDOUT.pop()
 
 
 def shown(path: Path) -> str:
@@ -96,8 +109,9 @@ def write_text(path: Path, text: str) -> None:
     from ..paths import write_atomic
 
     if path == STDOUT:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-        sys.stdout.flush()
+        out = _DATA_STDOUT[0] if _DATA_STDOUT else sys.stdout
+        out.write(text if text.endswith("\n") else text + "\n")
+        out.flush()
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,9 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     says so, where a request needs tensor values (a nonzero, an .item()), where real kernels cost
     less than fake tensors on the stream's first shape, or on a torch without a dry run on fake
     tensors (--no-compute: such requests are unknown). A forecast costs the stream's distinct
-    shapes' tracing, not its requests.
+    shapes' tracing, not its requests, and one more call of each shape the stream repeats: if
+    one does not repeat its outcome (the calls carry state the guards read), the requests from
+    the stream's first repeat on are unknown.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them.

@@ -102,7 +102,8 @@ def run_command(workload: str | None, stream: str | None, strategies: str, cache
                   inputs=streams)
     if resume_path is not None:
         lock_results(resume_path)
-        file = resume(resume_path, executor=executor.start, progress=ConsoleProgress(out))
+        with user_prints_to_stderr(to_stdout):  # the workload is loaded and checked here
+            file = resume(resume_path, executor=executor.start, progress=ConsoleProgress(out))
         results_to_stdout(json_path, resume_path)
         show(file, out, chosen)
         return ended(out, file.report, failing)

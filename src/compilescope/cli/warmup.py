@@ -14,7 +14,7 @@ from ..options import parse_lifetime, parse_mark
 from ..report import VerifyReport
 from ..report.warmup import WarmupReport
 from .common import STDOUT, FiniteRange, check_kinds, check_outputs, console, outputs, say, show, shown, stdout_output, \
-    stream_inputs, write_outputs
+    stream_inputs, user_prints_to_stderr, write_outputs
 from .options import ExecutorChoice, complete_workload, options, outputs_option
 from .progress import ConsoleProgress
 from .root import cli
@@ -67,7 +67,8 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
     from ..options import parse_cache_modes
     from ..report.warmup import WarmupReport
 
-    out = console(stderr=stdout_output(json=json_path))
+    to_stdout = stdout_output(json=json_path)
+    out = console(stderr=to_stdout)
     chosen = outputs(outs, json=json_path)
     check_kinds(chosen, WarmupReport, "a warm-up report")
     requests = parse_lifetime(lifetime, qps)
@@ -82,12 +83,13 @@ def warmup_command(workload: str, stream: str, strategies: str, backend: str, ma
         if plan_out is not None:
             say(out, f"plan: {plan_out}")
 
-    report = warmup(
-        workload, stream, strategies, backend=backend, marks=tuple(parse_mark(m) for m in marks),
-        recompile_limit=recompile_limit, lifetime=requests, caches=caches, samples=samples, threads=threads,
-        timeout_s=timeout, measure=not no_measure, plan_out=plan_out, artifacts=artifacts_dir, heldout=heldout,
-        executor=executor.start, on_report=planned, progress=ConsoleProgress(out),
-    )
+    with user_prints_to_stderr(to_stdout):  # the dry runs run the workload's code here
+        report = warmup(
+            workload, stream, strategies, backend=backend, marks=tuple(parse_mark(m) for m in marks),
+            recompile_limit=recompile_limit, lifetime=requests, caches=caches, samples=samples, threads=threads,
+            timeout_s=timeout, measure=not no_measure, plan_out=plan_out, artifacts=artifacts_dir, heldout=heldout,
+            executor=executor.start, on_report=planned, progress=ConsoleProgress(out),
+        )
     if report.verified is not None:
         show(report.verified, out, [])
         for what, path in write_outputs(report, chosen):

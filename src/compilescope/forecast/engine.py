@@ -24,8 +24,9 @@ strategy set-up, capture and records) with these differences (:class:`compilesco
   refused (eager) — unless the calls carry state the guards read, which the dry run checks
   by calling each repeated shape once more after the distinct ones (:func:`state_carried`).
   Steady state and numerics are not run;
-- the workload's module state and the random generator are put back before each strategy,
-  as a fresh trial process meets them, and after (:mod:`~compilescope.forecast.isolation`).
+- the workload's module state is put back before each dry trial, as a fresh trial process
+  meets it, and after the forecast with the CPU random generator
+  (:mod:`~compilescope.forecast.isolation`).
 
 Outcomes are read from the trial's records with :func:`request_outcomes`, the one rule a
 real run's records are compared with as well.
@@ -52,9 +53,9 @@ from ..model import (
     TrialSpec, shape_key, shape_label,
 )
 from ..stream import distinct_shapes
-from ..torchtext import split_reason
+from ..torchtext import fake_real_mixup, split_reason
 from ..workload import load_workload, resolve_reference
-from .isolation import ModuleState, put_back
+from .isolation import before_a_dry_run, put_back
 from .shared import forecast_guard, load_run, measured_compile_times, predict_compile_s
 from ..report.forecast import (
     ForecastReport, ForecastRequest, ForecastGuard, Lookups, Outcome, StrategyForecast,
@@ -221,7 +222,6 @@ def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[Forecast
 
 
 COMPUTED_NOTE = "computed for real"
-_TENSOR_TYPE = "to be a tensor type"  # PyTorch's words for a tensor guard's failed type check
 
 
 class _ValuesNeeded(Exception):
@@ -247,14 +247,15 @@ def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
     """The fake attempt's sink: a call that raised ends it (before ``sink`` sees that call: it
     is run again, computing, or not at all); ``kept`` collects the calls made until then."""
     def on_call(record: CallRecord, compiles: Any, breaks: Any) -> None:
+        mixed = next((text for r in compiles for text in r.reasons if fake_real_mixup(text)), None)
+        if mixed is not None:  # a frame met a real tensor where its entry had a fake one, or the reverse:
+            # that call's compile is the dry run's own, kept by no record (with compute off it is unknown)
+            raise _ValuesNeeded(dict(record.shape), f"a guard on a tensor's type failed ({split_reason(mixed)[1]}): "
+                                "a frame after eager code meets fake tensors made there beside real inputs")
         if kept is not None:
             kept.append((record, compiles))
         if record.error is not None:
             raise _ValuesNeeded(dict(record.shape), record.error)
-        mixed = next((text for r in compiles for text in r.reasons if _TENSOR_TYPE in text), None)
-        if mixed is not None:  # a frame met a real tensor where its entry had a fake one, or the reverse
-            raise _ValuesNeeded(dict(record.shape), f"a guard on a tensor's type failed ({split_reason(mixed)[1]}): "
-                                "a frame after eager code meets fake tensors made there beside real inputs")
         if sink is not None:
             sink(record, compiles, breaks)
     return on_call
@@ -269,6 +270,7 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
     from ..execute.inprocess import InProcessExecutor
     from ..execute.task import TrialTask
 
+    before_a_dry_run()  # the workload's module as a fresh trial process meets it (a restart computing for real too)
     quiet = (compat.quiet_recompile_limit_warnings(),  # the forecast says where the limit refuses
              compat.quiet_fake_kernel_errors())  # and which requests raise
     compat.dry_lowering_failures()
@@ -522,11 +524,11 @@ def state_carried(distinct: Sequence[Shape], again: Sequence[Shape], observed: S
         return None
     expected = expand((*distinct, *again), observed)[len(distinct):]
     for want, got in zip(expected, whole[len(distinct):]):
-        if want.outcome == "unknown" or got.outcome == want.outcome:
-            continue
+        if "unknown" in (want.outcome, got.outcome) or got.outcome == want.outcome:
+            continue  # a check that could not be made (not run, or not told) shows nothing
         failed = "; ".join(g.text for g in got.guards[:2])
-        did = {"compile": f"compiled {', '.join(got.compile_ids)}", "unknown": f"was not told ({got.why})"}.get(
-            got.outcome, got.outcome)
+        did = {"compile": f"compiled {', '.join(got.compile_ids)}", "eager": "ran eagerly", "error": "raised"}.get(
+            got.outcome, f"was a {got.outcome}")
         return (f"the calls carry state the guards read: called again after the stream's distinct shapes, "
                 f"{want.shape_label} {did}{f' ({failed})' if failed else ''} where a repeat "
                 f"would be a {want.outcome}, so from the stream's first repeated shape on, what a request does "
@@ -628,23 +630,21 @@ def forecast(
     (:func:`cheaper_for_real`, measured once on the stream's first shape; then every strategy
     computes for real, and says why); True, on fake tensors (computing for real only when
     values are needed); False, for real. With ``compute`` False they run on fake tensors.
-    The workload's module state and the global random generator are put back after
-    (:mod:`~compilescope.forecast.isolation`), and before each strategy's dry run."""
+    The workload's module state and the CPU random generator are put back after
+    (:mod:`~compilescope.forecast.isolation`), the module state before each strategy's dry run too."""
     traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():
         raise OptionError(f"--results {str(results)!r} is not a file")
     options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
     started = time.perf_counter()
-    with put_back(load_workload(resolve_reference(workload))) as state:
-        return _forecast(workload, stream, strategies, options, traced, results, progress, compute, fake, started,
-                         state)
+    with put_back(load_workload(resolve_reference(workload))):
+        return _forecast(workload, stream, strategies, options, traced, results, progress, compute, fake, started)
 
 
 def _forecast(workload: str, stream: str | Sequence[Shape] | None, strategies: str | Sequence[str],
               options: StrategyOptions, traced: str, results: str | Path | None, progress: ProgressFn | None,
-              compute: bool, fake: bool | None, started: float, state: ModuleState) -> ForecastReport:
-    """:func:`forecast`'s work, ``state`` put back before each strategy's dry run (as a fresh
-    trial process meets the workload's module)."""
+              compute: bool, fake: bool | None, started: float) -> ForecastReport:
+    """:func:`forecast`'s work (inside :func:`~.isolation.put_back`)."""
     from ..prepare import prepare_run_with_target
 
     backend = options.backend
@@ -663,11 +663,8 @@ def _forecast(workload: str, stream: str | Sequence[Shape] | None, strategies: s
     elif compute and fake is False:
         real_first = "asked to compute for real"
     del target
-    done = []
-    for n in compiled:
-        state.restore()  # what the probe's calls or the last strategy's changed in the workload's module
-        done.append(forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started,
-                                      compute, real_first, loaded))
+    done = [forecast_strategy(base.workload, n, base.stream, options, measured, traced, progress, started, compute,
+                              real_first, loaded) for n in compiled]  # each dry trial meets the module put back
     rows = tuple(d for d in done if isinstance(d, StrategyForecast))
     notes = [d for d in done if isinstance(d, str)]
     if not rows:

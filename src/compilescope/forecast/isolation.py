@@ -5,12 +5,15 @@ importing it left it. A dry run runs every strategy in this one process, after a
 eager calls, and a ``forecast()`` caller keeps using the process after it; so the module
 state the workload's own calls change — a flag a first call sets, a counter, a registry, a
 module-level tensor changed in place — is saved before the first call and put back before
-each strategy and at the end (:class:`ModuleState`), as is the global random generator.
+each dry trial and at the end (:class:`ModuleState`), as is the CPU random generator. The
+baseline is the module as the forecast found it: a fresh process's, for the CLI.
 
 Saved: the module-level names of the modules that define the workload's ``build``,
 ``make_inputs`` and ``step`` (not compilescope's, not torch's), whose values are plain
-(numbers, strings, ``None``), tensors (their values, put back in place), or lists, tuples,
-dicts and sets of those; a name a call adds is removed; and the module's own
+(numbers, strings, ``None``), tensors and numpy arrays (their values, put back in place), or
+lists, tuples, dicts and sets of those (``collections``' dicts too: ``OrderedDict``,
+``defaultdict``, ``Counter``); a name a call adds is removed (unless a module, class or
+function); and the module's own
 ``functools.lru_cache`` functions are emptied (a fresh process starts with them empty; a call
 on fake tensors would leave fake tensors in them). Not saved: modules, functions,
 classes, ``nn.Module`` objects and other objects (their state is the model's, which each
@@ -27,21 +30,27 @@ from types import ModuleType
 from typing import Any
 
 MAX_TENSOR_BYTES = 64 * 2**20  # a module-level tensor larger than this is not saved (nor put back)
+MAX_SAVED_BYTES = 256 * 2**20  # all saved tensors of a forecast together
 MAX_ITEMS = 10_000  # items of a container saved, all levels together
 _SKIP_MODULES = ("compilescope", "torch", "builtins")
 
 
 def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
     """Whether ``value`` is state this module saves: plain, a tensor within the size bound, or
-    a container of those (bounded)."""
+    a container of those (bounded). ``budget``: [items left, tensor bytes left]."""
     import torch
 
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return True
     if isinstance(value, torch.Tensor):
-        return type(value) is torch.Tensor and value.layout == torch.strided and \
-            value.numel() * value.element_size() <= MAX_TENSOR_BYTES
-    if isinstance(value, (list, tuple, dict, set, frozenset)) and type(value) in (list, tuple, dict, set, frozenset):
+        size = value.numel() * value.element_size()
+        budget[1] -= size
+        return (type(value) is torch.Tensor and value.layout == torch.strided and not value.is_inference()
+                and size <= MAX_TENSOR_BYTES and budget[1] >= 0)
+    if type(value).__module__ == "numpy" and type(value).__name__ == "ndarray":
+        budget[1] -= value.nbytes
+        return value.dtype != object and value.nbytes <= MAX_TENSOR_BYTES and budget[1] >= 0
+    if isinstance(value, (list, tuple, dict, set, frozenset)) and type(value).__module__ in ("builtins", "collections"):
         budget[0] -= len(value)
         if budget[0] < 0 or depth > 4:
             return False
@@ -50,29 +59,61 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
     return False
 
 
-def _copy(value: Any) -> Any:
+def _user_module(name: str, module: ModuleType) -> bool:
+    """A module of the user's (a workload file, their own package), not compilescope's, torch's,
+    the standard library's or an installed library's (whose state and caches are not ours)."""
+    import sysconfig
+
+    if name.split(".")[0] in _SKIP_MODULES:
+        return False
+    path = getattr(module, "__file__", None)
+    if not path:
+        return False
+    installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    return not any(str(path).startswith(p + "/") for p in installed if p) and "site-packages" not in str(path)
+
+
+def _restore_array(obj: Any, value: Any) -> None:
+    import numpy as np
+
+    if obj.shape == value.shape and obj.dtype == value.dtype:
+        if not np.array_equal(obj, value, equal_nan=obj.dtype.kind in "fc"):
+            np.copyto(obj, value)
+    else:
+        raise ValueError("resized")  # rebound to a copy instead
+
+
+def _restore_tensor(obj: Any, value: Any) -> None:
     import torch
 
-    return copy.deepcopy(value, {}) if not isinstance(value, torch.Tensor) else value.detach().clone()
+    if obj.shape == value.shape and obj.dtype == value.dtype and torch.equal(obj, value):
+        return  # unchanged: no write (an expanded tensor cannot take one)
+    with torch.no_grad():
+        if obj.shape != value.shape:
+            obj.set_(value.clone())
+        else:
+            obj.copy_(value)
 
 
 class ModuleState:
     """The saved module-level state of the workload's modules (the module docstring)."""
 
     def __init__(self, modules: list[ModuleType]) -> None:
-        self.modules = modules
         self.saved: list[tuple[ModuleType, dict[str, tuple[Any, Any]]]] = []
+        budget = [MAX_ITEMS, MAX_SAVED_BYTES]
         for m in modules:
             names: dict[str, tuple[Any, Any]] = {}
+            memo: dict[int, Any] = {}  # one per module: a container holding another saved name keeps holding it
             for name, value in list(vars(m).items()):
-                if name.startswith("__") or not _saved(value, [MAX_ITEMS]):
+                if name.startswith("__") or not _saved(value, [MAX_ITEMS, budget[1]]):
                     continue
                 try:
-                    names[name] = (value, _copy(value))
+                    names[name] = (value, copy.deepcopy(value, memo))
                 except Exception:  # noqa: BLE001 - a value that will not copy is not saved
                     continue
+                budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
             self.saved.append((m, names))
-        self.names = [set(vars(m)) for m in modules]
+        self.names = [set(vars(m)) for m, _ in self.saved]
 
     @classmethod
     def of(cls, workload: Any) -> ModuleState:
@@ -81,49 +122,96 @@ class ModuleState:
                    getattr(workload, "step", None)):
             name = getattr(fn, "__module__", None)
             module = sys.modules.get(name) if isinstance(name, str) else None
-            if module is not None and not name.split(".")[0] in _SKIP_MODULES:
+            if module is not None and _user_module(name, module):
                 found.setdefault(name, module)
         return cls(list(found.values()))
 
     def restore(self) -> None:
-        """Put the saved names back: a tensor's values in place (the same object, where the
-        call kept it and its sizes), a container's contents in place, a plain value rebound;
-        a name added since, holding state of the kinds saved, removed."""
+        """Put the saved names back, each on its own object where it is mutable (a tensor's
+        values in place, a container's contents; the name bound to that object again, so what
+        holds it sees the change), an immutable value rebound to a fresh copy; a name added
+        since, holding state of the kinds saved, removed; the module's memoized functions
+        emptied. Never raises: a value that cannot be put back is left as it is."""
+        for (m, names), before in zip(self.saved, self.names):
+            try:
+                self._restore(m, names, before)
+            except Exception:  # noqa: BLE001 - putting back is best effort; the user's code must not fail for it
+                continue
+
+    @staticmethod
+    def _restore(m: ModuleType, names: dict[str, tuple[Any, Any]], before: set[str]) -> None:
         import torch
 
-        for (m, names), before in zip(self.saved, self.names):
-            space = vars(m)
-            for name, (obj, value) in names.items():
-                now = space.get(name)
-                if isinstance(value, torch.Tensor):
-                    if now is obj and obj.shape == value.shape and obj.dtype == value.dtype:
-                        with torch.no_grad():
-                            obj.copy_(value)
-                    else:
-                        space[name] = value.clone()
-                elif isinstance(value, (list, dict, set)) and now is obj:
+        space = vars(m)
+        memo: dict[int, Any] = {}  # a saved copy → the original it is put back on
+        for name, (obj, value) in names.items():
+            if isinstance(obj, (torch.Tensor, list, dict, set)) or _is_array(obj):
+                memo[id(value)] = obj
+        for name, (obj, value) in names.items():
+            try:
+                if isinstance(obj, torch.Tensor):
+                    _restore_tensor(obj, value)
+                elif _is_array(obj):
+                    try:
+                        _restore_array(obj, value)
+                    except ValueError:
+                        obj = value.copy()
+                elif isinstance(obj, (list, dict, set)):
+                    fresh = copy.deepcopy(value, {k: v for k, v in memo.items() if k != id(value)})
                     obj.clear()
-                    (obj.update if not isinstance(obj, list) else obj.extend)(_copy(value))
+                    (obj.update if not isinstance(obj, list) else obj.extend)(fresh)  # type: ignore[attr-defined]
                 else:
-                    space[name] = _copy(value) if isinstance(value, (list, dict, set)) else value
-            for name in set(space) - before:
-                if not name.startswith("__") and _saved(space[name], [MAX_ITEMS]):
-                    del space[name]
-            for value in list(space.values()):  # the module's own memoized functions: empty, as in a fresh process
-                if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info") \
-                        and getattr(value, "__module__", None) == m.__name__:
-                    value.cache_clear()
+                    obj = copy.deepcopy(value, dict(memo))
+            except Exception:  # noqa: BLE001 - this one stays as the calls left it
+                continue
+            space[name] = obj
+        for name in set(space) - before:  # a name a call added (a module, function or class it imported stays)
+            if not name.startswith("__") and not isinstance(space[name], (ModuleType, type)) and not callable(space[name]):
+                del space[name]
+        for value in list(space.values()):  # the module's own memoized functions: empty, as in a fresh process
+            if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info") \
+                    and getattr(value, "__module__", None) == m.__name__:
+                value.cache_clear()
+
+
+def _is_array(value: Any) -> bool:
+    return type(value).__module__ == "numpy" and type(value).__name__ == "ndarray"
+
+
+def _tensors(value: Any) -> list[Any]:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _tensors(v)]
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
+_ACTIVE: list[ModuleState] = []  # the state saved by the outermost put_back in force
+
+
+def before_a_dry_run() -> None:
+    """The saved module state put back, as a fresh trial process meets it (every dry trial
+    starts so, inside :func:`put_back`)."""
+    if _ACTIVE:
+        _ACTIVE[-1].restore()
 
 
 @contextmanager
 def put_back(workload: Any) -> Iterator[ModuleState]:
-    """Within it the workload's module state and the global random generator are saved; both
-    are put back at the end (:meth:`ModuleState.restore` may be called between strategies)."""
+    """Within it the workload's module state and the CPU random generator are saved; both are
+    put back at the end, and the module state before each dry trial (:func:`before_a_dry_run`).
+    Nested, the outer one's saved state stands (it was saved first)."""
     import torch
 
-    state = ModuleState.of(workload)
+    state = _ACTIVE[-1] if _ACTIVE else ModuleState.of(workload)
+    _ACTIVE.append(state)
     with torch.random.fork_rng(devices=[]):
         try:
             yield state
         finally:
+            _ACTIVE.pop()
             state.restore()

@@ -24,7 +24,7 @@ from ..report import (
     Stats,
     TrialReport,
 )
-from ..units import fmt_time, n_star_text
+from ..units import fmt_time
 from .grid import Grid, T, indent, one_line, to_text
 
 _NOTE_STYLE = {"error": "bold red", "warning": "yellow", "noise": "yellow", "info": "dim"}
@@ -173,7 +173,7 @@ def summary_table(report: RunReport) -> Grid:
             table.add_row(T(t.label), first_cell, *[T("")] * 4, T(fmt_time(t.stream_s)), *[T("")] * 3)
             continue
         be = "not within the stream" if t.break_even_request is None else f"after {t.break_even_request:,} requests"
-        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant, t.saving_beyond_band)
+        n_star = t.n_star_text
         numerics = T(t.numerics_text, "bold red" if t.numerics_failed else "")
         table.add_row(
             T(t.label),

@@ -31,7 +31,7 @@ from ..report import (
     VerifyReport,
 )
 from ..report.warmup import WarmupReport
-from ..units import fmt_time, n_star_text
+from ..units import fmt_time
 from . import ByKind
 
 EXTRA = "pip install 'compilescope[html]'"
@@ -168,7 +168,7 @@ def _summary_rows(report: RunReport) -> list[list[tuple[str, str]]]:
         counts = f"{t.stream.compiles} ({t.stream.recompiles})" + "".join(
             f", {n} {what}" for n, what in ((t.stream.refused, "refused"), (t.stream.failed, "failed"),
                                            (t.later.compiles, "later")) if n)
-        n_star = n_star_text(t.n_star, t.saving_per_request_s, t.saving_significant, t.saving_beyond_band)
+        n_star = t.n_star_text
         rows.append([
             (t.label, ""), (fmt_time(t.first_call_s) + (f", {t.call_errors} of {t.requests} raised" if t.call_errors else ""),
                             "num bad" if t.call_errors else "num"), (counts if t.compiles_code else "", "num"),

@@ -244,6 +244,7 @@ class TrialReport:
     saving_testable: bool  # the samples could ever bear a stream-wide difference out (not too few)
     compile_cost_s: float  # excess latency of the calls that compiled
     n_star: int | None  # projected break-even request count (only from a significant saving)
+    n_star_text: str  # the projection in words: the count, "never", "could not tell", "within noise" or "—"
     lifetime: int | None
     lifetime_gain_s: float | None
     numerics_checked: int  # shapes checked while running compiled

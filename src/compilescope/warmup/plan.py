@@ -330,20 +330,22 @@ def plan_warmup(
     strategies will be planned, ``on_step`` each one's phases and its end."""
     from ..prepare import prepare_run
     from ..forecast.engine import DRY_BACKENDS, dry_note
+    from ..forecast.isolation import put_back
 
     if backend not in DRY_BACKENDS:
         raise OptionError(f"warmup backend {backend!r}: use one of {', '.join(DRY_BACKENDS)}")
     options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
-    _, base, names = prepare_run(workload, stream, strategies, options=options, measure=MeasureOptions(device="cpu"))
+    loaded, base, names = prepare_run(workload, stream, strategies, options=options, measure=MeasureOptions(device="cpu"))
     compiled = [n for n in names if get_strategy(n).compiles]
     if not compiled:
         raise OptionError("no compiling strategy to plan (eager compiles nothing: it needs no warm-up)")
     if on_begin is not None:
         on_begin(len(compiled))
     done = []
-    for n in compiled:
-        done.append((n, plan_strategy(base.workload, n, base.stream, options, max_dry_runs, on_step)))
-        on_step(n, None)
+    with put_back(loaded):  # each dry trial meets the workload's module as a fresh process; put back after
+        for n in compiled:
+            done.append((n, plan_strategy(base.workload, n, base.stream, options, max_dry_runs, on_step)))
+            on_step(n, None)
     plans = tuple(d for _, d in done if isinstance(d, StrategyPlan))
     notes = [f"no plan for {n}: {d}" for n, d in done if isinstance(d, str)]
     if not plans:

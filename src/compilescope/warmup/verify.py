@@ -122,7 +122,11 @@ def dry_forecast(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...],
     """The dry-run forecast of start-up + held-out stream, or why there is none."""
     if options.backend not in DRY_BACKENDS:
         return None, f"no forecast: the dry run models backends {', '.join(DRY_BACKENDS)}, not {options.backend!r}"
-    got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options)
+    from ..forecast.isolation import put_back
+    from ..workload import load_workload
+
+    with put_back(load_workload(ref)):  # the dry trial meets the workload's module as a fresh process
+        got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options)
     return (None, got) if isinstance(got, str) else (got, None)
 
 

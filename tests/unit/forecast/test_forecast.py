@@ -200,6 +200,17 @@ def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it
     dynamic = report.strategy("dynamic").requests
     assert [r.outcome for r in dynamic] == [o.outcome for o in seen] == ["compile", "compile"]
     assert [g.text for g in dynamic[1].guards] == [g.text for g in seen[1].guards] == ["G['WARMED']['done'] == False"]
+    with torch.random.fork_rng(devices=[]):  # this test's own draws leave the suite's generator as it was
+        _the_callers_generator_is_put_back(module)
+    # a module-level lru_cache a dry run on fake tensors filled is emptied: the caller's next
+    # call computes a real tensor (before: it got the dry run's fake one back)
+    forecast(f"{FORECAST_WORKLOADS}:memoizes_a_table", None, "static", backend="eager", fake=True)
+    assert module._memo_table.cache_info().currsize == 0 and type(module._memo_table(8)) is torch.Tensor
+
+
+def _the_callers_generator_is_put_back(module):
+    import torch
+
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
@@ -208,10 +219,6 @@ def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it
     forecast(f"{FORECAST_WORKLOADS}:changes_its_input", None, "static", backend="eager")
     assert torch.equal(torch.rand(3), expected)
     assert module.WARMED == {"done": False} and not module.SHARED_BUFFER.any()
-    # a module-level lru_cache a dry run on fake tensors filled is emptied: the caller's next
-    # call computes a real tensor (before: it got the dry run's fake one back)
-    forecast(f"{FORECAST_WORKLOADS}:memoizes_a_table", None, "static", backend="eager", fake=True)
-    assert module._memo_table.cache_info().currsize == 0 and type(module._memo_table(8)) is torch.Tensor
 
 
 def test_a_frame_meeting_a_fake_tensor_beside_real_inputs_is_computed_for_real(tmp_path, monkeypatch):
@@ -221,6 +228,13 @@ def test_a_frame_meeting_a_fake_tensor_beside_real_inputs_is_computed_for_real(t
     report = _agrees_with_real(f"{FORECAST_WORKLOADS}:inner_frame_gets_input_or_computed", "aot_eager", tmp_path,
                                monkeypatch)
     assert not FAKE or all("a guard on a tensor's type failed" in " ".join(s.notes) for s in report.strategies)
+
+
+def test_a_restart_computing_for_real_meets_the_module_as_a_fresh_process_does(tmp_path, monkeypatch):
+    """The fake attempt left fake tables in the module's lru_cache; the restart computing for
+    real empties it first (before: the request read a fake table's value and was an error)."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:memoizes_then_reads_a_value", "eager", tmp_path, monkeypatch)
+    assert not any(s.errors for s in report.strategies)
 
 
 def test_where_real_kernels_cost_less_than_fake_tensors_the_dry_run_computes_for_real_and_says_why():

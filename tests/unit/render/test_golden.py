@@ -86,7 +86,7 @@ def _trial(label: str, strategy: str, **fields: object) -> TrialReport:
         label=label, strategy=strategy, cache="cold", status="ok", error=None, compiles_code=strategy != "eager",
         requests=3, completed=3, stream=CompileCounts(), later=CompileCounts(), graph_breaks=(), fallbacks=0,
         fallback_shapes=(), first_call_s=2e-4, stream_s=6e-4, eager_stream_s=None, break_even_request=None,
-        steady=None, saving_per_request_s=None, saving_noise_s=None, saving_significant=False, saving_beyond_band=False, saving_testable=True, compile_cost_s=0.0,
+        steady=None, saving_per_request_s=None, saving_noise_s=None, saving_significant=False, saving_beyond_band=False, saving_testable=True, n_star_text="—", compile_cost_s=0.0,
         n_star=None, lifetime=None, lifetime_gain_s=None, numerics_checked=0, numerics_failed=0, numerics_eager=0,
         numerics_not_comparable=0, numerics_unjudged=(), numerics_uncompared=0, max_abs_err=None, call_errors=0, padding_waste=None, cache_load_s=None, rows=(),
         changes=(), reused_median_s=None, timeline=(), compile_rows=(), verdict=(), notes=(),
@@ -145,7 +145,7 @@ def run_report() -> RunReport:
         steady=SteadySummary(2, 1.5, 1.5, SpeedGroup(2, 1.4, 1.6, ("16", "32")), SpeedGroup(0, None, None, ()),
                              SpeedGroup(0, None, None, ()), "", False),
         saving_per_request_s=5e-5, saving_noise_s=1e-6, saving_significant=True, saving_beyond_band=True, saving_testable=True, compile_cost_s=0.42,
-        n_star=8400, lifetime=10_000, lifetime_gain_s=0.08, numerics_checked=2, max_abs_err=1.5e-7,
+        n_star=8400, n_star_text="8,400", lifetime=10_000, lifetime_gain_s=0.08, numerics_checked=2, max_abs_err=1.5e-7,
         rows=(
             _row("16", first_call_s=0.3, status="compiled", cause="first compile", compile_ids=("0/0",),
                  steady=_stats(6.25e-5), eager=_stats(1e-4), eager_trial=_stats(1e-4), speedup=1.6,
