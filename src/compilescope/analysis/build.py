@@ -830,7 +830,7 @@ def run_summary(report: RunReport) -> dict[str, object]:
             "saving_significant": t.saving_significant,
             "saving_beyond_band": t.saving_beyond_band,
             "n_star": t.n_star,
-            "projected_n_star": t.n_star_text,
+            "projected_n_star": t.n_star_text if t.compiles_code else None,
             "numerics_checked": t.numerics_checked,
             "numerics_failed": t.numerics_failed,
             "numerics_not_comparable": t.numerics_not_comparable,
