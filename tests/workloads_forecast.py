@@ -327,3 +327,21 @@ def memoizes_then_reads_a_value() -> Workload:
 
     return Workload(name="memoizes-then-reads", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=({"n": 8}, {"n": 16}, {"n": 8}))
+
+
+def warms_after_three() -> Workload:
+    """A call count in a closure, and a path that changes after the third call: under default
+    the count goes dynamic after its second compile, so one more call of a shape (the repeat
+    check) hits, yet a later call takes the other path and compiles."""
+
+    def build():
+        calls = [0]
+
+        def step(x: torch.Tensor) -> torch.Tensor:
+            calls[0] += 1
+            return x * 2 if calls[0] > 3 else x + calls[0]
+
+        return step
+
+    return Workload(name="warms-after-three", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": 8} for _ in range(6)))

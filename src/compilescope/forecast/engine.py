@@ -22,7 +22,8 @@ strategy set-up, capture and records) with these differences (:class:`compilesco
   repeats its outcome: Dynamo's caches only grow within a process, so inputs one entry
   accepted are accepted again (a hit), and a frame refused at the recompile limit stays
   refused (eager) — unless the calls carry state the guards read, which the dry run checks
-  by calling each repeated shape once more after the distinct ones (:func:`state_carried`).
+  by calling each repeated shape once more after the distinct ones (:func:`state_carried`),
+  and by reading what the compiled module or function holds around each call (:func:`state_of`).
   Steady state and numerics are not run;
 - the workload's module state is put back before each dry trial, as a fresh trial process
   meets it, and after the forecast with the CPU random generator
@@ -233,14 +234,82 @@ class _ValuesNeeded(Exception):
 
 @dataclass(frozen=True)
 class _DryClock:
-    """Times a call as the dry run computes it (:meth:`compilescope.compat.DryCompute.call`)."""
+    """Times a call as the dry run computes it (:meth:`compilescope.compat.DryCompute.call`),
+    and notes the first change a call made to the state it can reach (``changed``)."""
 
     compute: Any
+    changed: list[str] = dataclasses.field(default_factory=list)
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        before = state_of(fn) if not self.changed else None
         started = time.perf_counter()
-        out = self.compute.call(fn, *args, **kwargs)
-        return out, time.perf_counter() - started
+        try:
+            out = self.compute.call(fn, *args, **kwargs)
+        finally:
+            took = time.perf_counter() - started
+            if before is not None:
+                self.changed.extend(state_change(before, state_of(fn))[:1])
+        return out, took
+
+
+STATE_NOTE = "a call changed the state the next one meets"
+
+
+def state_of(fn: Any) -> dict[str, Any]:
+    """What a call of ``fn`` can leave for the next one, by path: the compiled module's
+    attributes (its submodules', parameters' and buffers' too), or a function's closure cells
+    and bound object — each tensor's type, sizes and dtype (not its values: a guard never
+    reads them), each plain value, each container's type and length (bounded as
+    :func:`compilescope.leaves.walk` is)."""
+    import torch
+
+    from ..leaves import Node, source, walk
+
+    from ..leaves import is_plain
+
+    def module_roots(name: str, module: Any) -> dict[str, Any]:
+        module = compat.compiled_module_inner(module) or module
+        return {f"{name}.{prefix}.{key}" if prefix else f"{name}.{key}": value
+                for prefix, sub in module.named_modules() for key, value in vars(sub).items()
+                if key != "_modules" and not key.endswith("hooks")}
+
+    target = compat.compiled_module_inner(fn) or compat.uncompiled_callable(fn)
+    roots: dict[str, Any] = {}
+    if isinstance(target, torch.nn.Module):
+        roots = module_roots("self", target)
+    else:  # a function's closure: its modules, and its plain values, containers and tensors (an
+        # optimizer or another object a training step closes over runs eagerly: not the compiled code's)
+        code = getattr(target, "__code__", None)
+        for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if isinstance(value, torch.nn.Module):
+                roots.update(module_roots(name, value))
+            elif is_plain(value) or isinstance(value, (list, tuple, dict, torch.Tensor)):
+                roots[name] = value
+        if isinstance(getattr(target, "__self__", None), torch.nn.Module):
+            roots.update(module_roots("self", target.__self__))
+    out: dict[str, Any] = {}
+    for name, root in roots.items():
+        for steps, v in walk(root).items:
+            if isinstance(v, torch.Tensor):
+                out[source(name, steps)] = (type(v).__name__, tuple(v.shape), str(v.dtype))
+            elif isinstance(v, Node):
+                out[source(name, steps)] = (v.type, v.length)
+            else:
+                out[source(name, steps)] = repr(v)
+    return out
+
+
+def state_change(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """The paths whose value differs after a call, each as ``path: before → after``."""
+    def said(value: Any) -> str:
+        return "absent" if value is None else value if isinstance(value, str) else " ".join(map(str, value))
+
+    return [f"{path}: {said(before.get(path))} → {said(after.get(path))}"
+            for path in (*before, *(p for p in after if p not in before)) if before.get(path) != after.get(path)]
 
 
 def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
@@ -288,6 +357,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
         note = (f"inductor could not lower {len(failed)} graph(s) in the dry run (the first: {failed[0]}): they were "
                 "traced as aot_eager, without inductor's own guards")
         result = dataclasses.replace(result, notes=(*result.notes, note))
+    if clock.changed:
+        result = dataclasses.replace(result, notes=(*result.notes, f"{STATE_NOTE} ({clock.changed[0]})"))
     return result
 
 
@@ -469,6 +540,10 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
         raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(distinct)} shapes")
     requests = expand(stream, observed)
     carried = state_carried(distinct, again, observed, dry_outcomes(whole, len(distinct) + len(again)))
+    changed = next((n for n in whole.notes if n.startswith(STATE_NOTE)), None)
+    if carried is None and again and changed is not None:
+        carried = (f"{changed}: a repeated shape may not repeat its first outcome, so from the stream's first "
+                   "repeated shape on, what a request does is not forecast")
     if carried is not None:
         requests = unknown_from_first_repeat(requests, carried)
     times = measured_compile_times(results[0], results[1], strategy) if results is not None else None
