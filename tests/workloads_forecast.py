@@ -345,3 +345,21 @@ def warms_after_three() -> Workload:
 
     return Workload(name="warms-after-three", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": 8} for _ in range(6)))
+
+
+FLIPS = {"on": False}  # ``flips_a_global``'s calls flip it
+
+
+def flips_a_global() -> Workload:
+    """Each call flips a module-level flag its path reads: the repeat check's one extra call
+    meets the flag as the first call of its shape did (a hit), the stream's repeat does not."""
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            FLIPS["on"] = not FLIPS["on"]
+            return x * 2 if FLIPS["on"] else x + 1
+
+        return f
+
+    return Workload(name="flips-a-global", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 16, 16)))

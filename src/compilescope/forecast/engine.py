@@ -256,16 +256,39 @@ STATE_NOTE = "a call changed the state the next one meets"
 
 
 def state_of(fn: Any) -> dict[str, Any]:
-    """What a call of ``fn`` can leave for the next one, by path: the compiled module's
-    attributes (its submodules', parameters' and buffers' too), or a function's closure cells
-    and bound object — each tensor's type, sizes and dtype (not its values: a guard never
-    reads them), each plain value, each container's type and length (bounded as
-    :func:`compilescope.leaves.walk` is)."""
+    """What a call of ``fn`` can leave for the next one, by path (:func:`_state_roots`) — each
+    tensor's type, sizes and dtype (not its values: a guard never reads them), each plain
+    value, each container's type and length (bounded as :func:`compilescope.leaves.walk` is)."""
     import torch
 
     from ..leaves import Node, source, walk
 
+    out: dict[str, Any] = {}
+    for name, root in _state_roots(fn).items():
+        for steps, v in walk(root).items:
+            if isinstance(v, torch.Tensor):
+                out[source(name, steps)] = (type(v).__name__, tuple(v.shape), str(v.dtype))
+            elif isinstance(v, Node):
+                out[source(name, steps)] = (v.type, v.length)
+            else:
+                out[source(name, steps)] = repr(v)
+    return out
+
+
+def _state_roots(fn: Any) -> dict[str, Any]:
+    """The compiled module's attributes (its submodules', parameters' and buffers' too), or a
+    function's closure cells and bound module; and the plain values, containers and tensors
+    among the globals of the user's module that defines it (``G['name']``). An optimizer or
+    another object a training step closes over runs eagerly: not the compiled code's."""
+    import sys
+
+    import torch
+
     from ..leaves import is_plain
+    from .isolation import user_module
+
+    def kept(value: Any) -> bool:
+        return is_plain(value) or isinstance(value, (list, tuple, dict, set, torch.Tensor))
 
     def module_roots(name: str, module: Any) -> dict[str, Any]:
         module = compat.compiled_module_inner(module) or module
@@ -276,9 +299,8 @@ def state_of(fn: Any) -> dict[str, Any]:
     target = compat.compiled_module_inner(fn) or compat.uncompiled_callable(fn)
     roots: dict[str, Any] = {}
     if isinstance(target, torch.nn.Module):
-        roots = module_roots("self", target)
-    else:  # a function's closure: its modules, and its plain values, containers and tensors (an
-        # optimizer or another object a training step closes over runs eagerly: not the compiled code's)
+        roots, home = module_roots("self", target), sys.modules.get(type(target).__module__)
+    else:
         code = getattr(target, "__code__", None)
         for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
             try:
@@ -287,20 +309,14 @@ def state_of(fn: Any) -> dict[str, Any]:
                 continue
             if isinstance(value, torch.nn.Module):
                 roots.update(module_roots(name, value))
-            elif is_plain(value) or isinstance(value, (list, tuple, dict, torch.Tensor)):
+            elif kept(value):
                 roots[name] = value
         if isinstance(getattr(target, "__self__", None), torch.nn.Module):
             roots.update(module_roots("self", target.__self__))
-    out: dict[str, Any] = {}
-    for name, root in roots.items():
-        for steps, v in walk(root).items:
-            if isinstance(v, torch.Tensor):
-                out[source(name, steps)] = (type(v).__name__, tuple(v.shape), str(v.dtype))
-            elif isinstance(v, Node):
-                out[source(name, steps)] = (v.type, v.length)
-            else:
-                out[source(name, steps)] = repr(v)
-    return out
+        home = sys.modules.get(getattr(target, "__module__", None) or "")
+    if home is not None and user_module(home.__name__, home):
+        roots.update({f"G[{name!r}]": v for name, v in vars(home).items() if not name.startswith("__") and kept(v)})
+    return roots
 
 
 def state_change(before: dict[str, Any], after: dict[str, Any]) -> list[str]:

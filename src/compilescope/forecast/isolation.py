@@ -59,7 +59,7 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
     return False
 
 
-def _user_module(name: str, module: ModuleType) -> bool:
+def user_module(name: str, module: ModuleType) -> bool:
     """A module of the user's (a workload file, their own package), not compilescope's, torch's,
     the standard library's or an installed library's (whose state and caches are not ours)."""
     import sysconfig
@@ -122,7 +122,7 @@ class ModuleState:
                    getattr(workload, "step", None)):
             name = getattr(fn, "__module__", None)
             module = sys.modules.get(name) if isinstance(name, str) else None
-            if module is not None and _user_module(name, module):
+            if module is not None and user_module(name, module):
                 found.setdefault(name, module)
         return cls(list(found.values()))
 

@@ -198,6 +198,10 @@ def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp
     requests = report.strategy("dynamic").requests
     assert requests[0].outcome == "compile" and all(r.outcome == "unknown" for r in requests[1:]), requests
     assert requests[1].why.startswith(f"{STATE_NOTE} (calls[0]: 0 → 1)"), requests[1].why
+    # a module-level flag each call flips: read among the globals of the function's module
+    flips = forecast(f"{FORECAST_WORKLOADS}:flips_a_global", None, ("static",), backend="eager").strategy("static")
+    assert [r.outcome for r in flips.requests] == ["compile", "unknown", "unknown", "unknown"], flips.requests
+    assert flips.requests[1].why.startswith(f"{STATE_NOTE} (G['FLIPS']['on']: False → True)"), flips.requests[1].why
 
 
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import types
 
 import torch
 
-from compilescope.forecast.isolation import ModuleState, _user_module
+from compilescope.forecast.isolation import ModuleState, user_module
 
 
 def _module(**names):
@@ -65,9 +65,9 @@ def test_the_modules_own_memoized_functions_are_emptied_and_libraries_are_not_ou
     table(3)
     ModuleState([m]).restore()
     assert table.cache_info().currsize == 0
-    assert not _user_module("transformers.models.gpt2", types.SimpleNamespace(
+    assert not user_module("transformers.models.gpt2", types.SimpleNamespace(
         __file__="/usr/lib/python3/site-packages/transformers/models/gpt2/__init__.py"))
-    assert _user_module("users_workload", m)
+    assert user_module("users_workload", m)
 
 
 def test_numpy_arrays_collections_dicts_and_any_name_a_call_adds():
