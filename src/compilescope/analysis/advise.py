@@ -41,9 +41,9 @@ from typing import Any
 from ..model import CompileRecord, MarkSpec, RunResult, StrategyOptions, TrialResult, made_entry
 from ..report import AdviceReport, Cause, CodeFix, Judged, Proposal, RunReport, Snippet, TrialReport
 from .advice import group_causes, input_name, inside_input, relation_multiple, relation_step
-from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note
+from .advise_guards import Interleaved, guard_gain, guard_rejection, interleaved, mode_note, ratio_tests
 from .counts import count_compiles
-from .noise import ALPHA, holm, mann_whitney_p, reachable
+from .noise import ALPHA
 from .outcomes import SINGLE_SAMPLE_TOLERANCE, one_sample_apart, tolerance_side, within_tolerance
 from .regimes import TOLERANCE
 
@@ -366,24 +366,16 @@ def _dynamic_slower(default: TrialReport | None, static: TrialReport | None,
     if default is None or static is None:
         return "", "no static reference ran"
     mine, theirs = samples.get(static.label), samples.get(default.label)
-    compiled = {r.shape for r in default.rows if r.speedup and r.status != "eager"}
-    shapes = [s for s in (theirs.ratios if theirs else {}) if s in compiled and mine and mine.ratios.get(s)]
     if mine is None or theirs is None:
         return "", "no interleaved samples to test"
-    if not shapes:
-        return "", "no shape sampled by both"
-    busy = [f"{side} load {x.load:.1f} on {x.cpus} CPU(s)" for side, x in (("the default's", theirs), ("static's", mine))
-            if x.load is not None]
-    if busy:
-        return "", f"the machine was busy ({', '.join(busy)})"
-    usable = [s for s in shapes if reachable(len(theirs.ratios[s]), len(mine.ratios[s]), len(shapes))]
+    compiled = {r.shape for r in default.rows if r.speedup and r.status != "eager"}
+    tests = ratio_tests(theirs, mine, ("the default's", "static's"), compiled)
+    if isinstance(tests, str):
+        return "", tests
+    shapes, usable = tests.shapes, tests.usable
     if len(usable) * 2 <= len(shapes):  # no majority of shapes could ever be shown
-        counts = ", ".join(sorted({f"{len(theirs.ratios[s])} against {len(mine.ratios[s])}" for s in shapes
-                                   if s not in usable}))
-        return "", (f"{counts} samples a shape cannot reach {ALPHA:.0%} over {len(shapes)} shape(s)"
-                    + (f" ({len(usable)} could)" if usable else ""))
-    pvalues = [mann_whitney_p(theirs.ratios[s], mine.ratios[s]) for s in usable]
-    faster = [r for s, held in zip(usable, holm(pvalues))
+        return "", tests.untestable(theirs, mine) + (f" ({len(usable)} could)" if usable else "")
+    faster = [r for s, held in zip(usable, tests.held)
               if held and tolerance_side(r := statistics.median(mine.ratios[s]) / statistics.median(theirs.ratios[s])) > 0]
     if len(faster) * 2 > len(shapes):
         lo, hi = min(faster), max(faster)

@@ -22,7 +22,7 @@ and the filter is not accepted.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 
 from ..model import RunResult, StrategyOptions
@@ -111,6 +111,40 @@ def interleaved(result: RunResult | None) -> dict[str, Interleaved]:
     return {t.spec.label: Interleaved(interleaved_ratios(t), busy(t.env), t.env.cpus) for t in result.trials}
 
 
+@dataclass(frozen=True)
+class RatioTests:
+    """Two trials' interleaved eager / compiled ratios tested shape by shape: the shapes whose
+    samples can reach :data:`ALPHA` among ``shapes`` (``usable``), each one's Mann–Whitney
+    p-value and whether it holds over them (Holm)."""
+
+    shapes: list[str]
+    usable: list[str]
+    pvalues: list[float | None]
+    held: list[bool]
+
+    def untestable(self, a: Interleaved, b: Interleaved) -> str:
+        """The sample counts of the shapes that cannot reach significance, as words."""
+        counts = ", ".join(sorted({f"{len(a.ratios[s])} against {len(b.ratios[s])}" for s in self.shapes
+                                   if s not in self.usable}))
+        return f"{counts} samples a shape cannot reach {ALPHA:.0%} over {len(self.shapes)} shape(s)"
+
+
+def ratio_tests(a: Interleaved, b: Interleaved, sides: tuple[str, str],
+                only: Collection[str] | None = None) -> RatioTests | str:
+    """``a``'s and ``b``'s ratios tested on the shapes both sampled (of ``only``, where given);
+    or why nothing can be told: no shape sampled by both, or a busy machine (``sides`` names
+    the two in that message)."""
+    shapes = [s for s in a.ratios if a.ratios[s] and b.ratios.get(s) and (only is None or s in only)]
+    if not shapes:
+        return "no shape sampled by both"
+    loaded = [f"{side} load {x.load:.1f} on {x.cpus} CPU(s)" for side, x in zip(sides, (a, b)) if x.load is not None]
+    if loaded:
+        return f"the machine was busy ({', '.join(loaded)})"
+    usable = [s for s in shapes if reachable(len(a.ratios[s]), len(b.ratios[s]), len(shapes))]
+    pvalues = [mann_whitney_p(a.ratios[s], b.ratios[s]) for s in usable]
+    return RatioTests(shapes, usable, pvalues, holm(pvalues))
+
+
 def whole_call(t: TrialReport, default: TrialReport | None, samples: Mapping[str, Interleaved]) -> tuple[str, str]:
     """(why the filter is not accepted, what the test showed): '' and the evidence when its
     whole compiled call is not slower than the default's beyond the noise (:data:`ALPHA`, Holm
@@ -124,18 +158,12 @@ def whole_call(t: TrialReport, default: TrialReport | None, samples: Mapping[str
     could_not = "could not tell whether the whole compiled call got slower: "
     if mine is None or theirs is None:
         return could_not + "no interleaved samples to test" + (f" ({p50})" if p50 else ""), ""
-    loaded = [f"{side} load {x.load:.1f} on {x.cpus} CPU(s)" for side, x in (("the default's", theirs), ("its", mine))
-              if x.load is not None]
-    if loaded:
-        return could_not + f"the machine was busy ({', '.join(loaded)})" + (f"; {p50}" if p50 else ""), ""
-    shapes = [s for s in theirs.ratios if mine.ratios.get(s) and theirs.ratios[s]]
-    usable = [s for s in shapes if reachable(len(theirs.ratios[s]), len(mine.ratios[s]), len(shapes))]
-    if not usable:
-        counts = ", ".join(sorted({f"{len(theirs.ratios[s])} against {len(mine.ratios[s])}" for s in shapes}))
-        return could_not + (f"{counts} samples a shape cannot reach {ALPHA:.0%} over {len(shapes)} shape(s)"
-                            if shapes else "no shape sampled by both") + (f"; {p50}" if p50 else ""), ""
-    pvalues = [mann_whitney_p(theirs.ratios[s], mine.ratios[s]) for s in usable]
-    for s, p, significant in zip(usable, pvalues, holm(pvalues)):
+    tests = ratio_tests(theirs, mine, ("the default's", "its"))
+    if isinstance(tests, str) or not tests.usable:
+        why = tests if isinstance(tests, str) else tests.untestable(theirs, mine)
+        return could_not + why + (f"; {p50}" if p50 else ""), ""
+    usable = tests.usable
+    for s, p, significant in zip(usable, tests.pvalues, tests.held):
         before, after = statistics.median(theirs.ratios[s]), statistics.median(mine.ratios[s])
         if significant and after < before:
             return (f"the whole compiled call got slower beyond the noise: shape {s} eager / compiled ×{before:.2f} → "
