@@ -363,3 +363,21 @@ def flips_a_global() -> Workload:
 
     return Workload(name="flips-a-global", build=build, make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
                     default_stream=tuple({"n": n} for n in (8, 8, 16, 16)))
+
+
+def breaks_once_dynamic() -> Workload:
+    """A graph break only where the size is symbolic (``sorted`` of a size): under default the
+    first size compiles a static entry whole; the second a dynamic one that breaks into a
+    resume frame compiled for that size. The first size again then runs the newer entry (the
+    newest is tried first) into the resume frame, which has no entry for it: it compiles,
+    though its shape was seen — and the next new size hits."""
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            k = sorted([x.shape[0], 4])[0]
+            return x.sin() * k
+
+        return f
+
+    return Workload(name="breaks-once-dynamic", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 10, 16, 8, 12, 8)))

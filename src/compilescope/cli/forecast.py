@@ -44,8 +44,8 @@ from .root import cli
 @click.option("--function", "function", default=None, metavar="NAME",
               help="with a probe's --from-results that compiled several functions: the one to forecast.")
 @click.option("--no-compute", is_flag=True,
-              help="never compute for real: a request that needs tensor values is unknown, and so is each "
-                   "request after it in its strategy.")
+              help="never compute for real: a request that raises on fake tensors (one that needs tensor values, "
+                   "or a real error) is unknown, and so is each request after it in its strategy.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path),
               help="write the forecast as JSON (`-`: stdout).")
 @click.option("--python", "python", default=None, metavar="PATH",
@@ -63,10 +63,10 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     inductor: its lowering and kernel source, no kernel built). It computes for real instead, and
     says so, where a request needs tensor values (a nonzero, an .item()), where real kernels cost
     less than fake tensors on the stream's first shape, or on a torch without a dry run on fake
-    tensors (--no-compute: such requests are unknown). A forecast costs the stream's distinct
-    shapes' tracing, not its requests, and one more call of each shape the stream repeats: if
-    one does not repeat its outcome (the calls carry state the guards read), the requests from
-    the stream's first repeat on are unknown.
+    tensors (--no-compute: such requests are unknown). The stream runs in order; a request whose
+    shape ran before, with no compile since, repeats that call's outcome without a call (after
+    one check call per shape), so a forecast costs the tracing of the entries, not the requests.
+    If a call changed what the compiled module holds, the requests not called are unknown.
 
     With --from-results RUN.json, the forecast evaluates the guards each cache entry of that
     run recorded (no model, no Dynamo); --method both runs the dry run too and compares them.

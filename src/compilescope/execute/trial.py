@@ -186,7 +186,10 @@ class _Runner:
 
     def stream(self, stream: tuple[Shape, ...], sink: CallSink | None = None, phase: str = "stream") -> list[CallRecord]:
         records = []
+        skip = getattr(self.call_clock, "skip_next", None)  # a dry run's clock skips the requests it copies
         for index, shape in enumerate(stream):
+            if skip is not None and skip():
+                continue
             args, kwargs, named = self.inputs(shape)
             latency: float | None = None
             error = None

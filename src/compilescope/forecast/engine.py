@@ -18,13 +18,13 @@ strategy set-up, capture and records) with these differences (:class:`compilesco
   fake tensors, whose guards are inductor's own, with no kernel compiled — or, asked for,
   ``aot_eager``, faster and blind to those guards); and a graph without a symbolic size is
   handed to no backend, as no backend can add a guard to it;
-- each distinct shape is run once, in stream order. A request repeating an earlier shape
-  repeats its outcome: Dynamo's caches only grow within a process, so inputs one entry
-  accepted are accepted again (a hit), and a frame refused at the recompile limit stays
-  refused (eager) — unless the calls carry state the guards read, which the dry run checks
-  by calling each repeated shape once more after the distinct ones (:func:`state_carried`),
-  and by reading what the compiled module or function holds around each call (:func:`state_of`).
-  Steady state and numerics are not run;
+- the stream is run in order (:class:`Replay`): a request is called when its shape is new,
+  when a frame compile happened since its shape last ran (the newest entry is tried first,
+  and a newer one can take a seen shape into a resume frame with no entry for it), and the
+  first time its shape would repeat (a check); any other request repeats its shape's last
+  outcome without a call — the caches hold the same entries as then — unless a call
+  changed what the compiled module or function holds (:func:`state_of`, read around each
+  call): then those requests are unknown. Steady state and numerics are not run;
 - the workload's module state is put back before each dry trial, as a fresh trial process
   meets it, and after the forecast with the CPU random generator
   (:mod:`~compilescope.forecast.isolation`).
@@ -166,53 +166,12 @@ def dry_outcomes(trial: TrialResult, shapes: int | None = None) -> list[Observed
     for o in request_outcomes(trial.calls, trial.compiles):
         word = dry_run_word(o.outcome, computed, after is not None)
         if word != o.outcome:
-            o = dataclasses.replace(o, outcome=word, why=after or f"it needs tensor values, not computed: {o.error}")
+            o = dataclasses.replace(o, outcome=word, why=after or (
+                f"it raised on fake tensors and was not computed for real (compute off): {o.error}"))
         after = after or (f"after a request whose outcome is unknown ({o.why})" if word == "unknown" else None)
         out.append(o)
     missing = (shapes or len(out)) - len(out)
     out += [Observed("unknown", False, (), (), None, after or "not run") for _ in range(max(0, missing))]
-    return out
-
-
-def expand(stream: Sequence[Shape], traced: Sequence[Observed]) -> list[ForecastRequest]:
-    """The whole stream's requests from the outcomes of its distinct shapes (in order of
-    first appearance). A repeat repeats its first outcome — Dynamo's caches only grow — unless
-    a compile failed since: Dynamo then runs that frame eagerly, so a repeat is ``eager`` when
-    the frame is the function's own (frame 0, which every call enters) and ``unknown``
-    otherwise (whether it enters the frame is not known)."""
-    Known = tuple[Observed, tuple[tuple[str, int], ...], str, int]  # outcome, key, its repeat's word, first index
-    firsts: dict[tuple[tuple[str, int], ...], Known] = {}
-    by_id: dict[int, Known] = {}  # a shared dict: its key at once
-    failures: list[tuple[int, Observed]] = []  # (index, the request whose compile failed for a frame)
-    it = iter(traced)
-    out = []
-    for index, shape in enumerate(stream):
-        known = by_id.get(id(shape))
-        if known is None:
-            key = shape_key(shape)
-            known = firsts.get(key)
-            if known is None:
-                seen = next(it)
-                firsts[key] = (seen, key, repeat_word(seen.outcome, seen.eager_part), index)
-                out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards,
-                                           seen.error, why=seen.why))
-                by_id[id(shape)] = firsts[key]
-                if seen.blocks is not None:
-                    failures.append((index, seen))
-                continue
-            by_id[id(shape)] = known
-        first, key, word, at = known
-        since = [f for i, f in failures if i > at]
-        if since:
-            frame0 = next((f for f in since if f.blocks == 0), None)
-            if frame0 is not None:
-                out.append(ForecastRequest(index, key, "eager", "repeat", why=frame0.why))
-            else:
-                out.append(ForecastRequest(index, key, "unknown", "repeat", why=(
-                    f"after a failed compile ({since[-1].why}), whether this shape, first seen before it, "
-                    "enters that frame again is not known")))
-            continue
-        out.append(ForecastRequest(index, key, word, "repeat", why=first.why))  # one key per distinct shape
     return out
 
 
@@ -232,13 +191,72 @@ class _ValuesNeeded(Exception):
         self.shape, self.error = shape, error
 
 
+class Replay:
+    """Which requests of a stream a dry run calls, in stream order, and which repeat the
+    outcome of the last call of their shape without being called.
+
+    A request is called when its shape is new; when a frame compile (an entry made, a
+    compile failed, a frame first refused at the recompile limit) happened since its shape
+    was last called — the entry a repeat runs can then be a newer one, with a graph break
+    into a resume frame that has no entry for it; and once more, the first time it would
+    repeat, to see that it does (a call that sets something up, or a guard on a count, shows
+    there). Otherwise Dynamo's caches hold the same entries as when the shape last ran, and
+    it does what it did then (:func:`~compilescope.analysis.outcomes.repeat_word`). A repeat
+    not called is ``copied``; the calls carry no other state the dry run cannot see
+    (:func:`state_of`, read around each call). ``startup``: calls the trial makes before the
+    stream, all called."""
+
+    def __init__(self, stream: Sequence[Shape], startup: int = 0) -> None:
+        self.keys = shared_keys(stream)
+        self.startup = startup
+        self.reset()
+
+    def reset(self) -> None:
+        """Before an attempt (a restart computing for real replays the stream anew)."""
+        self.at, self.epoch = -self.startup, 0
+        self.last: dict[Any, int] = {}  # shape → the compile count after its last call
+        self.checked: set[Any] = set()  # shapes called once where a repeat would have been copied
+        self.called: set[int] = set()
+        self.refused: set[int] = set()  # frames refused at the limit (the first refusal changes what a miss does)
+
+    def next_call(self) -> bool:
+        """Whether the trial's next call is made (False: it is copied)."""
+        i, self.at = self.at, self.at + 1
+        if not 0 <= i < len(self.keys):
+            return True
+        key = self.keys[i]
+        if self.last.get(key) == self.epoch:
+            if key in self.checked:
+                return False
+            self.checked.add(key)
+        self.called.add(i)
+        return True
+
+    def after(self, record: CallRecord, compiles: Sequence[CompileRecord]) -> None:
+        """Take in a stream call's compiles (a copied call has none)."""
+        for r in compiles:
+            if r.made_entry or r.failed or (r.refused and r.compile_id.frame not in self.refused):
+                self.epoch += 1
+            if r.refused:
+                self.refused.add(r.compile_id.frame)
+        if record.index in self.called:
+            self.last[self.keys[record.index]] = self.epoch
+
+
 @dataclass(frozen=True)
 class _DryClock:
     """Times a call as the dry run computes it (:meth:`compilescope.compat.DryCompute.call`),
-    and notes the first change a call made to the state it can reach (``changed``)."""
+    and notes the first change a call made to the state it can reach (``changed``). With a
+    ``replay``, a request it copies is skipped (:meth:`skip_next`, asked by the trial's loop
+    before it makes the request's inputs)."""
 
     compute: Any
     changed: list[str] = dataclasses.field(default_factory=list)
+    replay: Replay | None = None
+
+    def skip_next(self) -> bool:
+        """Whether the trial's next request is copied, not called (it is then not made at all)."""
+        return self.replay is not None and not self.replay.next_call()
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         before = state_of(fn) if not self.changed else None
@@ -346,7 +364,15 @@ def _on_fake(sink: Any, kept: list[tuple[CallRecord, Any]] | None) -> Any:
     return on_call
 
 
-def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
+def _replaying(replay: Replay, sink: Any) -> Any:
+    def on_call(record: CallRecord, compiles: Any, breaks: Any) -> None:
+        replay.after(record, compiles)
+        if sink is not None:
+            sink(record, compiles, breaks)
+    return on_call
+
+
+def _attempt(spec: TrialSpec, fake: bool, sink: Any, replay: Replay | None = None) -> TrialResult:
     """One attempt at a dry trial, run in this process by the in-process executor
     (:class:`~compilescope.execute.inprocess.InProcessExecutor`) on a fresh, empty compile cache
     directory, as a cold trial has (Dynamo's local profile-guided dynamism reads earlier frames'
@@ -360,7 +386,10 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
              compat.quiet_fake_kernel_errors())  # and which requests raise
     compat.dry_lowering_failures()
     compute = compat.DryCompute(fake)
-    clock = _DryClock(compute)
+    clock = _DryClock(compute, replay=replay)
+    if replay is not None:
+        replay.reset()
+        sink = _replaying(replay, sink)
     executor = InProcessExecutor(clocks=(clock, clock), sink=sink)
     with tempfile.TemporaryDirectory(prefix="compilescope-forecast-") as cache, compute:
         try:
@@ -380,7 +409,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any) -> TrialResult:
 
 def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options: StrategyOptions,
               threads: int | None = 1, sink: Any = None, dry_backend: str | None = None, compute: bool = True,
-              on_compute: Callable[[str], None] | None = None, real_first: str | None = None) -> TrialResult:
+              on_compute: Callable[[str], None] | None = None, real_first: str | None = None,
+              replay: Replay | None = None) -> TrialResult:
     """One strategy's dry trial (the module's docstring): real inputs and parameters, calls on
     fake tensors of the real device, a backend that builds nothing (:func:`dry_backend_for`).
     When a call raises on fake tensors (it needs values, or an op has no fake kernel), the
@@ -391,29 +421,32 @@ def dry_trial(workload_ref: str, strategy: str, shapes: Sequence[Shape], options
     each call's records as it finishes (an exception it raises ends the dry run and is raised
     here). A graph the dry inductor could not lower is a note of the result. ``real_first``
     (with ``compute``): why the calls compute for real from the start (:func:`cheaper_for_real`:
-    real kernels cost less than fake tensors here) — the same trial as the fallback's, said."""
+    real kernels cost less than fake tensors here) — the same trial as the fallback's, said.
+    ``replay``: the calls it makes of ``shapes`` (a stream, in order) and those it copies
+    (:class:`Replay`); without one, each shape is called."""
     dry = dataclasses.replace(options, backend=dry_backend_for(options.backend, dry_backend))
     spec = TrialSpec(workload_ref, strategy, "cold", tuple(dict(s) for s in shapes), dry,
                      MeasureOptions(device="cpu", steady=False, numerics=False, threads=threads))
     if not compat.has_feature("dry_run_on_fake_tensors"):
-        return _without_fake_tensors(spec, sink, compute, on_compute)
+        return _without_fake_tensors(spec, sink, compute, on_compute, replay)
     if compute and real_first is not None:
-        return _computed(spec, sink, real_first, on_compute)
+        return _computed(spec, sink, real_first, on_compute, replay)
     kept: list[tuple[CallRecord, Any]] = []
     try:
-        return _attempt(spec, True, _on_fake(sink, kept if not compute else None))
+        return _attempt(spec, True, _on_fake(sink, kept if not compute else None), replay)
     except _ValuesNeeded as needed:
         why = f"shape {shape_label(needed.shape)} could not run on fake tensors ({needed.error})"
         if not compute:
             return _stopped(spec, kept, needed, why)
-        return _computed(spec, sink, why, on_compute)
+        return _computed(spec, sink, why, on_compute, replay)
 
 
-def _computed(spec: TrialSpec, sink: Any, why: str, on_compute: Callable[[str], None] | None) -> TrialResult:
+def _computed(spec: TrialSpec, sink: Any, why: str, on_compute: Callable[[str], None] | None,
+              replay: Replay | None = None) -> TrialResult:
     """The dry trial computing for real, with a note that says ``why``."""
     if on_compute is not None:
         on_compute(why)
-    result = _attempt(spec, False, sink)
+    result = _attempt(spec, False, sink, replay)
     note = (f"{COMPUTED_NOTE}: {why}, so this strategy's dry run computed every call with real kernels on the "
             "real inputs (its graphs compiled as before, no kernel built)")
     return dataclasses.replace(result, notes=(*result.notes, note))
@@ -472,7 +505,7 @@ STOPPED_NOTE = "not computed"
 
 
 def _without_fake_tensors(spec: TrialSpec, sink: Any, compute: bool,
-                          on_compute: Callable[[str], None] | None) -> TrialResult:
+                          on_compute: Callable[[str], None] | None, replay: Replay | None = None) -> TrialResult:
     """A dry trial on a torch whose cached graphs fail every call under a fake mode
     (:func:`compilescope.compat.has_feature`): every call computed for real, said; with
     ``compute`` off, no call is run and every request is unknown."""
@@ -480,7 +513,7 @@ def _without_fake_tensors(spec: TrialSpec, sink: Any, compute: bool,
     if not compute:
         return TrialResult(spec, "ok", notes=(f"{STOPPED_NOTE}: {why}; the dry run did not compute for real "
                                               "(compute off), so it ran no call",))
-    return _computed(spec, sink, why, on_compute)
+    return _computed(spec, sink, why, on_compute, replay)
 
 
 def _stopped(spec: TrialSpec, kept: list[tuple[CallRecord, Any]], needed: _ValuesNeeded, why: str) -> TrialResult:
@@ -513,24 +546,22 @@ ProgressFn = Callable[[Progress], None]
 
 
 class _Progress:
-    """A dry run's sink that reports :class:`Progress` after each call."""
+    """A dry run's sink that reports :class:`Progress` after each request (called or copied)."""
 
     def __init__(self, strategy: str, stream: Sequence[Shape], distinct: int, progress: ProgressFn,
                  started: float) -> None:
         self.strategy, self.progress, self.started, self.distinct = strategy, progress, started, distinct
-        seen: set[Any] = set()
-        self.firsts = [i for i, s in enumerate(stream) if not (shape_key(s) in seen or seen.add(shape_key(s)))]
         self.length, self.traced, self.computed = len(stream), 0, False
+        self.seen: set[Any] = set()
 
     def compute(self, why: str) -> None:
-        self.traced, self.computed = 0, True
+        self.traced, self.computed, self.seen = 0, True, set()
 
     def __call__(self, record: CallRecord, compiles: Any, breaks: Any) -> None:
         self.traced += count_compiles(compiles).compiles
-        done = min(record.index + 1, self.distinct)  # the calls checking repeats come after the distinct shapes
-        covered = self.firsts[done] if done < len(self.firsts) else self.length
-        self.progress(Progress(self.strategy, covered, self.length, done, self.distinct, self.traced,
-                               time.perf_counter() - self.started, self.computed))
+        self.seen.add(shape_key(record.shape))
+        self.progress(Progress(self.strategy, min(record.index + 1, self.length), self.length, len(self.seen),
+                               self.distinct, self.traced, time.perf_counter() - self.started, self.computed))
 
 
 def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape], options: StrategyOptions,
@@ -543,92 +574,102 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     which entry a repeated shape's lookup runs, :func:`acceptance`)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
-    again = repeated_shapes(stream)
+    replay = Replay(stream)
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
-    whole = dry_trial(workload_ref, strategy, (*distinct, *again), options, dry_backend=dry_backend, sink=sink,
-                      compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first)
-    if whole.status == "unavailable":
-        return f"{strategy} is unavailable: {whole.error}"
-    trial = first_pass(whole, len(distinct))
+    trial = dry_trial(workload_ref, strategy, tuple(stream), options, dry_backend=dry_backend, sink=sink,
+                      compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first,
+                      replay=replay)
+    if trial.status == "unavailable":
+        return f"{strategy} is unavailable: {trial.error}"
     notes = list(trial.notes)
-    observed = dry_outcomes(trial, len(distinct))
-    if len(observed) != len(distinct):  # the trial stopped early (it never does without a crash)
-        raise OptionError(f"the dry run of {strategy!r} recorded {len(observed)} of {len(distinct)} shapes")
-    requests = expand(stream, observed)
-    carried = state_carried(distinct, again, observed, dry_outcomes(whole, len(distinct) + len(again)))
-    changed = next((n for n in whole.notes if n.startswith(STATE_NOTE)), None)
-    if carried is None and again and changed is not None:
-        carried = (f"{changed}: a repeated shape may not repeat its first outcome, so from the stream's first "
-                   "repeated shape on, what a request does is not forecast")
-    if carried is not None:
-        requests = unknown_from_first_repeat(requests, carried)
+    requests = replayed(stream, trial, replay.called)
+    changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
+    if changed is not None:
+        requests = unknown_from_first_copy(requests, (
+            f"{changed}: a request the dry run did not call again may not repeat its shape's earlier outcome, so "
+            "from the first such request on, what a request does is not forecast"))
     times = measured_compile_times(results[0], results[1], strategy) if results is not None else None
     if results is not None and times is None:
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
     requests, predicted = predict_compile_s(requests, times)
-    requests, lookups = with_lookups(requests, stream, trial, results, strategy,
+    firsts = first_calls(trial, replay.called)
+    requests, lookups = with_lookups(requests, stream, firsts, results, strategy,
                                      acceptance(workload, trial) if workload is not None else None)
     counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
     first_error = next((r.error for r in requests if r.outcome == "error"), None)
+    computed = any(n.startswith(COMPUTED_NOTE) for n in trial.notes)
     if first_error:
-        notes.append(f"{counts['error']} request(s) raise (in the dry run computing for real); the first: {first_error}")
+        notes.append(f"{counts['error']} request(s) raise (in the dry run{' computing for real' if computed else ''}); "
+                     f"the first: {first_error}")
     limit = limit_in_force(options.recompile_limit)
     return StrategyForecast(
         strategy=strategy, requests=tuple(requests), hits=counts["hit"], compiles=counts["compile"],
-        eager=counts["eager"], errors=counts["error"], traced=min(len(distinct), len(trial.calls)), recompile_limit=limit,
-        dry_wall_s=time.perf_counter() - begun,
+        eager=counts["eager"], errors=counts["error"], traced=len({shape_key(stream[i]) for i in replay.called}),
+        recompile_limit=limit, dry_wall_s=time.perf_counter() - begun,
         stalls=tuple(r.index for r in requests if r.outcome == "compile"),
         predicted_compile_s=predicted, compile_times=times, notes=tuple(notes), unknown=counts["unknown"],
-        computed=any(n.startswith(COMPUTED_NOTE) for n in trial.notes), lookups=lookups,
+        computed=computed, lookups=lookups,
     )
 
 
-def repeated_shapes(stream: Sequence[Shape]) -> tuple[Shape, ...]:
-    """The distinct shapes the stream repeats, in order of their first repeat: those the dry
-    run calls a second time to check that a repeat repeats its outcome (:func:`state_carried`)."""
-    seen: set[Any] = set()
-    out: dict[Any, Shape] = {}
+def replayed(stream: Sequence[Shape], trial: TrialResult, called: set[int]) -> list[ForecastRequest]:
+    """Every request of ``stream`` from a replaying dry trial (:class:`Replay`): a request the
+    trial called has its own outcome (:func:`dry_outcomes`), one it copied repeats the outcome
+    of its shape's last call (:func:`~compilescope.analysis.outcomes.repeat_word`). A request
+    after one whose outcome is unknown, or that the trial never reached, is unknown."""
+    made = tuple(c for c in trial.calls if c.index in called)
+    observed = dict(zip((c.index for c in made), dry_outcomes(dataclasses.replace(trial, calls=made))))
+    last: dict[Any, Observed] = {}
+    lost: str | None = None  # why the outcomes from some request on are unknown
+    out = []
+    for index, key in enumerate(shared_keys(stream)):
+        seen = observed.get(index)
+        if seen is not None:
+            last[key] = seen
+            out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards,
+                                       seen.error, why=seen.why))
+        elif key in last and lost is None:
+            first = last[key]
+            out.append(ForecastRequest(index, key, repeat_word(first.outcome, first.eager_part), "repeat",
+                                       why=first.why))
+        else:
+            out.append(ForecastRequest(index, key, "unknown", "repeat", why=lost or "not run"))
+        if lost is None and out[-1].outcome == "unknown":
+            lost = f"after a request whose outcome is unknown ({out[-1].why})"
+    return out
+
+
+def shared_keys(stream: Sequence[Shape]) -> list[Any]:
+    """Each request's shape key, one key object per distinct shape (a long recording's
+    requests share their shape's dict: its key is made once)."""
+    by_id: dict[int, Any] = {}
+    one: dict[Any, Any] = {}
+    out = []
     for shape in stream:
-        key = shape_key(shape)
-        if key in seen:
-            out.setdefault(key, shape)
-        seen.add(key)
-    return tuple(out.values())
+        key = by_id.get(id(shape))
+        if key is None:
+            made = shape_key(shape)
+            key = by_id[id(shape)] = one.setdefault(made, made)
+        out.append(key)
+    return out
 
 
-def first_pass(trial: TrialResult, calls: int) -> TrialResult:
-    """A dry trial's first ``calls`` calls (the stream's distinct shapes) and their compiles,
-    without the check's calls after them."""
-    return dataclasses.replace(trial, calls=tuple(c for c in trial.calls if c.index < calls),
-                               compiles=tuple(r for r in trial.compiles if r.call_index is None or r.call_index < calls))
+def first_calls(trial: TrialResult, called: set[int]) -> TrialResult:
+    """A replaying dry trial as the stream's distinct shapes in order of first appearance,
+    each its first call (what :func:`with_lookups` replays the entries' order from) — or,
+    when a later call of a shape compiled (the order of entries then depends on calls not
+    kept here), no calls."""
+    firsts: dict[Any, CallRecord] = {}
+    for c in trial.calls:
+        if c.index in called:
+            firsts.setdefault(shape_key(c.shape), c)
+    kept = {c.index for c in firsts.values()}
+    late = any(r.phase == "stream" and r.call_index is not None and r.call_index not in kept for r in trial.compiles)
+    return dataclasses.replace(trial, calls=() if late else tuple(firsts.values()))
 
 
-def state_carried(distinct: Sequence[Shape], again: Sequence[Shape], observed: Sequence[Observed],
-                  whole: Sequence[Observed]) -> str | None:
-    """Why a repeated shape's outcome cannot be told from its first (None when it can): the
-    dry run called each repeated shape once more after the distinct ones (``whole``: every
-    call's outcome), and one did not do what a repeat is forecast to (:func:`expand`) — it
-    compiled again, say. The calls carry state the guards read (a counter or a cache on the
-    module, a lazy first-call set-up, a global), so the outcome of a shape depends on the
-    calls before it, not on its sizes alone."""
-    if not again:
-        return None
-    expected = expand((*distinct, *again), observed)[len(distinct):]
-    for want, got in zip(expected, whole[len(distinct):]):
-        if "unknown" in (want.outcome, got.outcome) or got.outcome == want.outcome:
-            continue  # a check that could not be made (not run, or not told) shows nothing
-        failed = "; ".join(g.text for g in got.guards[:2])
-        did = {"compile": f"compiled {', '.join(got.compile_ids)}", "eager": "ran eagerly", "error": "raised"}.get(
-            got.outcome, f"was a {got.outcome}")
-        return (f"the calls carry state the guards read: called again after the stream's distinct shapes, "
-                f"{want.shape_label} {did}{f' ({failed})' if failed else ''} where a repeat "
-                f"would be a {want.outcome}, so from the stream's first repeated shape on, what a request does "
-                "depends on the calls before it and is not forecast")
-    return None
-
-
-def unknown_from_first_repeat(requests: list[ForecastRequest], why: str) -> list[ForecastRequest]:
-    """Every request from the stream's first repeat on, ``unknown`` (:func:`state_carried`):
+def unknown_from_first_copy(requests: list[ForecastRequest], why: str) -> list[ForecastRequest]:
+    """Every request from the first one the dry run copied (:class:`Replay`) on, ``unknown``:
     before it the dry run called the very sequence the stream makes; after it, not."""
     first = next((r.index for r in requests if r.basis == "repeat"), len(requests))
     return [r if r.index < first else dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=why)
@@ -676,7 +717,7 @@ def with_lookups(requests: list[ForecastRequest], stream: Sequence[Shape], dry: 
     ``accepts``: :func:`acceptance`."""
     from ..analysis.guards import forecast_lookups
 
-    if any(c.graphs_run is None for c in dry.calls):
+    if not dry.calls or any(c.graphs_run is None for c in dry.calls):
         return requests, None
     measured = next((t for t in results[0].trials if t.spec.name == strategy and t.guard_costs), None) \
         if results is not None else None

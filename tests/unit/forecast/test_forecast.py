@@ -154,36 +154,34 @@ def test_repeats_are_predicted_without_tracing_again():
     assert s.traced == 3 and len(s.requests) == 1000
     assert [r.outcome for r in s.requests[:5]] == ["compile", "compile", "hit", "hit", "compile"]
     assert s.compiles == 3 and s.hits == 997 and s.stalls == (0, 1, 4)
-    assert all(r.basis == "repeat" for r in s.requests[5:])
+    # called: each new shape; a shape again after an entry was made since it ran (8 and 16 after 16
+    # and 32 compiled); each shape once more the first time it would repeat (7 and 9, a check);
+    # every other request repeats its shape's last call
+    assert [r.index for r in s.requests if r.basis == "traced"] == [0, 1, 2, 3, 4, 5, 6, 7, 9]
 
 
 @pytest.mark.parametrize("name", ["counts_calls", "grows_a_cache"])
-def test_calls_that_carry_state_leave_repeats_unknown_never_a_wrong_hit(name, tmp_path, monkeypatch):
+def test_calls_that_carry_state_are_called_in_stream_order_never_a_wrong_hit(name, tmp_path, monkeypatch):
     """A call count the guards read, a cache the module grows: a repeated shape compiles again
-    in the real run, so a repeat does not repeat its first outcome. The dry run calls each
-    repeated shape once more to check, and from the first repeat on says unknown (before:
-    a confident hit). Where the check repeats (default's count made dynamic), the hit stands."""
+    in the real run, so a repeat does not repeat its first outcome (before: a confident hit).
+    The dry run calls the stream in order, and calls a repeat again while entries are made
+    since its shape last ran, or the first time it would repeat: here every request is called,
+    and each outcome is the real trial's; a request it did not call, after calls that changed
+    the state, would be unknown."""
     ref = f"{FORECAST_WORKLOADS}:{name}"
     stream = load_workload(ref).default_stream
     report = forecast(ref, stream, STRATEGIES, backend="eager")
-    unknown = 0
     for s in report.strategies:
         real = _real(ref, s.strategy, stream, "eager", tmp_path, monkeypatch)
         seen = request_outcomes(real.calls, real.compiles)
-        first_repeat = 2
-        assert [r.outcome for r in s.requests[:first_repeat]] == [o.outcome for o in seen[:first_repeat]], s.strategy
-        for predicted, o in zip(s.requests[first_repeat:], seen[first_repeat:]):
+        for predicted, o in zip(s.requests, seen):
             assert predicted.outcome in (o.outcome, "unknown"), (s.strategy, predicted, o)
-            unknown += predicted.outcome == "unknown"
             if predicted.outcome == "unknown":
-                assert ("the calls carry state the guards read" in predicted.why
-                        or predicted.why.startswith(STATE_NOTE)), predicted.why
-    assert unknown  # static recompiles on the state: its repeats are unknown
-    if name == "counts_calls":  # under default the count went dynamic and the repeat hits: the check saw no
-        # compile, but a call changed the count, so the repeat is not sure (a later call may still compile)
-        default = report.strategy("default").requests
-        assert [r.outcome for r in default] == ["compile", "compile", "unknown"]
-        assert default[2].why.startswith(f"{STATE_NOTE} (calls[0]: ")
+                assert predicted.basis == "repeat" and predicted.why.startswith(STATE_NOTE), predicted
+    static = report.strategy("static").requests
+    assert [r.outcome for r in static[:3]] == ["compile"] * 3  # a repeat recompiles on the state, as it runs
+    if name == "counts_calls":  # under default the count goes dynamic and the third call hits
+        assert [r.outcome for r in report.strategy("default").requests] == ["compile", "compile", "hit"]
 
 
 def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp_path, monkeypatch):
@@ -196,12 +194,29 @@ def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp
     real = _real(ref, "dynamic", stream, "eager", tmp_path, monkeypatch)
     assert "compile" in [o.outcome for o in request_outcomes(real.calls, real.compiles)][1:]
     requests = report.strategy("dynamic").requests
-    assert requests[0].outcome == "compile" and all(r.outcome == "unknown" for r in requests[1:]), requests
-    assert requests[1].why.startswith(f"{STATE_NOTE} (calls[0]: 0 → 1)"), requests[1].why
+    # the first repeat is called (it hits, as in the real run); the requests after it, not called, are unknown
+    assert [r.outcome for r in requests[:2]] == ["compile", "hit"], requests
+    assert all(r.outcome == "unknown" for r in requests[2:]), requests
+    assert requests[2].why.startswith(f"{STATE_NOTE} (calls[0]: 0 → 1)"), requests[2].why
     # a module-level flag each call flips: read among the globals of the function's module
-    flips = forecast(f"{FORECAST_WORKLOADS}:flips_a_global", None, ("static",), backend="eager").strategy("static")
-    assert [r.outcome for r in flips.requests] == ["compile", "unknown", "unknown", "unknown"], flips.requests
-    assert flips.requests[1].why.startswith(f"{STATE_NOTE} (G['FLIPS']['on']: False → True)"), flips.requests[1].why
+    # (each call compiles on it, so every request is called, in stream order: the real trial's outcomes)
+    ref = f"{FORECAST_WORKLOADS}:flips_a_global"
+    flips = forecast(ref, None, ("static",), backend="eager").strategy("static")
+    real = _real(ref, "static", load_workload(ref).default_stream, "eager", tmp_path, monkeypatch)
+    assert [r.outcome for r in flips.requests] == [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert all(r.basis == "traced" for r in flips.requests) and any(STATE_NOTE in n for n in flips.notes)
+
+
+def test_a_seen_shape_that_a_newer_entry_takes_into_a_new_resume_frame_compiles_as_in_a_real_trial(
+        tmp_path, monkeypatch):
+    """A repeated shape was forecast to repeat its first outcome (a hit): under default the
+    newer, dynamic entry takes it into a resume frame compiled for another size, and it
+    compiles; the next new size, which the forecast said compiles, hits. The dry run calls a
+    repeat again when an entry was made since its shape last ran."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:breaks_once_dynamic", "eager", tmp_path, monkeypatch)
+    default = report.strategy("default")
+    assert [r.outcome for r in default.requests[:4]] == ["compile", "compile", "compile", "hit"]
+    assert default.requests[2].basis == "traced" and default.unknown == 0
 
 
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
@@ -443,7 +458,7 @@ def test_progress_off_a_terminal_is_a_plain_line_on_stderr(main, monkeypatch):
     lines = [ln for ln in err.splitlines() if "distinct shapes run" in ln]
     # sincos's kernels cost less than fake tensors: the dry run computes for real, and says so
     assert lines[0].startswith("[0:")
-    assert "] static: 1/2 distinct shapes run, 1 cache entry traced, computing for real, request 2/3 (" in lines[0]
+    assert "] static: 1/2 distinct shapes run, 1 cache entry traced, computing for real, request 1/3 (" in lines[0]
     assert "] static: 2/2 distinct shapes run, 2 cache entries traced, computing for real, request 3/3 (" in lines[-1]
     assert lines[-1].endswith(" · strategies done: 0")
     assert "distinct shapes run" not in out  # the report's own stream is untouched
@@ -563,7 +578,8 @@ def test_a_frame_whose_compile_fails_is_forecast_eager_after_it_with_why(tmp_pat
     assert [r.outcome for r in s.requests] == ["compile", "eager", "eager"]
     assert "0/0 fails (Unsupported)" in (s.requests[0].why or "")
     assert "compile 0/0 of" in (s.requests[2].why or "") and "failed (Unsupported)" in (s.requests[2].why or "")
-    assert "fails" in (s.requests[1].why or "")  # a repeat of request 0's shape: its outcome, and why
+    # a repeat of request 0's shape, called again (its compile failed since): eager, and why
+    assert "compile 0/0 of" in (s.requests[1].why or "") and s.requests[1].basis == "traced"
 
 
 def test_a_call_that_raises_its_own_error_after_a_suppressed_failure_leaves_the_frame_skipped(tmp_path, monkeypatch):
@@ -574,7 +590,7 @@ def test_a_call_that_raises_its_own_error_after_a_suppressed_failure_leaves_the_
     report = _agrees_with_real(ref, "eager", tmp_path, monkeypatch, ("default",), fake=False)
     s = report.strategy("default")
     assert [r.outcome for r in s.requests] == ["compile", "compile", "error", "eager", "eager", "eager"]
-    assert "0/2 fails (Unsupported)" in (s.requests[3].why or "") and s.requests[3].basis == "repeat"
+    assert "compile 0/2 of" in (s.requests[3].why or "") and "failed (Unsupported)" in (s.requests[3].why or "")
 
 
 def test_a_shape_repeated_after_a_failed_compile_is_forecast_eager_as_it_runs(tmp_path, monkeypatch):
@@ -584,4 +600,4 @@ def test_a_shape_repeated_after_a_failed_compile_is_forecast_eager_as_it_runs(tm
     report = _agrees_with_real(ref, "eager", tmp_path, monkeypatch, ("default",), fake=False)
     s = report.strategy("default")
     assert [r.outcome for r in s.requests] == ["compile", "hit", "compile", "eager", "eager"]
-    assert s.requests[3].basis == "repeat" and "fails" in (s.requests[3].why or "")
+    assert s.requests[3].basis == "traced" and "failed" in (s.requests[3].why or "")  # called again: it failed since
