@@ -980,6 +980,23 @@ def contained(capability: str, work: Callable[..., Any]) -> Callable[..., Any]:
 # ----------------------------------------------------------------------------- probe hooks
 
 
+_failure_observers: list[Callable[[Any, str], None]] = []
+_failure_factory: list[Any] = []  # the factory found before the first observer (while any observes)
+
+
+class _ObservingList(list):  # type: ignore[type-arg]
+    """A list of ``guard_failures`` that tells every observer of each append."""
+
+    def append(self, item: Any) -> None:
+        super().append(item)
+        if _failure_observers:
+            from torch._dynamo.utils import guard_failures as failures
+
+            code = next((c for c, other in failures.items() if other is self), None)
+            for observe in list(_failure_observers):
+                observe(code, str(item))
+
+
 def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[], None]:
     """Call ``on_failure(code, reason)`` as each guard-failure reason is recorded.
 
@@ -988,30 +1005,28 @@ def observe_guard_failures(on_failure: Callable[[Any, str], None]) -> Callable[[
     its ``default_factory`` for an observing list sees every append, whether or not any
     logging is on, and survives ``reset()`` (which only clears the dict); the lists already
     there (a code that failed a guard before, under an earlier observer) are swapped for
-    observing ones too. The undo puts the
-    factory back and turns the lists it made back into the previous factory's kind, so
-    PyTorch is left as it was found.
+    observing ones too. Observers nest (a ``probe`` of a program that opens a ``watch`` of its
+    own): each sees every reason while it observes. The last undo puts the factory back and
+    turns the lists it made back into the previous factory's kind, so PyTorch is left as it
+    was found.
     """
     from torch._dynamo.utils import guard_failures as failures
 
-    def notify(lst: list[Any], item: Any) -> None:
-        code = next((c for c, other in failures.items() if other is lst), None)
-        on_failure(code, str(item))
-
-    observe = contained("guard failures", notify)
-
-    class _ObservingList(list):  # type: ignore[type-arg]
-        def append(self, item: Any) -> None:
-            super().append(item)
-            observe(self, item)
-
-    previous = failures.default_factory
-    failures.default_factory = _ObservingList
-    for code, lst in list(failures.items()):  # a code that failed a guard before: its list is observed too
-        if not isinstance(lst, _ObservingList):
-            failures[code] = _ObservingList(lst)
+    observe = contained("guard failures", on_failure)
+    if not _failure_observers:
+        _failure_factory[:] = [failures.default_factory]
+        failures.default_factory = _ObservingList
+        for code, lst in list(failures.items()):  # a code that failed a guard before: its list is observed too
+            if not isinstance(lst, _ObservingList):
+                failures[code] = _ObservingList(lst)
+    _failure_observers.append(observe)
 
     def undo() -> None:
+        if observe in _failure_observers:
+            _failure_observers.remove(observe)
+        if _failure_observers or not _failure_factory:
+            return
+        previous = _failure_factory.pop()
         failures.default_factory = previous
         for code, lst in list(failures.items()):
             if type(lst) is _ObservingList:

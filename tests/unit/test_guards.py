@@ -264,3 +264,34 @@ def test_a_walked_shape_relation_is_worded_as_pytorch_words_it():
     pytorch = parse_guard_failure("0/2: 2 <= kwargs['mask'].size()[0]")
     assert (g.reason, g.source, g.kind) == (pytorch.reason, pytorch.source, pytorch.kind) == (
         "2 <= kwargs['mask'].size()[0]", "L['kwargs']['mask']", "specialization")
+
+
+def test_a_capture_opened_inside_another_leaves_the_outer_one_its_reasons():
+    """``compilescope probe`` of a program that opens a ``watch`` of its own: two captures at
+    once. Before, the inner one's observing lists replaced the outer's, and the outer recorded
+    every recompile with no reason ("first compile only" beside "2 recompile(s)")."""
+    from torch._dynamo.utils import guard_failures
+
+    torch.compiler.reset()
+    factory = guard_failures.default_factory
+    compiled = torch.compile(_sin, backend="eager")
+    outer = CaptureSession().install()
+    try:
+        compiled(torch.ones(16))
+        inner = CaptureSession().install()
+        try:
+            compiled(torch.ones(32))
+            got_inner = inner.poll(call_index=1)
+        finally:
+            inner.uninstall()
+        compiled(torch.ones(1))  # after the inner one ended too
+        got = outer.poll(call_index=1)
+    finally:
+        outer.uninstall()
+    reasons = [r for e in got.compiles for r in e.reasons]
+    assert [e.is_recompile for e in got.compiles] == [False, True, True]
+    assert any("expected 16, actual 32" in r for r in reasons), reasons
+    assert any("actual 1" in r for r in reasons), reasons
+    assert any("expected 16, actual 32" in r for e in got_inner.compiles for r in e.reasons)
+    assert guard_failures.default_factory is factory  # PyTorch left as it was found
+    assert all(type(v) is list for v in guard_failures.values())
