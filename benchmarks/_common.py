@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import re
 import statistics
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ def write(name: str, data: dict[str, Any]) -> Path:
     import torch
 
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    path = RESULTS / f"{re.sub(r'[^A-Za-z0-9_.,=+-]+', '_', name).strip('._') or 'results'}.json"  # a workload path names it too
     env = {"torch": torch.__version__, "python": platform.python_version(), "cpus": os.cpu_count(),
            "machine": platform.machine()}
     path.write_text(json.dumps({"benchmark": name, "env": env, **data}, indent=1))

@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 import json
 import random
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -212,12 +213,30 @@ def _line_shape(line: str, token: str) -> Shape | None:
     return shape
 
 
+def _root(path: str) -> str:
+    """The argument a recorded path starts from (``cache`` of ``cache.layers[0].keys.2``)."""
+    return re.split(r"[.\[]", path, maxsplit=1)[0]
+
+
+def _check_recorded(order: list[tuple[str, Shape]], dims: tuple[str, ...], recorded: Mapping[str, str]) -> None:
+    """A recorded_dims path whose argument no line of the file names is a mistake (a typo):
+    refused, not read as 0 in every request. A path absent from some lines, or whose leaf no
+    line holds while its argument is there (an empty cache), reads as 0."""
+    roots = {_root(k) for _, shape in order for k in shape}
+    wrong = [f"{d} from {recorded[d]!r}" for d in dims if d in recorded and _root(recorded[d]) not in roots]
+    if wrong:
+        raise StreamError(f"the workload's recorded_dims read {', '.join(wrong)}, but no line of the stream names "
+                          f"that argument (it names {', '.join(sorted(roots)[:8])})")
+
+
 def _name_shapes(order: list[tuple[str, Shape]], dims: tuple[str, ...],
                  recorded: Mapping[str, str] | None) -> list[Shape]:
     """Each distinct shape named by the workload's dims (see the module docstring)."""
     varying = _varying([shape for _, shape in order])
     twins = _twins([shape for _, shape in order], varying)
     named = bool(recorded) and any(k in shape for _, shape in order for k in recorded.values())  # type: ignore[union-attr]
+    if named:
+        _check_recorded(order, dims, recorded or {})
     shapes = []
     for token, shape in order:
         if named and not set(shape) & set(dims):

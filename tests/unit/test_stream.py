@@ -116,3 +116,17 @@ def test_a_recorded_file_whose_two_names_are_one_dimension_is_refused_not_matche
     path.write_text("".join(json.dumps({"x.0": b, "x.1": s}) + "\n" for b, s in ((1, 8), (2, 8), (2, 16))))
     assert parse_stream(f"@{path}", ("batch", "seq")) == ({"batch": 1, "seq": 8}, {"batch": 2, "seq": 8},
                                                            {"batch": 2, "seq": 16})
+
+
+def test_a_recorded_dims_path_whose_argument_no_line_names_is_refused_not_read_as_zero(tmp_path):
+    """A typo in ``recorded_dims`` made every request's size 0 (then a reshape error per
+    request, exit 1); a path that some lines lack (a prefill's empty cache) still reads as 0."""
+    path = tmp_path / "rec.jsonl"
+    lines = [{"shape": {"input_ids.0": 1, "input_ids.1": n}} for n in (8, 9)]  # a prefill: no cache size
+    lines[1]["shape"]["cache.layers[0].keys.2"] = 8
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    dims = ("batch", "seq", "past")
+    good = {"batch": "input_ids.0", "seq": "input_ids.1", "past": "cache.layers[0].keys.2"}
+    assert [s["past"] for s in parse_stream(f"@{path}", dims, good)] == [0, 8]
+    with pytest.raises(StreamError, match=r"past from 'cahce\.layers\[0\]\.keys\.2'.*no line of the stream names"):
+        parse_stream(f"@{path}", dims, {**good, "past": "cahce.layers[0].keys.2"})
