@@ -381,3 +381,22 @@ def breaks_once_dynamic() -> Workload:
 
     return Workload(name="breaks-once-dynamic", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 10, 16, 8, 12, 8)))
+
+
+def passes_through_first() -> Workload:
+    """The first request's list holds one tensor: the loop adds nothing, the graph has no op,
+    and Dynamo skips the frame for good — every later request runs eagerly (no guard checked),
+    though each does real work: never a hit."""
+
+    def build():
+        def f(xs: list[torch.Tensor]) -> torch.Tensor:
+            out = xs[0]
+            for t in xs[1:]:
+                out = out + t
+            return out
+
+        return f
+
+    return Workload(name="passes-through-first", build=build,
+                    make_inputs=lambda s: ([torch.randn(s["n"]) for _ in range(s["k"])],), dims=("n", "k"),
+                    default_stream=tuple({"n": n, "k": k} for n, k in ((8, 1), (8, 2), (16, 2), (8, 2))))

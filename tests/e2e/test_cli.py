@@ -128,7 +128,6 @@ def test_unknown_schema_version_is_refused(acceptance_run, cli, tmp_path):
         (["run", "sincos", "--json", "/proc/nope/r.json"], "cannot write results"),
         (["run", "--resume", "never.json"], "nothing to resume"),
         (["run", "sincos", "--budget", "inf"], "'inf' is not a finite number"),  # results no loader reads
-        (["forecast", "sincos", "--from-results", "r.json", "--backend", "eager"], "--backend is the recorded run's"),
         (["run", "sincos", "--timeout", "nan"], "'nan' is not a finite number"),  # the watchdog off
         (["run", "sincos", "--executor", "ray", "--cpus-per-trial", "nan"], "'nan' is not a finite number"),
         (["advise", "sincos", "--max-waste", "nan"], "'nan' is not a finite number"),

@@ -280,7 +280,7 @@ def first_call_status(rec: TrialRecords, first: CallRecord, made: Sequence[Compi
     if outcome is RequestOutcome.PARTIAL:
         return status, _partial_text(rec.partial[first.index], first.index, rec.trial.compiles, rec.limit, rec.names)
     if outcome.compiled:
-        reasons = [g for r in made for g in r.guard_failures]
+        reasons = [g for r in made for g in credited_failures(r)]  # what failed every entry: the compile's cause
         return status, reasons[0].describe() if reasons else FIRST_COMPILE_CAUSE[outcome]
     return status, ""
 

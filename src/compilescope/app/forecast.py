@@ -5,10 +5,12 @@ side by side."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..errors import OptionError
 from ..model import MarkSpec
 from ..options import scratch_inductor_cache
 from ..report import ForecastReport
@@ -32,12 +34,15 @@ def forecast_stream(
     function: str | None = None,
     compute: bool = True,
     progress: Progress = SILENT,
+    recorded_backend: str | None = None,
 ) -> ForecastReport:
     """The forecast ``method`` makes (``recorded`` and ``both`` read the guards ``recorded``,
     a run's or probe's results file, holds); ``results``: a run whose measured compile times
     predict the compile seconds; ``compute`` False: a request that needs tensor values is
     unknown rather than computed for real. Dynamo runs in this process, on a scratch inductor
-    cache; ``progress`` hears each strategy's dry run, request by request."""
+    cache; ``progress`` hears each strategy's dry run, request by request. ``recorded_backend``:
+    the backend asked for with ``recorded``, which must be the recording's own (its guards are
+    that backend's)."""
     from ..forecast import compare_forecasts, forecast, forecast_recorded
 
     with scratch_inductor_cache():  # Dynamo runs here: no torchinductor_* left
@@ -45,11 +50,19 @@ def forecast_stream(
         if method != "dry-run":
             from_records = forecast_recorded(workload, stream, recorded, strategies, times=results,
                                              recompile_limit=recompile_limit, function=function)
+            if recorded_backend is not None and recorded_backend != from_records.backend:
+                raise OptionError(f"--backend {recorded_backend}: {recorded} recorded {from_records.backend}'s guards "
+                                  "(--method recorded forecasts the backend it recorded): leave --backend out, or "
+                                  "--method both to dry-run another backend beside it")
         if method != "recorded":
             dry = _watched_forecast(progress, lambda on_step: forecast(
                 workload, stream, strategies, backend=backend, recompile_limit=recompile_limit, marks=tuple(marks),
                 results=results, dry_backend=dry_backend, progress=on_step, compute=compute))
     if dry is not None and from_records is not None:
+        if from_records.backend not in (dry.backend, "as probed"):  # said: the two forecast different compilers
+            dry = dataclasses.replace(dry, notes=(*dry.notes, (
+                f"the dry run forecasts {dry.backend} and the recording {from_records.backend}: they may differ "
+                f"where the two backends' guards do; --backend {from_records.backend} compares like with like")))
         return compare_forecasts(dry, from_records)
     report = dry or from_records
     assert report is not None

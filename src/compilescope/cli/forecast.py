@@ -85,10 +85,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
         raise OptionError("--function picks a compiled function of a probe's --from-results file")
     if dry_backend is not None and method == "recorded":
         raise OptionError("--dry-backend is for the dry run; --method recorded runs none")
-    if method == "recorded" and click.get_current_context().get_parameter_source("backend") not in (
-            click.core.ParameterSource.DEFAULT, None):
-        raise OptionError("--backend is the recorded run's with --method recorded (its guards are that backend's): "
-                          "leave it out, or --method both to dry-run another backend beside it")
+    backend_given = click.get_current_context().get_parameter_source("backend") not in (
+        click.core.ParameterSource.DEFAULT, None)
     if no_compute and method == "recorded":
         raise OptionError("--no-compute is for the dry run; --method recorded runs none")
     to_stdout = stdout_output(json=json_path)
@@ -103,6 +101,7 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
             marks=tuple(parse_mark(m) for m in marks) if method != "recorded" else (), recompile_limit=recompile_limit,
             results=results_path,
             recorded=recorded_path, function=function, compute=not no_compute, progress=ConsoleProgress(out),
+            recorded_backend=backend if backend_given and method == "recorded" else None,
         )
     show(report, out, chosen)
     return exit_status(report)

@@ -27,6 +27,7 @@ class GraphRunLog:
         self.compiled: list[str] = []  # compile ids whose graph reached the backend
         self.failed = False  # some frame's compile failed (that frame runs eagerly from then on)
         self.entries = False  # some compile made a cache entry (its graph may be empty: it never reaches the backend)
+        self.skipped = False  # Dynamo traced a frame and skipped it (no op in its graph): no entry, the code runs eagerly
         self.blocked: set[int] = set()  # frames refused at the recompile limit or failed: run eagerly on a miss
         self._ran: list[str] = []
 
@@ -65,25 +66,28 @@ class GraphRunLog:
         whether any made a cache entry."""
         for r in records:
             self.failed = self.failed or r.failed
-            self.entries = self.entries or r.made_entry
+            skipped = r.made_entry and r.guard_count is None  # traced, then skipped: Dynamo built no guards
+            self.skipped = self.skipped or skipped
+            self.entries = self.entries or (r.made_entry and not skipped)
             if r.failed or r.refused:
                 self.blocked.add(r.compile_id.frame)
 
     def ran_eagerly(self, ran: tuple[str, ...]) -> bool | None:
         """True when a call ran none of the compiled graphs: graphs exist and none ran, or none
-        was ever compiled, a compile failed and no compile made a cache entry — no compiled code
-        exists to run; None when no graph was compiled otherwise (nothing to tell apart: a
+        was ever compiled, a compile failed or Dynamo skipped the frame it traced (a graph with
+        no op: PyTorch then runs that code eagerly for good, checking no guard), and no compile
+        made a cache entry — no compiled code exists to run; None when no graph was compiled otherwise (nothing to tell apart: a
         frame whose graph is empty never reaches the backend, and its entry runs nothing the
         backend saw)."""
         if not self.compiled:
-            return True if self.failed and not self.entries and not ran else None
+            return True if (self.failed or self.skipped) and not self.entries and not ran else None
         return not ran
 
     @property
     def told(self) -> bool:
-        """Whether :meth:`ran_eagerly` can tell (a graph was compiled, or no compile succeeded
-        where one failed)."""
-        return bool(self.compiled) or (self.failed and not self.entries)
+        """Whether :meth:`ran_eagerly` can tell (a graph was compiled, or no compile made an
+        entry where one failed or was skipped)."""
+        return bool(self.compiled) or ((self.failed or self.skipped) and not self.entries)
 
 
 def frames_of(graph_ids: Iterable[str]) -> set[int]:

@@ -975,6 +975,8 @@ def forecast_recorded(workload: str, stream: str | Sequence[Shape] | None, resul
                                                                             _varargs(t, _params(t))),
                                             where(t), recompile_limit)
                      for t in trials.values())
+    if times is None and not probed:  # the recording's own compile times, when it is a run's
+        times = results
     if times is not None:
         rows = tuple(_with_times(s, times, base.workload) for s in rows)
     backend = "as probed" if isinstance(result, ProbeResult) else next(iter(trials.values())).spec.options.backend

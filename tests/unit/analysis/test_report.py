@@ -189,6 +189,24 @@ def test_reasons_shown_for_a_recompile():
     assert t.changes[0].outcome == "recompiled" and t.changes[0].reasons == (failure.reason,)
 
 
+def test_a_compiles_cause_is_what_failed_every_entry_not_the_oldest_entrys_first_failure():
+    """T5 under default: 0/1 is dynamic in the batch; a request of a new batch and a longer
+    target fails 0/0 on both and 0/1 on the target alone. The compile is the target's (what
+    ``probe`` and advise count it for); the row named the batch, the oldest entry's first."""
+    def fail(entry, source, dim, expected, actual):
+        return GuardFailure(f"tensor '{source}' size mismatch at index {dim}. expected {expected}, actual {actual}",
+                            entry, "size", source, dim, expected, actual)
+
+    spec = TrialSpec("w", "default", "cold", ({"b": 1, "t": 4}, {"b": 2, "t": 4}, {"b": 4, "t": 6}))
+    cs = tuple(CallRecord(i, dict(s), 0.5, (f"0/{i}",), graphs_run=(f"0/{i}",), ran_eagerly=False)
+               for i, s in enumerate(spec.stream))
+    third = (fail("0/0", "L['ids']", 0, 1, 4), fail("0/0", "L['dec']", 1, 4, 6), fail("0/1", "L['dec']", 1, 4, 6))
+    trial = TrialResult(spec, "ok", calls=cs, compiles=(
+        rec("0/0", 0), rec("0/1", 1, reasons=(fail("0/0", "L['ids']", 0, 1, 2),)), rec("0/2", 2, reasons=third)))
+    t = trial_report(trial, None, None)
+    assert [r.cause for r in t.rows] == ["first compile", "L['ids'] dim 0 size: 1 → 2", "L['dec'] dim 1 size: 4 → 6"]
+
+
 def test_parse_lifetime():
     assert parse_lifetime("10000") == 10000 and parse_lifetime("1h", qps=2) == 7200 and parse_lifetime(None) is None
     with pytest.raises(OptionError, match="--qps"):

@@ -219,6 +219,15 @@ def test_a_seen_shape_that_a_newer_entry_takes_into_a_new_resume_frame_compiles_
     assert default.requests[2].basis == "traced" and default.unknown == 0
 
 
+def test_a_frame_dynamo_skips_at_the_first_request_runs_every_later_one_eagerly_never_a_hit(tmp_path, monkeypatch):
+    """The first request's graph has no op: Dynamo skips the code for good and checks no guard
+    after it. The real trial and the forecast said ``hit`` for every later request (no graph
+    was ever compiled, so "ran none" could not be told); they run eagerly."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:passes_through_first", "eager", tmp_path, monkeypatch)
+    for s in report.strategies:
+        assert [r.outcome for r in s.requests] == ["compile", "eager", "eager", "eager"], s.strategy
+
+
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
     """A flag the first call sets: the probe's eager calls and the first strategy's dry run
     set it, and the next strategy met it set (its second request forecast a hit where a real

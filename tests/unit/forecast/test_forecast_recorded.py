@@ -192,6 +192,19 @@ def test_cli_forecast_from_results(main, tmp_path, monkeypatch):
     assert data["method"] == "dry run" and data["compared"]["method"] == "recorded guards"
     requests = data["compared"]["strategies"][0]["requests"]
     assert [r["estimated"] for r in requests] == [False, False, True] and "not recorded" in requests[2]["why"]
+    # the recording's backend asked for again is accepted, and its own compile times predict the seconds
+    code, out, err = main("forecast", "sincos", "--stream", "16,64", "--strategies", "static",
+                          "--from-results", "run.json", "--backend", "eager")
+    assert code == 0, err
+    assert "compile s (predicted): —" not in out
+    code, _, err = main("forecast", "sincos", "--stream", "16", "--from-results", "run.json", "--backend", "aot_eager")
+    assert code == 2 and "--backend aot_eager: run.json recorded eager's guards" in err, err
+    assert len(err.strip().splitlines()) == 1
+    # another backend dry-run beside the recording: said
+    code, out, err = main("forecast", "sincos", "--stream", "16", "--strategies", "static", "--from-results",
+                          "run.json", "--method", "both", "--backend", "aot_eager")
+    assert code == 0, err
+    assert "the dry run forecasts aot_eager and the recording eager" in " ".join(out.split())
 
 
 @pytest.mark.parametrize("args, message", [
