@@ -400,3 +400,87 @@ def passes_through_first() -> Workload:
     return Workload(name="passes-through-first", build=build,
                     make_inputs=lambda s: ([torch.randn(s["n"]) for _ in range(s["k"])],), dims=("n", "k"),
                     default_stream=tuple({"n": n, "k": k} for n, k in ((8, 1), (8, 2), (16, 2), (8, 2))))
+
+
+def order_across_a_break() -> Workload:
+    """Two entries of the function's own frame accept one request: the first (made where ``y``
+    and ``z`` are one size) breaks the graph before it reads ``x``, the second reads ``x``
+    first. Dynamo tries the one that last ran first, so which runs — and whether the resume
+    frame after the break has an entry for ``x`` — depends on the order the calls before left,
+    which a dry run that copies repeats does not replay."""
+    from torch.fx.experimental.symbolic_shapes import statically_known_true
+
+    def build():
+        def f(x: torch.Tensor, y: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+            if statically_known_true(y.shape[0] == z.shape[0]):
+                torch._dynamo.graph_break()
+            return x * 2 if x.shape[0] > 10 else x * 3
+
+        return f
+
+    return Workload(name="order-across-a-break", build=build,
+                    make_inputs=lambda s: (torch.randn(s["x"]), torch.randn(s["y"]), torch.randn(s["z"])),
+                    dims=("x", "y", "z"), default_stream=tuple({"x": x, "y": 8, "z": z} for x, z in (
+                        (4, 8), (16, 12), (16, 8), (16, 8), (4, 8), (16, 8))))
+
+
+class _Steps(torch.nn.Module):
+    """Counts its calls in a buffer and branches on the count past a graph break."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("steps", torch.zeros((), dtype=torch.long))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.steps += 1
+        return x.cos() if self.steps > 3 else x * 2
+
+
+def counts_in_a_buffer() -> Workload:
+    """The path changes at the fourth call, on a buffer's value (a graph break reads it)."""
+    return Workload(name="counts-in-a-buffer", build=_Steps, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": 8} for _ in range(6)))
+
+
+def draws_its_path() -> Workload:
+    """Each call draws a number and branches on it past a graph break: a repeat's path is the
+    generator's, not its shape's."""
+
+    def build():
+        torch.manual_seed(0)
+
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return x.cos() if torch.rand(()) > 0.85 else x * 2
+
+        return f
+
+    return Workload(name="draws-its-path", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": 8} for _ in range(12)))
+
+
+class _Warmth:
+    def __init__(self) -> None:
+        self.calls = 0
+        self.warm = False
+
+
+@torch._dynamo.disable
+def _tick(state: _Warmth) -> None:
+    state.calls += 1
+    state.warm = state.calls > 3
+
+
+def holds_an_object() -> Workload:
+    """A closure over an object of the user's class whose flag flips at the fourth call."""
+
+    def build():
+        state = _Warmth()
+
+        def f(x: torch.Tensor) -> torch.Tensor:
+            _tick(state)
+            return x.cos() if state.warm else x * 2
+
+        return f
+
+    return Workload(name="holds-an-object", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": 8} for _ in range(6)))

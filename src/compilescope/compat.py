@@ -192,6 +192,14 @@ VALUE_ERRORS = frozenset({"DynamicOutputShapeException", "DataDependentOutputExc
                           "UnsupportedOperatorException", "UnsupportedFakeTensorException"})
 
 
+def is_real_tensor(value: Any) -> bool:
+    """A tensor whose values can be read: not a fake tensor (``torch._subclasses.fake_tensor.
+    is_fake``, checked on 2.13.0) and not on the meta device."""
+    from torch._subclasses.fake_tensor import is_fake
+
+    return not is_fake(value) and value.device.type != "meta"
+
+
 class DryCompute:
     """How a dry run's calls compute, while it is entered (one trial).
 

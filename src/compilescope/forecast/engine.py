@@ -253,6 +253,7 @@ class _DryClock:
     compute: Any
     changed: list[str] = dataclasses.field(default_factory=list)
     replay: Replay | None = None
+    valued: list[str] = dataclasses.field(default_factory=list)  # the first change :func:`values_of` saw
 
     def skip_next(self) -> bool:
         """Whether the trial's next request is copied, not called (it is then not made at all)."""
@@ -260,6 +261,7 @@ class _DryClock:
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         before = state_of(fn) if not self.changed else None
+        values = _values_or_none(fn) if not self.valued else None
         started = time.perf_counter()
         try:
             out = self.compute.call(fn, *args, **kwargs)
@@ -267,10 +269,13 @@ class _DryClock:
             took = time.perf_counter() - started
             if before is not None:
                 self.changed.extend(state_change(before, state_of(fn))[:1])
+            if values is not None and (after := _values_or_none(fn)) is not None:
+                self.valued.extend(state_change(values, after)[:1])
         return out, took
 
 
 STATE_NOTE = "a call changed the state the next one meets"
+VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 
 
 def state_of(fn: Any) -> dict[str, Any]:
@@ -329,12 +334,48 @@ def _state_roots(fn: Any) -> dict[str, Any]:
                 roots.update(module_roots(name, value))
             elif kept(value):
                 roots[name] = value
+            elif _plain_object(value):  # an object the closure holds: its own attributes
+                roots.update({f"{name}.{k}": v for k, v in vars(value).items() if kept(v)})
         if isinstance(getattr(target, "__self__", None), torch.nn.Module):
             roots.update(module_roots("self", target.__self__))
         home = sys.modules.get(getattr(target, "__module__", None) or "")
     if home is not None and user_module(home.__name__, home):
         roots.update({f"G[{name!r}]": v for name, v in vars(home).items() if not name.startswith("__") and kept(v)})
     return roots
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance of a user's class with attributes of its own (not a module, function or class)."""
+    import types
+
+    return (hasattr(value, "__dict__") and not isinstance(value, (types.ModuleType, types.FunctionType, type,
+                                                                  types.MethodType)) and bool(vars(value)))
+
+
+def values_of(fn: Any) -> dict[str, Any]:
+    """What a call of ``fn`` can leave that only a value-dependent path reads: the values of
+    the small tensors (8 elements at most) :func:`state_of` reads the sizes of (a step count in
+    a buffer or a global), and the CPU random generator's state (a path that draws). A guard
+    never reads them; a graph break that branches on a value does (the dry run then computes
+    for real)."""
+    import torch
+
+    from ..leaves import source, walk
+
+    out: dict[str, Any] = {}
+    for name, root in _state_roots(fn).items():
+        for steps, v in walk(root).items:
+            if isinstance(v, torch.Tensor) and v.numel() <= 8 and compat.is_real_tensor(v):
+                out[source(name, steps)] = repr(v.detach().flatten().tolist())
+    out["the CPU random generator's state"] = f"#{hash(torch.random.get_rng_state().numpy().tobytes()) & 0xFFFF:04x}"
+    return out
+
+
+def _values_or_none(fn: Any) -> dict[str, Any] | None:
+    try:
+        return values_of(fn)
+    except Exception:  # noqa: BLE001 - a tensor that cannot be read: no values, never an error of the dry run
+        return None
 
 
 def state_change(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -404,6 +445,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any, replay: Replay | None = Non
         result = dataclasses.replace(result, notes=(*result.notes, note))
     if clock.changed:
         result = dataclasses.replace(result, notes=(*result.notes, f"{STATE_NOTE} ({clock.changed[0]})"))
+    if clock.valued:
+        result = dataclasses.replace(result, notes=(*result.notes, f"{VALUES_NOTE} ({clock.valued[0]})"))
     return result
 
 
@@ -583,7 +626,11 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
         return f"{strategy} is unavailable: {trial.error}"
     notes = list(trial.notes)
     requests = replayed(stream, trial, replay.called)
+    accepts = acceptance(workload, trial) if workload is not None else None
+    requests = order_checked(requests, trial, accepts)
     changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
+    if changed is None and len({r.compile_id.frame for r in trial.compiles}) > 1:  # a break or another frame:
+        changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # a path may read values
     if changed is not None:
         requests = unknown_from_first_copy(requests, (
             f"{changed}: a request the dry run did not call again may not repeat its shape's earlier outcome, so "
@@ -593,8 +640,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
         notes.append(f"{results[1]} has no measured compile times for {strategy!r}: no compile seconds predicted")
     requests, predicted = predict_compile_s(requests, times)
     firsts = first_calls(trial, replay.called)
-    requests, lookups = with_lookups(requests, stream, firsts, results, strategy,
-                                     acceptance(workload, trial) if workload is not None else None)
+    requests, lookups = with_lookups(requests, stream, firsts, results, strategy, accepts)
     counts = {o: sum(1 for r in requests if r.outcome == o) for o in ("hit", "compile", "eager", "error", "unknown")}
     first_error = next((r.error for r in requests if r.outcome == "error"), None)
     computed = any(n.startswith(COMPUTED_NOTE) for n in trial.notes)
@@ -637,6 +683,71 @@ def replayed(stream: Sequence[Shape], trial: TrialResult, called: set[int]) -> l
         if lost is None and out[-1].outcome == "unknown":
             lost = f"after a request whose outcome is unknown ({out[-1].why})"
     return out
+
+
+ORDER_WHY = ("{n} entries of the function's own frame accept this request's inputs ({entries}), and Dynamo tries "
+             "first the one that last ran or was made; {what} Which path it takes past the graph break after that "
+             "frame, and the requests after it, are not forecast")
+
+
+def order_checked(requests: list[ForecastRequest], trial: TrialResult,
+                  accepts: tuple[int, Callable[[str, Shape], bool | None]] | None) -> list[ForecastRequest]:
+    """The requests, unknown from the first one whose entry of the compiled function's own
+    frame depends on an order the dry run did not replay. Dynamo tries a frame's entries newest
+    or last run first; the dry run does not make the requests it copies, so its own order can
+    differ from the real run's. Where two entries accept a request and the frame is followed by
+    others (a graph break, a nested compiled function), the two may lead into different resume
+    frames. The order is replayed twice — over every request (the real run's) and over the
+    calls the dry run made (its own) — and the entry each request's lookup takes is the first
+    in the order that accepts it (:func:`acceptance`); where the real run's would be another
+    than the one the dry run took (or copied), or cannot be told, that request and the ones
+    after it are unknown. A frame alone (no other frame ever compiled) runs a whole graph
+    whichever entry accepts: nothing to check."""
+    from ..analysis.guards import _Order
+    from ..model import CompileId
+
+    if accepts is None or all(r.compile_id.frame == accepts[0] for r in trial.compiles):
+        return requests
+    frame, accepted = accepts
+    called = {c.index for c in trial.calls}
+    made: dict[int, list[CompileId]] = {}
+    for r in trial.compiles:
+        if r.phase == "stream" and r.made_entry and r.call_index is not None and r.compile_id.frame == frame:
+            made.setdefault(r.call_index, []).append(r.compile_id)
+
+    def first(order: _Order, shape: Shape) -> str | None:  # "" when no entry accepts
+        for e in order.entries.get(frame, []):
+            said = accepted(e, shape)
+            if said is None or said:
+                return e if said else None
+        return ""
+
+    real, dry, took = _Order({}), _Order({}), {}
+    for r in requests:
+        if r.outcome in ("unknown", "error"):
+            continue
+        if r.index in made:
+            for cid in made[r.index]:
+                real.compiled(cid)
+                dry.compiled(cid)
+            took[r.shape] = str(made[r.index][-1])
+            continue
+        shape = dict(r.shape)
+        theirs = first(real, shape)
+        ours = first(dry, shape) if r.index in called else took.get(r.shape)
+        if theirs is None or ours is None or theirs != ours:
+            both = [e for e in real.entries.get(frame, []) if accepted(e, shape) is not False]
+            what = (f"the dry run took {ours}, where the real run's order tries {theirs} first."
+                    if theirs and ours else "which of them comes first could not be told.")
+            why = ORDER_WHY.format(n=len(both), entries=", ".join(both), what=what)
+            return requests[:r.index] + [dataclasses.replace(q, outcome="unknown", compile_ids=(), guards=(), why=why)
+                                         for q in requests[r.index:]]
+        if theirs:
+            real.hit(frame, theirs)
+            took[r.shape] = theirs
+            if r.index in called:
+                dry.hit(frame, theirs)
+    return requests
 
 
 def shared_keys(stream: Sequence[Shape]) -> list[Any]:

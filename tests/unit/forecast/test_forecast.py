@@ -228,6 +228,41 @@ def test_a_frame_dynamo_skips_at_the_first_request_runs_every_later_one_eagerly_
         assert [r.outcome for r in s.requests] == ["compile", "eager", "eager", "eager"], s.strategy
 
 
+def test_a_request_whose_entry_depends_on_an_order_the_dry_run_did_not_replay_is_unknown(tmp_path, monkeypatch):
+    """Request 4 hits the older entry, which Dynamo then tries first: request 5, a repeat of a
+    shape the newer entry ran, takes the older one into the resume frame and compiles there.
+    The dry run copied request 5 (a confident hit); it is unknown, with the two entries."""
+    ref = f"{FORECAST_WORKLOADS}:order_across_a_break"
+    stream = load_workload(ref).default_stream
+    report = forecast(ref, stream, ("default", "dynamic"), backend="eager")
+    for s in report.strategies:
+        real = request_outcomes(*(lambda t: (t.calls, t.compiles))(
+            _real(ref, s.strategy, stream, "eager", tmp_path, monkeypatch)))
+        assert real[5].outcome == "compile", s.strategy
+        assert all(r.outcome in (o.outcome, "unknown") for r, o in zip(s.requests, real)), (s.strategy, s.requests)
+        assert s.requests[5].outcome == "unknown" and "0/0, 0/1" in (s.requests[5].why or ""), s.requests[5]
+
+
+@pytest.mark.parametrize("name, why", [
+    ("counts_in_a_buffer", "self._buffers['steps']: [0] → [1]"),  # a buffer's value, not its size
+    ("draws_its_path", "the CPU random generator's state"),
+    ("holds_an_object", "state.calls: 0 → 1"),  # an object of the user's class in the closure
+])
+def test_state_a_path_past_a_break_reads_leaves_the_copied_requests_unknown(name, why, tmp_path, monkeypatch):
+    """Each path changes on a later call (the fourth, or a draw): the dry run copied those
+    requests as hits where the real run compiled. A call changed what such a path can read,
+    so the requests the dry run did not call are unknown."""
+    ref = f"{FORECAST_WORKLOADS}:{name}"
+    stream = load_workload(ref).default_stream
+    s = forecast(ref, stream, ("default",), backend="eager").strategy("default")
+    real = _real(ref, "default", stream, "eager", tmp_path, monkeypatch)
+    seen = request_outcomes(real.calls, real.compiles)
+    assert "compile" in [o.outcome for o in seen[1:]]
+    assert all(r.outcome in (o.outcome, "unknown") for r, o in zip(s.requests, seen)), s.requests
+    copied = [r for r in s.requests if r.basis == "repeat"]
+    assert copied and all(r.outcome == "unknown" and why in (r.why or "") for r in copied), copied
+
+
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
     """A flag the first call sets: the probe's eager calls and the first strategy's dry run
     set it, and the next strategy met it set (its second request forecast a hit where a real
