@@ -86,3 +86,16 @@ warmup = 0
     _progress(proc, "default (cold)", "/2")  # its trials are planned: the total is known
     assert re.search(r"^\[2/2 done · 0 running · 0 failed\] \S+slow_eager default \(cold\) ok$", proc.stdout, re.M), \
         proc.stdout
+
+
+def test_a_warmups_verification_says_where_its_dry_run_is(main, monkeypatch):
+    """After its two trials, ``--verify`` runs the dry run of start-up + held-out stream: before,
+    only "2/2 trials done" ticked while it ran (11.5 s on a T5)."""
+    from compilescope.cli import progress
+
+    monkeypatch.setattr(progress, "EVERY_S", 0.0)  # a line at each report: the test needs no 5 s wait
+    monkeypatch.setenv("COLUMNS", "200")
+    code, _, err = main("warmup", "sincos", "--stream", "8,16,8", "--strategies", "default", "--backend", "eager",
+                        "--samples", "3", "--verify", "8,32")
+    assert code == 0, err
+    assert re.search(r"dry run of default: request \d+/\d+ \(", err), err

@@ -10,7 +10,9 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
+from ..analysis.progress import REQUESTS
 from ..errors import StreamError
 from ..model import MarkSpec
 from ..options import scratch_inductor_cache
@@ -134,8 +136,12 @@ def _verify(report: WarmupReport, heldout: str, executor: ExecutorStart | None, 
         progress.note(f"--verify: nothing was measured to recommend a strategy, so the first one's plan is "
                       f"verified: {which}")
     runner = executor() if executor is not None else None
+    def on_dry(step: Any) -> None:  # the dry run beside the replay, after its two trials
+        progress.working(f"dry run of {step.strategy}", REQUESTS, step.requests, step.stream_length)
+
     verified: VerifyReport = _watched(progress, 2, lambda on_progress, on_call: verify_plan(  # with and without
-        report.plan, heldout, strategy=which, executor=runner, on_progress=on_progress, on_call=on_call))
+        report.plan, heldout, strategy=which, executor=runner, on_progress=on_progress, on_call=on_call,
+        on_dry=on_dry))
     return verified
 
 

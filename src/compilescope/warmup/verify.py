@@ -117,16 +117,17 @@ def _failures(sp: StrategyPlan, trial: TrialResult, observed: list[Observed],
     return tuple(out)
 
 
-def dry_forecast(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...],
-                 options: StrategyOptions) -> tuple[StrategyForecast | None, str | None]:
-    """The dry-run forecast of start-up + held-out stream, or why there is none."""
+def dry_forecast(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...], options: StrategyOptions,
+                 progress: Any = None) -> tuple[StrategyForecast | None, str | None]:
+    """The dry-run forecast of start-up + held-out stream, or why there is none (``progress``:
+    told each request, :class:`compilescope.forecast.engine.Progress`)."""
     if options.backend not in DRY_BACKENDS:
         return None, f"no forecast: the dry run models backends {', '.join(DRY_BACKENDS)}, not {options.backend!r}"
     from ..forecast.isolation import put_back
     from ..workload import load_workload
 
     with put_back(load_workload(ref)):  # the dry trial meets the workload's module as a fresh process
-        got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options)
+        got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options, progress=progress)
     return (None, got) if isinstance(got, str) else (got, None)
 
 
@@ -184,14 +185,16 @@ def strategy_verify(sp: StrategyPlan, stream: tuple[Shape, ...], warmed: TrialRe
 def verify_plan(plan: WarmupPlan | str | Path, heldout: str | Sequence[Shape], *, strategy: str | None = None,
                 executor: Executor | None = None, backend: str | None = None,
                 measure: MeasureOptions = DEFAULT_MEASURE, timeout_s: float = 900.0, baseline: bool = True,
-                forecast: bool = True, on_progress: Any = None, on_call: Any = None) -> VerifyReport:
+                forecast: bool = True, on_progress: Any = None, on_call: Any = None,
+                on_dry: Any = None) -> VerifyReport:
     """Replay ``heldout`` after the plan's start-up, and without it; see the module docstring.
 
     ``strategy``: the plan's recommended one (default), a name, or ``"all"``. ``backend``
     replaces the plan's (e.g. ``eager`` to check a plan's compiles cheaply). ``baseline``:
     also run the trial without the warm-up (the with/without figures need it);
     ``forecast``: the dry run beside the measurement. ``on_progress``/``on_call``: the
-    scheduler's callbacks (:func:`compilescope.execute.scheduler.run_plan`)."""
+    scheduler's callbacks (:func:`compilescope.execute.scheduler.run_plan`); ``on_dry``: the
+    dry run's, request by request (:class:`compilescope.forecast.engine.Progress`)."""
     started = time.perf_counter()
     if not isinstance(plan, WarmupPlan):
         plan = load_plan(plan)
@@ -202,7 +205,7 @@ def verify_plan(plan: WarmupPlan | str | Path, heldout: str | Sequence[Shape], *
     rows = []
     for sp in plans:
         notes: list[str] = []
-        fc, why = dry_forecast(ref, sp, stream, _options(sp, backend)) if forecast else (None, None)
+        fc, why = dry_forecast(ref, sp, stream, _options(sp, backend), on_dry) if forecast else (None, None)
         if why:
             notes.append(why)
         pair = specs[sp.strategy]
