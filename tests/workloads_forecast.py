@@ -484,3 +484,20 @@ def holds_an_object() -> Workload:
 
     return Workload(name="holds-an-object", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": 8} for _ in range(6)))
+
+
+def breaks_past_the_limit() -> Workload:
+    """A graph break in every call, and more sizes than the recompile limit: under static the
+    function's own frame is refused from the ninth size on (no entry accepts it), and its
+    repeats run eagerly; a size seen early still hits."""
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            y = x.sin()
+            torch._dynamo.graph_break()
+            return y * 2
+
+        return f
+
+    return Workload(name="breaks-past-the-limit", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (*range(1, 11), 9, 10, 9, 1, 10)))

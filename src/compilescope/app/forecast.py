@@ -51,9 +51,11 @@ def forecast_stream(
             from_records = forecast_recorded(workload, stream, recorded, strategies, times=results,
                                              recompile_limit=recompile_limit, function=function)
             if recorded_backend is not None and recorded_backend != from_records.backend:
-                raise OptionError(f"--backend {recorded_backend}: {recorded} recorded {from_records.backend}'s guards "
-                                  "(--method recorded forecasts the backend it recorded): leave --backend out, or "
-                                  "--method both to dry-run another backend beside it")
+                whose = ("a probed program's guards, its own backend" if from_records.backend == "as probed"
+                         else f"{from_records.backend}'s guards")
+                raise OptionError(f"--backend {recorded_backend}: {recorded} recorded {whose} (--method recorded "
+                                  "forecasts the backend it recorded): leave --backend out, or --method both to "
+                                  "dry-run another backend beside it")
         if method != "recorded":
             dry = _watched_forecast(progress, lambda on_step: forecast(
                 workload, stream, strategies, backend=backend, recompile_limit=recompile_limit, marks=tuple(marks),

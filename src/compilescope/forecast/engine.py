@@ -334,7 +334,8 @@ def _state_roots(fn: Any) -> dict[str, Any]:
                 roots.update(module_roots(name, value))
             elif kept(value):
                 roots[name] = value
-            elif _plain_object(value):  # an object the closure holds: its own attributes
+            elif _plain_object(value) and user_module(type(value).__module__, sys.modules.get(type(value).__module__)):
+                # an object of the user's class the closure holds: its own attributes
                 roots.update({f"{name}.{k}": v for k, v in vars(value).items() if kept(v)})
         if isinstance(getattr(target, "__self__", None), torch.nn.Module):
             roots.update(module_roots("self", target.__self__))
@@ -589,7 +590,8 @@ ProgressFn = Callable[[Progress], None]
 
 
 class _Progress:
-    """A dry run's sink that reports :class:`Progress` after each request (called or copied)."""
+    """A dry run's sink that reports :class:`Progress` after each request it calls (a copied
+    one is not made: the count moves on at the next call)."""
 
     def __init__(self, strategy: str, stream: Sequence[Shape], distinct: int, progress: ProgressFn,
                  started: float) -> None:
@@ -662,15 +664,21 @@ def replayed(stream: Sequence[Shape], trial: TrialResult, called: set[int]) -> l
     """Every request of ``stream`` from a replaying dry trial (:class:`Replay`): a request the
     trial called has its own outcome (:func:`dry_outcomes`), one it copied repeats the outcome
     of its shape's last call (:func:`~compilescope.analysis.outcomes.repeat_word`). A request
-    after one whose outcome is unknown, or that the trial never reached, is unknown."""
+    after one whose outcome is unknown, or from a call the trial made but kept no record of
+    (it stopped there), is unknown."""
     made = tuple(c for c in trial.calls if c.index in called)
     observed = dict(zip((c.index for c in made), dry_outcomes(dataclasses.replace(trial, calls=made))))
+    stop = min((i for i in called if i not in observed), default=len(stream))  # a call it made and kept no record of
     last: dict[Any, Observed] = {}
     lost: str | None = None  # why the outcomes from some request on are unknown
     out = []
     for index, key in enumerate(shared_keys(stream)):
         seen = observed.get(index)
-        if seen is not None:
+        if index >= stop:
+            out.append(ForecastRequest(index, key, "unknown", "traced" if index in called else "repeat",
+                                       why=lost or next((n for n in trial.notes if n.startswith(STOPPED_NOTE)),
+                                                        "not run: the dry run stopped before it")))
+        elif seen is not None:
             last[key] = seen
             out.append(ForecastRequest(index, key, seen.outcome, "traced", seen.compile_ids, seen.guards,
                                        seen.error, why=seen.why))
@@ -685,7 +693,7 @@ def replayed(stream: Sequence[Shape], trial: TrialResult, called: set[int]) -> l
     return out
 
 
-ORDER_WHY = ("{n} entries of the function's own frame accept this request's inputs ({entries}), and Dynamo tries "
+ORDER_WHY = ("{n} entries of the function's own frame may accept this request's inputs ({entries}), and Dynamo tries "
              "first the one that last ran or was made; {what} Which path it takes past the graph break after that "
              "frame, and the requests after it, are not forecast")
 
@@ -724,7 +732,7 @@ def order_checked(requests: list[ForecastRequest], trial: TrialResult,
 
     real, dry, took = _Order({}), _Order({}), {}
     for r in requests:
-        if r.outcome in ("unknown", "error"):
+        if r.outcome == "unknown":
             continue
         if r.index in made:
             for cid in made[r.index]:
@@ -733,18 +741,21 @@ def order_checked(requests: list[ForecastRequest], trial: TrialResult,
             took[r.shape] = str(made[r.index][-1])
             continue
         shape = dict(r.shape)
-        theirs = first(real, shape)
-        ours = first(dry, shape) if r.index in called else took.get(r.shape)
-        if theirs is None or ours is None or theirs != ours:
-            both = [e for e in real.entries.get(frame, []) if accepted(e, shape) is not False]
-            what = (f"the dry run took {ours}, where the real run's order tries {theirs} first."
-                    if theirs and ours else "which of them comes first could not be told.")
-            why = ORDER_WHY.format(n=len(both), entries=", ".join(both), what=what)
-            return requests[:r.index] + [dataclasses.replace(q, outcome="unknown", compile_ids=(), guards=(), why=why)
-                                         for q in requests[r.index:]]
+        could = [e for e in real.entries.get(frame, []) if accepted(e, shape) is not False]
+        if len(could) < 2:  # one entry at most can take it: whatever the order, that one
+            theirs = ours = could[0] if could else ""
+        else:
+            theirs = first(real, shape)
+            ours = first(dry, shape) if r.index in called else took.get(r.shape)
+            if theirs is None or ours is None or theirs != ours:
+                what = (f"the dry run took {ours}, where the real run's order tries {theirs} first."
+                        if theirs and ours else "which of them comes first could not be told.")
+                why = ORDER_WHY.format(n=len(could), entries=", ".join(could), what=what)
+                return requests[:r.index] + [dataclasses.replace(q, outcome="unknown", compile_ids=(), guards=(),
+                                                                 why=why) for q in requests[r.index:]]
+        took[r.shape] = theirs
         if theirs:
             real.hit(frame, theirs)
-            took[r.shape] = theirs
             if r.index in called:
                 dry.hit(frame, theirs)
     return requests

@@ -263,6 +263,27 @@ def test_state_a_path_past_a_break_reads_leaves_the_copied_requests_unknown(name
     assert copied and all(r.outcome == "unknown" and why in (r.why or "") for r in copied), copied
 
 
+def test_requests_no_entry_accepts_past_the_limit_leave_the_order_check_nothing_to_doubt(tmp_path, monkeypatch):
+    """A graph break and more sizes than the limit: a request no entry of the function's own
+    frame accepts (refused) has no entry to take, whatever the order; its repeats are eager
+    and an early size hits — before, every request from the first repeat of a refused size on
+    was unknown ("0 entries … accept")."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:breaks_past_the_limit", "eager", tmp_path, monkeypatch,
+                               ("static",))
+    s = report.strategy("static")
+    assert s.unknown == 0 and [r.outcome for r in s.requests[8:]] == ["eager"] * 5 + ["hit", "eager"], s.requests
+
+
+def test_without_computing_a_call_the_dry_run_kept_no_record_of_and_its_repeats_are_unknown():
+    """With compute off, a call that met fake tensors beside real ones stops the dry run before
+    its record is kept: it, and a later repeat of an earlier shape, are unknown with why — not
+    copies of that shape's first outcome."""
+    ref = f"{FORECAST_WORKLOADS}:inner_frame_gets_input_or_computed"
+    s = forecast(ref, None, ("default",), backend="eager", compute=False, fake=True).strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "unknown", "unknown"], s.requests
+    assert (s.requests[1].why or "").startswith("not computed: ") and "type" in s.requests[1].why
+
+
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
     """A flag the first call sets: the probe's eager calls and the first strategy's dry run
     set it, and the next strategy met it set (its second request forecast a hit where a real
