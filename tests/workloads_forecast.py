@@ -501,3 +501,24 @@ def breaks_past_the_limit() -> Workload:
 
     return Workload(name="breaks-past-the-limit", build=build, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (*range(1, 11), 9, 10, 9, 1, 10)))
+
+
+class _DropsThenBreaks(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop = torch.nn.Dropout(0.5)
+        self.head = torch.nn.Linear(8, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.drop(x)
+        torch._dynamo.graph_break()  # no value read past it
+        return self.head(y)
+
+
+def drops_then_breaks() -> Workload:
+    """Dropout in train mode draws from the generator every call, and an explicit graph break
+    follows it: no path reads a value, so a repeat repeats (before, every copied request was
+    unknown on the generator's state)."""
+    return Workload(name="drops-then-breaks", build=_DropsThenBreaks,
+                    make_inputs=lambda s: (torch.randn(s["n"], 8),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (4, 4, 8, 4, 8, 8)))

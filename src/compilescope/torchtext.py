@@ -56,6 +56,18 @@ def fake_real_mixup(text: str) -> bool:
     return m is not None and _class_name(m["act"]) in ("Tensor", "FakeTensor")
 
 
+# A graph break where the code goes on from a tensor's value (torch 2.13.0's texts): a Python
+# branch on a tensor (``if x.sum() > 0``), or a value read out of one.
+_VALUE_BREAKS = ("Data-dependent branching", "generic_jump", ".item()", "Tensor.item", "tolist",
+                 "data dependent", "Data dependent")
+
+
+def reads_values(reason: str) -> bool:
+    """A graph break's reason says the code past it reads a tensor's value (a data-dependent
+    branch, ``.item()``, ``.tolist()``): the path there can change with values a call leaves."""
+    return any(text in reason for text in _VALUE_BREAKS)
+
+
 def _class_name(text: str | None) -> str | None:
     """``<class 'torch.Tensor'>`` → ``Tensor``; ``<class 'NoneType'>`` → ``NoneType``."""
     if text is None:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import statistics
 import tempfile
 import time
@@ -54,7 +55,7 @@ from ..model import (
     TrialSpec, shape_key, shape_label,
 )
 from ..stream import distinct_shapes
-from ..torchtext import fake_real_mixup, split_reason
+from ..torchtext import fake_real_mixup, reads_values, split_reason
 from ..workload import load_workload, resolve_reference
 from .isolation import before_a_dry_run, put_back
 from .shared import forecast_guard, load_run, measured_compile_times, predict_compile_s
@@ -353,12 +354,16 @@ def _plain_object(value: Any) -> bool:
                                                                   types.MethodType)) and bool(vars(value)))
 
 
+_RUNNING_STAT = re.compile(r"\['(running_mean|running_var|num_batches_tracked)'\]$")  # a norm layer's, in training
+
+
 def values_of(fn: Any) -> dict[str, Any]:
     """What a call of ``fn`` can leave that only a value-dependent path reads: the values of
     the small tensors (8 elements at most) :func:`state_of` reads the sizes of (a step count in
-    a buffer or a global), and the CPU random generator's state (a path that draws). A guard
-    never reads them; a graph break that branches on a value does (the dry run then computes
-    for real)."""
+    a buffer or a global) — not parameters, which a training step's optimizer changes, nor a
+    norm layer's running statistics — and the CPU random generator's state (a path that
+    draws). A guard never reads them; a graph break that branches on a value, or reads one
+    (``.item()``), does (the dry run then computes for real)."""
     import torch
 
     from ..leaves import source, walk
@@ -366,8 +371,10 @@ def values_of(fn: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, root in _state_roots(fn).items():
         for steps, v in walk(root).items:
-            if isinstance(v, torch.Tensor) and v.numel() <= 8 and compat.is_real_tensor(v):
-                out[source(name, steps)] = repr(v.detach().flatten().tolist())
+            path = source(name, steps)
+            if (isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.numel() <= 8
+                    and compat.is_real_tensor(v) and not _RUNNING_STAT.search(path)):
+                out[path] = repr(v.detach().flatten().tolist())
     out["the CPU random generator's state"] = f"#{hash(torch.random.get_rng_state().numpy().tobytes()) & 0xFFFF:04x}"
     return out
 
@@ -631,8 +638,8 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     accepts = acceptance(workload, trial) if workload is not None else None
     requests = order_checked(requests, trial, accepts)
     changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
-    if changed is None and len({r.compile_id.frame for r in trial.compiles}) > 1:  # a break or another frame:
-        changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # a path may read values
+    if changed is None and any(reads_values(b.reason) for b in trial.graph_breaks):  # a path reads values:
+        changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # those a call changed
     if changed is not None:
         requests = unknown_from_first_copy(requests, (
             f"{changed}: a request the dry run did not call again may not repeat its shape's earlier outcome, so "

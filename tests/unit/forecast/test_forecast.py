@@ -284,6 +284,15 @@ def test_without_computing_a_call_the_dry_run_kept_no_record_of_and_its_repeats_
     assert (s.requests[1].why or "").startswith("not computed: ") and "type" in s.requests[1].why
 
 
+def test_values_no_path_reads_leave_the_copied_requests_known(tmp_path, monkeypatch):
+    """Dropout draws on every call, past it an explicit graph break: the generator's state
+    changes, yet no break reads a value — the copies stand, and agree with a real trial."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:drops_then_breaks", "eager", tmp_path, monkeypatch,
+                               ("default",), fake=False)  # computing for real: the draws are real
+    s = report.strategy("default")
+    assert s.unknown == 0 and any(r.basis == "repeat" for r in s.requests), s.requests
+
+
 def test_each_strategy_meets_the_workloads_module_as_a_fresh_process_does_and_it_is_put_back(tmp_path, monkeypatch):
     """A flag the first call sets: the probe's eager calls and the first strategy's dry run
     set it, and the next strategy met it set (its second request forecast a hit where a real
