@@ -8,8 +8,12 @@ STAMP := $(VENV)/.installed
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
+# pip compiles the installed modules' bytecode one file after another (40 CPU-s of the 63 s
+# install on 2 cores); compileall spreads it over every core (the install: 56 s). A module that
+# is not Python of this version (torch's own Python 3.12 test fixtures) is skipped, as pip does.
 $(STAMP): $(BIN)/python pyproject.toml constraints.txt
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e '.[dev,html,models,ray]'
+	$(BIN)/python -m pip install --quiet --no-compile -c constraints.txt -e '.[dev,html,models,ray]'
+	$(BIN)/python -c 'import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)'
 	touch $(STAMP)
 
 install: $(STAMP)

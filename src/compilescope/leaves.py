@@ -21,7 +21,6 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
-import re
 import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
@@ -307,32 +306,3 @@ def changed_inputs(before: Mapping[str, Any], after: Mapping[str, Any]) -> tuple
 
 
 _MISSING = object()
-
-
-_ROOT = re.compile(r"^L\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
-_STEP = re.compile(r"\[(?P<i>-?\d+)\]|\[(?P<q>['\"])(?P<k>[^'\"]*)(?P=q)\]|\.(?P<a>[A-Za-z_][A-Za-z_0-9]*)")
-
-
-def parse_source(text: str) -> tuple[str, tuple[Step, ...]] | None:
-    """``L['cache'].layers[0].keys`` → ``("cache", (("attr", "layers"), ("item", 0), ("attr", "keys")))``;
-    None for a source that is not a local followed by items and instance attributes (a
-    call such as ``type(…)``, a dunder such as ``.__dict__``, a global)."""
-    m = _ROOT.match(text)
-    if m is None:
-        return None
-    steps: list[Step] = []
-    at = m.end()
-    while at < len(text):
-        s = _STEP.match(text, at)
-        if s is None:
-            return None
-        if s["a"] is not None:
-            if s["a"].startswith("__"):
-                return None
-            steps.append(("attr", s["a"]))
-        elif s["i"] is not None:
-            steps.append(("item", int(s["i"])))
-        else:
-            steps.append(("item", s["k"]))
-        at = s.end()
-    return m["name"], tuple(steps)

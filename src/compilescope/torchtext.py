@@ -401,6 +401,35 @@ def explain_checks(checks: Iterable[Any], entry: str | None) -> tuple[list[Guard
     return failures, unevaluated
 
 
+_SOURCE_ROOT = re.compile(r"^L\[(?P<q>['\"])(?P<name>[^'\"]+)(?P=q)\]")
+_SOURCE_STEP = re.compile(r"\[(?P<i>-?\d+)\]|\[(?P<q>['\"])(?P<k>[^'\"]*)(?P=q)\]|\.(?P<a>[A-Za-z_][A-Za-z_0-9]*)")
+
+
+def parse_source(text: str) -> tuple[str, tuple[tuple[str, Any], ...]] | None:
+    """``L['cache'].layers[0].keys`` → ``("cache", (("attr", "layers"), ("item", 0), ("attr", "keys")))``;
+    None for a source that is not a local followed by items and instance attributes (a
+    call such as ``type(…)``, a dunder such as ``.__dict__``, a global)."""
+    m = _SOURCE_ROOT.match(text)
+    if m is None:
+        return None
+    steps: list[tuple[str, Any]] = []
+    at = m.end()
+    while at < len(text):
+        s = _SOURCE_STEP.match(text, at)
+        if s is None:
+            return None
+        if s["a"] is not None:
+            if s["a"].startswith("__"):
+                return None
+            steps.append(("attr", s["a"]))
+        elif s["i"] is not None:
+            steps.append(("item", int(s["i"])))
+        else:
+            steps.append(("item", s["k"]))
+        at = s.end()
+    return m["name"], tuple(steps)
+
+
 # ``L['kwargs']['ids'].size()[0]`` as a guard's code has it; PyTorch's recompile text says ``kwargs['ids'].size()[0]``
 _LOCAL_ROOT = re.compile(r"\bL\['(?P<root>[^'\]]+)'\]")
 
@@ -426,12 +455,15 @@ def enrich_actual(failure: GuardFailure, arguments: Mapping[str, Any]) -> GuardF
 
     if failure.actual is not None or failure.source is None:
         return failure
-    m = re.fullmatch(r"L\['(?P<name>[^']+)'\](?P<attr>(?:\.\w+)*)", failure.source)
-    if not m or m["name"] not in arguments:
+    parsed = parse_source(failure.source)  # L['cache'].layers[0].is_initialized: attributes and items
+    if parsed is None or parsed[0] not in arguments:
         return failure
-    value = arguments[m["name"]]
-    for attr in filter(None, m["attr"].split(".")):
-        value = getattr(value, attr, None)
+    value = arguments[parsed[0]]
+    try:
+        for kind, key in parsed[1]:
+            value = getattr(value, key) if kind == "attr" else value[key]
+    except Exception:  # a path this call's arguments do not have: nothing to read
+        return failure
     actual: Scalar = None
     if failure.kind in ("size", "stride", "range", "specialization") and failure.dim is not None and hasattr(value, "size"):
         attr = "stride" if failure.kind == "stride" else "size"

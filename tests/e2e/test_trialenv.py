@@ -105,7 +105,7 @@ def _cold_calls(result: TrialResult) -> tuple[int, int, int]:
             first.get("inductor_fx_local_cache_miss_count", 0))
 
 
-AHEAD_STREAM = ({"n": 64}, {"n": 64}, {"n": 128})
+AHEAD_STREAM = ({"n": 64}, {"n": 64})  # one compile, then a hit: a cold trial's cache read in full
 AHEAD_COLD = TrialSpec("sincos", "default", "cold", AHEAD_STREAM, StrategyOptions(backend="inductor"), FAST)
 
 
@@ -143,11 +143,10 @@ def test_a_trial_started_ahead_records_what_a_spawned_one_does(tmp_path, ahead_a
         assert [p.returncode for p in left] == [0]  # the server ended at the end of its connection
     assert (spawned.env.start, ahead.env.start, warm_ahead.env.start) == ("spawned", ahead_as, ahead_as)
     assert spawned.ok and ahead.ok and warm_ahead.ok, (ahead.error, ahead.stderr_tail)
-    assert _cold_calls(spawned) == _cold_calls(ahead) == (2, 0, 1)  # cold: a miss, no hit
-    assert [c.compiled for c in ahead.calls] == [c.compiled for c in spawned.calls] == [True, False, True]
+    assert _cold_calls(spawned) == _cold_calls(ahead) == (1, 0, 1)  # cold: a miss, no hit
+    assert [c.compiled for c in ahead.calls] == [c.compiled for c in spawned.calls] == [True, False]
     assert ahead.calls[0].compile_ids == spawned.calls[0].compile_ids == ("0/0",)  # the first call compiled
     assert [r.compile_id for r in ahead.compiles] == [r.compile_id for r in spawned.compiles]
-    assert [r.reasons for r in ahead.compiles] == [r.reasons for r in spawned.compiles]
     assert any((tmp_path / "b").iterdir())  # it wrote to its own directory
     assert warm_ahead.compiles[0].cache.get("inductor_fx_local_cache_hit_count") == 1  # and read the one it was given
     assert ahead.wait_s is not None and ahead.import_s is not None and ahead.process_s is not None

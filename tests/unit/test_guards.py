@@ -78,6 +78,30 @@ def test_python_value_guards():
     assert [(g.kind, g.source, g.expected, g.actual) for g in found] == [("value", "L['flag']", True, False)]
 
 
+class _Layer:
+    def __init__(self, ready: bool) -> None:
+        self.is_initialized = ready
+
+
+class _Layers:
+    def __init__(self, ready: bool) -> None:
+        self.layers = [_Layer(ready)]
+
+
+def _reads_a_layer(x, cache):
+    return x + 1 if cache.layers[0].is_initialized else x - 1
+
+
+def test_a_value_guard_inside_an_object_argument_gets_its_actual_value_false_included():
+    """A flag on a cache's layer, as ``DynamicCache`` holds ``is_initialized``: the path has an
+    item in it (``layers[0]``), and the request's value is False. Before, such a failure kept
+    ``actual`` None: a warm-up's uncovered guard read 'expected True' with nothing beside it."""
+    x = torch.ones(2)
+    found = _reasons(_reads_a_layer, [dict(x=x, cache=_Layers(True)), dict(x=x, cache=_Layers(False))])
+    assert [(g.kind, g.source, g.expected, g.actual) for g in found] == [
+        ("module_attribute", "L['cache'].layers[0].is_initialized", True, False)]
+
+
 def _reads_global(x):
     return x + 1 if FLAG else x - 1
 

@@ -29,7 +29,8 @@ from typing import Any
 import torch
 
 from .. import compat
-from ..leaves import parse_source, resolve, type_name
+from ..leaves import resolve, type_name
+from ..torchtext import parse_source
 from ..model import EntryGuard
 from ..torchtext import parse_guard_failure, split_reason, tensor_match_fields, _literal
 

@@ -51,7 +51,8 @@ from typing import Any
 from .. import compat
 from ..analysis.outcomes import call_arguments, failure_skips_frame, limit_in_force, repeat_word, trial_limit
 from ..errors import OptionError
-from ..leaves import NOT_PLAIN, Node, is_plain, parse_source, resolve, source, type_name, walk
+from ..leaves import NOT_PLAIN, Node, is_plain, resolve, source, type_name, walk
+from ..torchtext import parse_source
 from ..model import RESUME_PREFIX, CompileRecord, EntryGuard, RunResult, Shape, StrategyOptions, TrialResult, shape_key
 from ..report.forecast import ForecastGuard, ForecastRequest, Outcome, StrategyForecast
 from ..torchtext import parse_guard_failure, split_reason
