@@ -7,7 +7,7 @@ from ..collect.graphs import eager_frames
 from ..model import TrialResult, TrialSpec, trial_status
 from ..report.progress import TrialDone
 
-STARTING = "starting"  # the process starting, importing, and a warm-up's start-up calls
+STARTING = "starting"  # the process starting and importing (and a warm-up's start-up calls, said with their count)
 REQUESTS = "requests"  # the stream's requests, i of N
 
 
@@ -35,5 +35,6 @@ def after_stream(spec: TrialSpec) -> str:
 def trial_phase(spec: TrialSpec, requests_done: int) -> str:
     """The phase of a trial that has run ``requests_done`` of its stream's requests."""
     if requests_done <= 0:
-        return STARTING
+        # a warm-up's start-up calls stream nothing back: what they are is said, not where they are
+        return f"{STARTING}, then warming up {len(spec.startup)} shape(s)" if spec.startup else STARTING
     return REQUESTS if requests_done < len(spec.stream) else after_stream(spec)

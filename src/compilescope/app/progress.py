@@ -65,11 +65,11 @@ class said_after:
 def trial_hooks(progress: Progress) -> tuple[ProgressFn, CallFn]:
     """The scheduler's callbacks (:func:`compilescope.execute.scheduler.run_plan`'s
     ``on_progress`` and ``on_call``) telling ``progress`` each trial's start, requests and end."""
-    from ..analysis.progress import STARTING, trial_done, trial_phase
+    from ..analysis.progress import trial_done, trial_phase
 
     def on_progress(trial: PlannedTrial, result: TrialResult | None) -> None:
         if result is None:
-            progress.working(trial.label, STARTING, 0, len(trial.spec.stream))
+            progress.working(trial.label, trial_phase(trial.spec, 0), 0, len(trial.spec.stream))
         else:
             progress.finished(trial.label, trial_done(trial.label, result))
 

@@ -46,6 +46,21 @@ def test_a_trial_is_told_from_its_start_through_each_request_to_its_end():
         "finished", label, label, "ok", 3, "sincos")
 
 
+def test_a_warm_up_trial_says_it_warms_up_its_start_up_shapes_before_its_first_request():
+    """A warm-up's start-up calls stream nothing back: before, its trial said "starting" through
+    them (minutes, on a model whose start-up compiles are slow)."""
+    import dataclasses
+
+    trial = _trial(MeasureOptions())
+    warmed = PlannedTrial(dataclasses.replace(trial.spec, startup=({"n": 4}, {"n": 8})), "default")
+    watcher = Recorder()
+    on_progress, on_call = trial_hooks(watcher)
+    on_progress(warmed, None)
+    on_call(warmed, CallRecord(0, {"n": 4}, 0.01))
+    assert watcher.events == [("working", "default (cold)", "starting, then warming up 2 shape(s)", 0, 3),
+                              ("working", "default (cold)", "requests", 1, 3)]
+
+
 def test_the_phase_after_the_stream_names_what_is_still_measured():
     for measure, phase in ((MeasureOptions(numerics=False), "steady state"),
                            (MeasureOptions(steady=False), "numerics"),
