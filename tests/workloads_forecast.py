@@ -522,3 +522,71 @@ def drops_then_breaks() -> Workload:
     return Workload(name="drops-then-breaks", build=_DropsThenBreaks,
                     make_inputs=lambda s: (torch.randn(s["n"], 8),), dims=("n",),
                     default_stream=tuple({"n": n} for n in (4, 4, 8, 4, 8, 8)))
+
+
+class _Scored(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu().sum()
+
+
+def evaluates_every_third() -> Workload:
+    """A training loop that evaluates under ``no_grad`` every third step: the step's own count
+    decides torch's grad mode, which Dynamo guards. A repeat copied without its step would
+    repeat a training call's hit where the real run compiles for inference."""
+    calls = [0]
+
+    def step(fn, x):
+        calls[0] += 1
+        if calls[0] % 3 == 0:
+            with torch.no_grad():
+                return fn(x)
+        loss = fn(x)
+        loss.backward()
+        return loss.detach()
+
+    return Workload(name="evaluates-every-third", build=_Scored, make_inputs=lambda s: (torch.randn(s["n"], 4),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 16, 16, 8, 8)),
+                    grad=True, step=step)
+
+
+SCALE = [0]  # set by make_inputs below, read by the compiled forward
+
+
+class _ScaledByAGlobal(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin() * (SCALE[0] + 1)
+
+
+def sets_a_global_in_make_inputs() -> Workload:
+    """``make_inputs`` sets a global the forward reads (a setting reloaded with the previous
+    request's value): a change between two calls, which no call of the compiled module makes."""
+    previous = [0]
+
+    def make_inputs(s):
+        SCALE[0], previous[0] = previous[0], s["k"]
+        return (torch.randn(s["n"]),)
+
+    return Workload(name="sets-a-global-in-make-inputs", build=_ScaledByAGlobal, make_inputs=make_inputs,
+                    dims=("n", "k"), default_stream=tuple({"n": 8, "k": k} for k in (0, 0, 5, 0, 0, 3, 5, 0)))
+
+
+class _ClassTable(torch.nn.Module):
+    table = torch.zeros(4)  # one table for every instance, grown on demand
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.shape[0]
+        if n > _ClassTable.table.shape[0]:
+            _ClassTable.table = torch.arange(2 * n, dtype=torch.float32)
+        return x * _ClassTable.table[:n]
+
+
+def keeps_a_class_table() -> Workload:
+    """A table kept on the module's class and grown by calls: a fresh process meets it small;
+    the forecast's process, after the workload's check and each strategy's dry run, grown."""
+    return Workload(name="keeps-a-class-table", build=_ClassTable, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 12, 32, 20, 8, 64, 16)))

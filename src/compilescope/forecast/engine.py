@@ -205,11 +205,13 @@ class Replay:
     it does what it did then (:func:`~compilescope.analysis.outcomes.repeat_word`). A repeat
     not called is ``copied``; the calls carry no other state the dry run cannot see
     (:func:`state_of`, read around each call). ``startup``: calls the trial makes before the
-    stream, all called."""
+    stream, all called. ``every``: every request called, none copied (a workload whose
+    ``step`` runs code of the user's around each call: what it does between calls, to a flag,
+    a counter or torch's grad mode, is not state the dry run can read)."""
 
-    def __init__(self, stream: Sequence[Shape], startup: int = 0) -> None:
+    def __init__(self, stream: Sequence[Shape], startup: int = 0, every: bool = False) -> None:
         self.keys = shared_keys(stream)
-        self.startup = startup
+        self.startup, self.every = startup, every
         self.reset()
 
     def reset(self) -> None:
@@ -226,7 +228,7 @@ class Replay:
         if not 0 <= i < len(self.keys):
             return True
         key = self.keys[i]
-        if self.last.get(key) == self.epoch:
+        if self.last.get(key) == self.epoch and not self.every:
             if key in self.checked:
                 return False
             self.checked.add(key)
@@ -255,6 +257,7 @@ class _DryClock:
     changed: list[str] = dataclasses.field(default_factory=list)
     replay: Replay | None = None
     valued: list[str] = dataclasses.field(default_factory=list)  # the first change :func:`values_of` saw
+    ended: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the state the last call left
 
     def skip_next(self) -> bool:
         """Whether the trial's next request is copied, not called (it is then not made at all)."""
@@ -262,6 +265,8 @@ class _DryClock:
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         before = state_of(fn) if not self.changed else None
+        if before is not None and self.ended:  # changed since the last call ended: by the workload's make_inputs
+            self.changed.extend(f"{c}, between two calls" for c in state_change(self.ended[0], before)[:1])
         values = _values_or_none(fn) if not self.valued else None
         started = time.perf_counter()
         try:
@@ -269,7 +274,9 @@ class _DryClock:
         finally:
             took = time.perf_counter() - started
             if before is not None:
-                self.changed.extend(state_change(before, state_of(fn))[:1])
+                after = state_of(fn)
+                self.changed.extend(state_change(before, after)[:1])
+                self.ended[:] = [after]
             if values is not None and (after := _values_or_none(fn)) is not None:
                 self.valued.extend(state_change(values, after)[:1])
         return out, took
@@ -302,7 +309,8 @@ def state_of(fn: Any) -> dict[str, Any]:
 def _state_roots(fn: Any) -> dict[str, Any]:
     """The compiled module's attributes (its submodules', parameters' and buffers' too), or a
     function's closure cells and bound module; and the plain values, containers and tensors
-    among the globals of the user's module that defines it (``G['name']``). An optimizer or
+    among the globals of the user's module that defines it (``G['name']``) and among the
+    attributes of the classes that module defines (``G['Rope']._table``). An optimizer or
     another object a training step closes over runs eagerly: not the compiled code's."""
     import sys
 
@@ -343,6 +351,9 @@ def _state_roots(fn: Any) -> dict[str, Any]:
         home = sys.modules.get(getattr(target, "__module__", None) or "")
     if home is not None and user_module(home.__name__, home):
         roots.update({f"G[{name!r}]": v for name, v in vars(home).items() if not name.startswith("__") and kept(v)})
+        for name, cls in vars(home).items():  # a class the module defines: what it keeps for all its instances
+            if isinstance(cls, type) and cls.__module__ == home.__name__:
+                roots.update({f"G[{name!r}].{k}": v for k, v in vars(cls).items() if not k.startswith("__") and kept(v)})
     return roots
 
 
@@ -626,7 +637,7 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     which entry a repeated shape's lookup runs, :func:`acceptance`)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
-    replay = Replay(stream)
+    replay = Replay(stream, every=workload is not None and workload.step is not None)
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
     trial = dry_trial(workload_ref, strategy, tuple(stream), options, dry_backend=dry_backend, sink=sink,
                       compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first,

@@ -9,7 +9,8 @@ each dry trial and at the end (:class:`ModuleState`), as is the CPU random gener
 baseline is the module as the forecast found it: a fresh process's, for the CLI.
 
 Saved: the module-level names of the modules that define the workload's ``build``,
-``make_inputs`` and ``step`` (not compilescope's, not torch's), whose values are plain
+``make_inputs`` and ``step`` (not compilescope's, not torch's), and the attributes of the
+classes those modules define (a cache a class keeps for all its instances), whose values are plain
 (numbers, strings, ``None``), tensors and numpy arrays (their values, put back in place), or
 lists, tuples, dicts and sets of those (``collections``' dicts too: ``OrderedDict``,
 ``defaultdict``, ``Counter``); a name a call adds is removed (unless a module, class or
@@ -114,6 +115,20 @@ class ModuleState:
                 budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
             self.saved.append((m, names))
         self.names = [set(vars(m)) for m, _ in self.saved]
+        # the classes a module defines: their attributes of the same kinds (a cache kept on the class)
+        self.classes: list[tuple[type, dict[str, tuple[Any, Any]], set[str]]] = []
+        for m in modules:
+            for cls in [v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__]:
+                attrs: dict[str, tuple[Any, Any]] = {}
+                for name, value in list(vars(cls).items()):
+                    if name.startswith("__") or not _saved(value, [MAX_ITEMS, budget[1]]):
+                        continue
+                    try:
+                        attrs[name] = (value, copy.deepcopy(value))
+                    except Exception:  # noqa: BLE001 - a value that will not copy is not saved
+                        continue
+                    budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
+                self.classes.append((cls, attrs, set(vars(cls))))
 
     @classmethod
     def of(cls, workload: Any) -> ModuleState:
@@ -137,6 +152,38 @@ class ModuleState:
                 self._restore(m, names, before)
             except Exception:  # noqa: BLE001 - putting back is best effort; the user's code must not fail for it
                 continue
+        for cls, attrs, names in self.classes:
+            try:
+                self._restore_class(cls, attrs, names)
+            except Exception:  # noqa: BLE001 - as above
+                continue
+
+    @staticmethod
+    def _restore_class(cls: type, attrs: dict[str, tuple[Any, Any]], before: set[str]) -> None:
+        """A class's saved attributes bound to their first objects again, those put back as
+        they were; an attribute of the saved kinds a call added, removed."""
+        import torch
+
+        for name, (obj, value) in attrs.items():
+            try:
+                if isinstance(obj, torch.Tensor):
+                    _restore_tensor(obj, value)
+                elif _is_array(obj):
+                    try:
+                        _restore_array(obj, value)
+                    except ValueError:
+                        obj = value.copy()
+                elif isinstance(obj, (list, dict, set)):
+                    obj.clear()
+                    (obj.update if not isinstance(obj, list) else obj.extend)(copy.deepcopy(value))  # type: ignore[attr-defined]
+                else:
+                    obj = copy.deepcopy(value)
+                setattr(cls, name, obj)
+            except Exception:  # noqa: BLE001 - this one stays as the calls left it
+                continue
+        for name in set(vars(cls)) - before:
+            if not name.startswith("__") and _saved(vars(cls)[name], [MAX_ITEMS, MAX_SAVED_BYTES]):
+                delattr(cls, name)
 
     @staticmethod
     def _restore(m: ModuleType, names: dict[str, tuple[Any, Any]], before: set[str]) -> None:

@@ -126,8 +126,9 @@ def dry_forecast(ref: str, sp: StrategyPlan, stream: tuple[Shape, ...], options:
     from ..forecast.isolation import put_back
     from ..workload import load_workload
 
-    with put_back(load_workload(ref)):  # the dry trial meets the workload's module as a fresh process
-        got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options, progress=progress)
+    loaded = load_workload(ref)
+    with put_back(loaded):  # the dry trial meets the workload's module as a fresh process
+        got = forecast_strategy(ref, sp.strategy, (*sp.shapes, *stream), options, progress=progress, workload=loaded)
     return (None, got) if isinstance(got, str) else (got, None)
 
 

@@ -8,9 +8,11 @@ trial has; one case goes through ``compilescope.run`` itself (a fresh process pe
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from compilescope import compat
 from compilescope.forecast import forecast, request_outcomes
@@ -182,6 +184,37 @@ def test_calls_that_carry_state_are_called_in_stream_order_never_a_wrong_hit(nam
     assert [r.outcome for r in static[:3]] == ["compile"] * 3  # a repeat recompiles on the state, as it runs
     if name == "counts_calls":  # under default the count goes dynamic and the third call hits
         assert [r.outcome for r in report.strategy("default").requests] == ["compile", "compile", "hit"]
+
+
+@pytest.mark.parametrize("name", ["evaluates_every_third", "sets_a_global_in_make_inputs", "keeps_a_class_table"])
+def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(name, tmp_path, monkeypatch):
+    """Before, each was a confident outcome the real run contradicted: a step that evaluates
+    under no_grad every third call (its copied repeats skipped the step), ``make_inputs``
+    setting a global the forward reads (changed between calls, never during one), and a table
+    kept on the module's class (not put back between dry runs, not read around calls). Now a
+    workload with a step has every request called; a change between two calls leaves the
+    copied requests unknown; a class's attributes are put back and read as the module's."""
+    ref = f"{FORECAST_WORKLOADS}:{name}"
+    loaded = load_workload(ref)
+    stream, home = loaded.default_stream, sys.modules[loaded.build.__module__]
+    report = forecast(ref, stream, STRATEGIES, backend="eager")
+    for s in report.strategies:
+        # each real trial here runs in this process: its module state as a fresh process has it
+        home.SCALE[0], home._ClassTable.table = 0, torch.zeros(4)
+        real = _real(ref, s.strategy, stream, "eager", tmp_path, monkeypatch)
+        seen = request_outcomes(real.calls, real.compiles)
+        assert len(seen) == len(s.requests)
+        for predicted, o in zip(s.requests, seen):
+            assert predicted.outcome in (o.outcome, "unknown"), (s.strategy, predicted, o)
+    default = report.strategy("default").requests
+    if name == "evaluates_every_third":  # every request called, each one known
+        assert all(r.basis == "traced" for r in default) and "unknown" not in {r.outcome for r in default}
+        assert default[2].outcome == "compile"  # the first evaluation: grad mode changed
+    elif name == "sets_a_global_in_make_inputs":
+        unknown = [r for r in default if r.outcome == "unknown"]
+        assert unknown and "between two calls" in unknown[0].why, default
+    else:
+        assert "unknown" not in {r.outcome for r in default}
 
 
 def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp_path, monkeypatch):
