@@ -28,6 +28,7 @@ def forecast_stream(
     backend: str = "inductor",
     dry_backend: str | None = None,
     marks: Sequence[MarkSpec] = (),
+    dynamic_sources: str | None = None,
     recompile_limit: int | None = None,
     results: Path | None = None,
     recorded: Path | None = None,
@@ -59,7 +60,8 @@ def forecast_stream(
         if method != "recorded":
             dry = _watched_forecast(progress, lambda on_step: forecast(
                 workload, stream, strategies, backend=backend, recompile_limit=recompile_limit, marks=tuple(marks),
-                results=results, dry_backend=dry_backend, progress=on_step, compute=compute))
+                dynamic_sources=dynamic_sources, results=results, dry_backend=dry_backend, progress=on_step,
+                compute=compute))
     if dry is not None and from_records is not None:
         if from_records.backend not in (dry.backend, "as probed"):  # said: the two forecast different compilers
             dry = dataclasses.replace(dry, notes=(*dry.notes, (

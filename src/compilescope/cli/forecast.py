@@ -32,6 +32,8 @@ from .root import cli
                    "--backend aot_eager: eager (Dynamo alone), blind to those AOT autograd adds.")
 @click.option("--mark", "marks", multiple=True, metavar="INPUT:DIM[:MIN:MAX]",
               help="for mark-dynamic / shapes-spec (repeatable), as for run.")
+@click.option("--dynamic-sources", default=None, metavar="SOURCES",
+              help="for dynamic-sources: e.g. \"L['x'],L['y']:0\" (exact names or regexes, optional :dim), as for run.")
 @click.option("--recompile-limit", type=click.IntRange(min=1), default=None,
               help="the recompile limit to forecast under (default: PyTorch's; with --from-results, the "
                    "recording's).")
@@ -53,7 +55,7 @@ from .root import cli
                    "this compilescope).")
 @outputs_option(ForecastReport, aliases="--json")
 def forecast_command(workload: str, stream: str | None, strategies: str, backend: str, dry_backend: str | None,
-                     marks: tuple[str, ...], recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
+                     marks: tuple[str, ...], dynamic_sources: str | None, recompile_limit: int | None, results_path: Path | None, recorded_path: Path | None,
                      method: str | None, function: str | None, no_compute: bool, json_path: Path | None,
                      outs: tuple[Path, ...], python: str | None) -> int:
     """Predict, per request of a stream, what torch.compile will do under each strategy — hit a
@@ -98,7 +100,8 @@ def forecast_command(workload: str, stream: str | None, strategies: str, backend
     with user_prints_to_stderr(to_stdout):  # the dry run runs the workload's code here
         report = forecast_stream(
             workload, stream, strategies, method=method, backend=backend, dry_backend=dry_backend,
-            marks=tuple(parse_mark(m) for m in marks) if method != "recorded" else (), recompile_limit=recompile_limit,
+            marks=tuple(parse_mark(m) for m in marks) if method != "recorded" else (),
+            dynamic_sources=dynamic_sources if method != "recorded" else None, recompile_limit=recompile_limit,
             results=results_path,
             recorded=recorded_path, function=function, compute=not no_compute, progress=ConsoleProgress(out),
             recorded_backend=backend if backend_given and method == "recorded" else None,

@@ -888,6 +888,7 @@ def forecast(
     progress: ProgressFn | None = None,
     compute: bool = True,
     fake: bool | None = None,
+    dynamic_sources: str | None = None,
 ) -> ForecastReport:
     """Predict, per request of ``stream``, what each strategy's ``torch.compile`` does: hit,
     compile (with the guards that fail) or eager at the recompile limit. Raises a
@@ -902,12 +903,14 @@ def forecast(
     (:func:`cheaper_for_real`, measured once on the stream's first shape; then every strategy
     computes for real, and says why); True, on fake tensors (computing for real only when
     values are needed); False, for real. With ``compute`` False they run on fake tensors.
+    ``marks`` and ``dynamic_sources``: the options of the strategies that read them, as for a run.
     The workload's module state and the CPU random generator are put back after
     (:mod:`~compilescope.forecast.isolation`), the module state before each strategy's dry run too."""
     traced = dry_backend_for(backend, dry_backend)
     if results is not None and not Path(results).is_file():
         raise OptionError(f"--results {str(results)!r} is not a file")
-    options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks))
+    options = StrategyOptions(backend=backend, recompile_limit=recompile_limit, marks=tuple(marks),
+                              dynamic_sources=dynamic_sources)
     started = time.perf_counter()
     with put_back(load_workload(resolve_reference(workload))):
         return _forecast(workload, stream, strategies, options, traced, results, progress, compute, fake, started)

@@ -149,6 +149,25 @@ def test_a_torch_whose_cached_graphs_fail_under_a_fake_mode_is_forecast_computin
     assert any("has no dry run on fake tensors" in n for n in stopped.notes), stopped.notes
 
 
+def test_the_dynamic_sources_strategy_is_forecast_with_its_option(tmp_path, monkeypatch, main):
+    """Before, ``forecast --strategies dynamic-sources`` asked for ``--dynamic-sources``, an
+    option ``forecast`` did not have."""
+    from compilescope.execute.trial import run_trial
+
+    stream = ({"n": 8}, {"n": 16}, {"n": 8}, {"n": 32})
+    predicted = forecast("sincos", stream, "dynamic-sources", backend="eager",
+                         dynamic_sources="L['x']:0").strategy("dynamic-sources")
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "cache"))
+    real, _ = run_trial(TrialSpec("sincos", "dynamic-sources", "cold", stream,
+                                  StrategyOptions(backend="eager", dynamic_sources="L['x']:0"),
+                                  MeasureOptions(steady=False, numerics=False)))
+    assert [r.outcome for r in predicted.requests] == [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert [r.outcome for r in predicted.requests] == ["compile", "hit", "hit", "hit"]  # x's dim 0 dynamic from the start
+    code, out, err = main("forecast", "sincos", "--stream", "8,16", "--backend", "eager", "--strategies",
+                          "dynamic-sources", "--dynamic-sources", "L['x']:0")
+    assert code == 0 and "dynamic-sources: 1 compile, 1 hit" in out, err
+
+
 def test_repeats_are_predicted_without_tracing_again():
     stream = [{"n": n} for n in (8, 16, 8, 16, 32) * 200]
     report = forecast("sincos", stream, "static", backend="eager")
