@@ -590,3 +590,21 @@ def keeps_a_class_table() -> Workload:
     the forecast's process, after the workload's check and each strategy's dry run, grown."""
     return Workload(name="keeps-a-class-table", build=_ClassTable, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 12, 32, 20, 8, 64, 16)))
+
+
+_DRAWS = __import__("random").Random(0)
+
+
+def draws_its_length() -> Workload:
+    """``make_inputs`` draws each request's length at random around its ``n``: a shape's
+    requests are not a function of the shape, which a copied request takes them to be."""
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return x.sin() * 2
+
+        return f
+
+    return Workload(name="draws-its-length", build=build,
+                    make_inputs=lambda s: (torch.randn(s["n"] + _DRAWS.randint(0, 3)),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 16, 16, 16, 8, 8, 8, 16, 16)))

@@ -258,12 +258,16 @@ class _DryClock:
     replay: Replay | None = None
     valued: list[str] = dataclasses.field(default_factory=list)  # the first change :func:`values_of` saw
     ended: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the state the last call left
+    made: dict[Any, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # shape → its first inputs
+    unlike: list[str] = dataclasses.field(default_factory=list)  # the first shape made two ways
 
     def skip_next(self) -> bool:
         """Whether the trial's next request is copied, not called (it is then not made at all)."""
         return self.replay is not None and not self.replay.next_call()
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
+        if self.replay is not None and not self.unlike:
+            self._compare_inputs(self.replay.at - 1, args, kwargs)
         before = state_of(fn) if not self.changed else None
         if before is not None and self.ended:  # changed since the last call ended: by the workload's make_inputs
             self.changed.extend(f"{c}, between two calls" for c in state_change(self.ended[0], before)[:1])
@@ -282,7 +286,42 @@ class _DryClock:
         return out, took
 
 
+    def _compare_inputs(self, index: int, args: Any, kwargs: Any) -> None:
+        """Request ``index``'s inputs against those of the first call of its shape: a shape the
+        workload's ``make_inputs`` makes with other sizes, dtypes, plain values or structure (a
+        random length, an optional argument drawn at random) is not the function of the shape a
+        copied request takes it to be (:data:`INPUTS_NOTE`)."""
+        assert self.replay is not None
+        if not 0 <= index < len(self.replay.keys):
+            return
+        key, made = self.replay.keys[index], inputs_of(args, kwargs)
+        first = self.made.setdefault(key, (index, made))
+        if first[0] != index and (differ := state_change(first[1], made)):
+            self.unlike.append(f"request {index} against request {first[0]}: {differ[0]}")
+
+
 STATE_NOTE = "a call changed the state the next one meets"
+INPUTS_NOTE = "the workload made one shape's inputs two ways"
+
+
+def inputs_of(args: Any, kwargs: Any) -> dict[str, Any]:
+    """A request's inputs by path (``args[0]``, ``kwargs['mask']``): each tensor's sizes and
+    dtype, each plain value, each container's type and length (bounded as
+    :func:`compilescope.leaves.walk` is) — what a guard can read of them."""
+    import torch
+
+    from ..leaves import Node, source, walk
+
+    out: dict[str, Any] = {}
+    for root, value in (("args", args), ("kwargs", kwargs)):
+        for steps, v in walk(value).items:
+            if isinstance(v, torch.Tensor):
+                out[source(root, steps)] = (tuple(v.shape), str(v.dtype))
+            elif isinstance(v, Node):
+                out[source(root, steps)] = (v.type, v.length)
+            else:
+                out[source(root, steps)] = repr(v)
+    return out
 VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 
 
@@ -464,6 +503,8 @@ def _attempt(spec: TrialSpec, fake: bool, sink: Any, replay: Replay | None = Non
         result = dataclasses.replace(result, notes=(*result.notes, note))
     if clock.changed:
         result = dataclasses.replace(result, notes=(*result.notes, f"{STATE_NOTE} ({clock.changed[0]})"))
+    if clock.unlike:
+        result = dataclasses.replace(result, notes=(*result.notes, f"{INPUTS_NOTE} ({clock.unlike[0]})"))
     if clock.valued:
         result = dataclasses.replace(result, notes=(*result.notes, f"{VALUES_NOTE} ({clock.valued[0]})"))
     return result
@@ -648,6 +689,11 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     requests = replayed(stream, trial, replay.called)
     accepts = acceptance(workload, trial) if workload is not None else None
     requests = order_checked(requests, trial, accepts)
+    unlike = next((n for n in trial.notes if n.startswith(INPUTS_NOTE)), None)
+    if unlike is not None:  # the dry run's requests are not the ones a run makes of the same shapes
+        requests = [dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=(
+            f"{unlike}: a request is not a function of its shape (a random length, an argument drawn at random), "
+            "so the dry run's requests are not the real run's and none is forecast")) for r in requests]
     changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
     if changed is None and any(reads_values(b.reason) for b in trial.graph_breaks):  # a path reads values:
         changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # those a call changed

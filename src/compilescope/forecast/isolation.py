@@ -162,23 +162,9 @@ class ModuleState:
     def _restore_class(cls: type, attrs: dict[str, tuple[Any, Any]], before: set[str]) -> None:
         """A class's saved attributes bound to their first objects again, those put back as
         they were; an attribute of the saved kinds a call added, removed."""
-        import torch
-
         for name, (obj, value) in attrs.items():
             try:
-                if isinstance(obj, torch.Tensor):
-                    _restore_tensor(obj, value)
-                elif _is_array(obj):
-                    try:
-                        _restore_array(obj, value)
-                    except ValueError:
-                        obj = value.copy()
-                elif isinstance(obj, (list, dict, set)):
-                    obj.clear()
-                    (obj.update if not isinstance(obj, list) else obj.extend)(copy.deepcopy(value))  # type: ignore[attr-defined]
-                else:
-                    obj = copy.deepcopy(value)
-                setattr(cls, name, obj)
+                setattr(cls, name, _put_back(obj, value, {}))
             except Exception:  # noqa: BLE001 - this one stays as the calls left it
                 continue
         for name in set(vars(cls)) - before:
@@ -196,22 +182,9 @@ class ModuleState:
                 memo[id(value)] = obj
         for name, (obj, value) in names.items():
             try:
-                if isinstance(obj, torch.Tensor):
-                    _restore_tensor(obj, value)
-                elif _is_array(obj):
-                    try:
-                        _restore_array(obj, value)
-                    except ValueError:
-                        obj = value.copy()
-                elif isinstance(obj, (list, dict, set)):
-                    fresh = copy.deepcopy(value, {k: v for k, v in memo.items() if k != id(value)})
-                    obj.clear()
-                    (obj.update if not isinstance(obj, list) else obj.extend)(fresh)  # type: ignore[attr-defined]
-                else:
-                    obj = copy.deepcopy(value, dict(memo))
+                space[name] = _put_back(obj, value, memo)
             except Exception:  # noqa: BLE001 - this one stays as the calls left it
                 continue
-            space[name] = obj
         for name in set(space) - before:  # a name a call added (a module, function or class it imported stays)
             if not name.startswith("__") and not isinstance(space[name], (ModuleType, type)) and not callable(space[name]):
                 del space[name]
@@ -219,6 +192,30 @@ class ModuleState:
             if callable(getattr(value, "cache_clear", None)) and hasattr(value, "cache_info") \
                     and getattr(value, "__module__", None) == m.__name__:
                 value.cache_clear()
+
+
+def _put_back(obj: Any, value: Any, memo: dict[int, Any]) -> Any:
+    """``obj`` made to hold what ``value``, its saved copy, holds — a tensor's or an array's
+    values in place (an array resized: a copy instead), a container's contents (``memo``: a
+    saved copy → the original it is put back on, for a container holding another saved one),
+    an immutable value copied anew — and returned, the object to bind the name to again."""
+    import torch
+
+    if isinstance(obj, torch.Tensor):
+        _restore_tensor(obj, value)
+        return obj
+    if _is_array(obj):
+        try:
+            _restore_array(obj, value)
+            return obj
+        except ValueError:
+            return value.copy()
+    if isinstance(obj, (list, dict, set)):
+        fresh = copy.deepcopy(value, {k: v for k, v in memo.items() if k != id(value)})
+        obj.clear()
+        (obj.update if not isinstance(obj, list) else obj.extend)(fresh)  # type: ignore[attr-defined]
+        return obj
+    return copy.deepcopy(value, dict(memo))
 
 
 def _is_array(value: Any) -> bool:

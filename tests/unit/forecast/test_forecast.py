@@ -16,7 +16,7 @@ import torch
 
 from compilescope import compat
 from compilescope.forecast import forecast, request_outcomes
-from compilescope.forecast.engine import STATE_NOTE
+from compilescope.forecast.engine import INPUTS_NOTE, STATE_NOTE
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.workload import load_workload
@@ -234,6 +234,19 @@ def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(nam
         assert unknown and "between two calls" in unknown[0].why, default
     else:
         assert "unknown" not in {r.outcome for r in default}
+
+
+def test_a_workload_whose_inputs_are_drawn_at_random_is_not_forecast():
+    """``make_inputs`` adds a random 0-3 to each length: the dry run's requests are not the real
+    run's, and a copied request repeated a call of another length. Before: confident hits and
+    compiles that a run contradicted; now every request is unknown, saying why."""
+    ref = f"{FORECAST_WORKLOADS}:draws_its_length"
+    loaded = load_workload(ref)
+    sys.modules[loaded.build.__module__]._DRAWS.seed(0)
+    report = forecast(ref, loaded.default_stream, "default,static", backend="eager")
+    for s in report.strategies:
+        assert {r.outcome for r in s.requests} == {"unknown"}, s.requests
+        assert s.requests[-1].why.startswith(INPUTS_NOTE) and "args[0]" in s.requests[-1].why
 
 
 def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp_path, monkeypatch):
