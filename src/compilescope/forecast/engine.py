@@ -285,7 +285,6 @@ class _DryClock:
                 self.valued.extend(state_change(values, after)[:1])
         return out, took
 
-
     def _compare_inputs(self, index: int, args: Any, kwargs: Any) -> None:
         """Request ``index``'s inputs against those of the first call of its shape: a shape the
         workload's ``make_inputs`` makes with other sizes, dtypes, plain values or structure (a
@@ -301,6 +300,7 @@ class _DryClock:
 
 
 STATE_NOTE = "a call changed the state the next one meets"
+VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 INPUTS_NOTE = "the workload made one shape's inputs two ways"
 
 
@@ -322,7 +322,6 @@ def inputs_of(args: Any, kwargs: Any) -> dict[str, Any]:
             else:
                 out[source(root, steps)] = repr(v)
     return out
-VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 
 
 def state_of(fn: Any) -> dict[str, Any]:
