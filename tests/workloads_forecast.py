@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 
 import torch
+import workloads_forecast_table  # a module of the user's beside this one (the loader puts this folder on sys.path)
 
 from compilescope import Workload
 
@@ -590,6 +591,19 @@ def keeps_a_class_table() -> Workload:
     the forecast's process, after the workload's check and each strategy's dry run, grown."""
     return Workload(name="keeps-a-class-table", build=_ClassTable, make_inputs=lambda s: (torch.randn(s["n"]),),
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 12, 32, 20, 8, 64, 16)))
+
+
+class _TableElsewhere(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x * workloads_forecast_table.table(x.shape[0])
+
+
+def keeps_a_table_elsewhere() -> Workload:
+    """The class table's case with the table in another module of the user's, which this one
+    imports: a fresh process meets it small."""
+    return Workload(name="keeps-a-table-elsewhere", build=_TableElsewhere,
+                    make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 16, 8, 12, 32, 20, 8, 64, 16)))
 
 
 _DRAWS = __import__("random").Random(0)

@@ -347,15 +347,17 @@ def state_of(fn: Any) -> dict[str, Any]:
 def _state_roots(fn: Any) -> dict[str, Any]:
     """The compiled module's attributes (its submodules', parameters' and buffers' too), or a
     function's closure cells and bound module; and the plain values, containers and tensors
-    among the globals of the user's module that defines it (``G['name']``) and among the
-    attributes of the classes that module defines (``G['Rope']._table``). An optimizer or
+    among the globals of the user's module that defines it (``G['name']``) and of the user's
+    modules that one reaches by name (``rope.CACHE``,
+    :func:`~compilescope.forecast.isolation.workload_modules`), and among the attributes of the
+    classes those modules define (``G['Rope']._table``). An optimizer or
     another object a training step closes over runs eagerly: not the compiled code's."""
     import sys
 
     import torch
 
     from ..leaves import is_plain
-    from .isolation import user_module
+    from .isolation import user_module, workload_modules
 
     def kept(value: Any) -> bool:
         return is_plain(value) or isinstance(value, (list, tuple, dict, set, torch.Tensor))
@@ -388,10 +390,14 @@ def _state_roots(fn: Any) -> dict[str, Any]:
             roots.update(module_roots("self", target.__self__))
         home = sys.modules.get(getattr(target, "__module__", None) or "")
     if home is not None and user_module(home.__name__, home):
-        roots.update({f"G[{name!r}]": v for name, v in vars(home).items() if not name.startswith("__") and kept(v)})
-        for name, cls in vars(home).items():  # a class the module defines: what it keeps for all its instances
-            if isinstance(cls, type) and cls.__module__ == home.__name__:
-                roots.update({f"G[{name!r}].{k}": v for k, v in vars(cls).items() if not k.startswith("__") and kept(v)})
+        for module in workload_modules([home]):
+            prefix = "G[{!r}]" if module is home else f"{module.__name__}.{{}}"  # another: by its own name
+            roots.update({prefix.format(name): v for name, v in vars(module).items()
+                          if not name.startswith("__") and kept(v)})
+            for name, cls in vars(module).items():  # a class the module defines: what it keeps for all its instances
+                if isinstance(cls, type) and cls.__module__ == module.__name__:
+                    roots.update({f"{prefix.format(name)}.{k}": v for k, v in vars(cls).items()
+                                  if not k.startswith("__") and kept(v)})
     return roots
 
 

@@ -9,7 +9,8 @@ each dry trial and at the end (:class:`ModuleState`), as is the CPU random gener
 baseline is the module as the forecast found it: a fresh process's, for the CLI.
 
 Saved: the module-level names of the modules that define the workload's ``build``,
-``make_inputs`` and ``step`` (not compilescope's, not torch's), and the attributes of the
+``make_inputs`` and ``step`` (not compilescope's, not torch's) and of the user's modules those
+reach by name (:func:`workload_modules`: a helper module's cache), and the attributes of the
 classes those modules define (a cache a class keeps for all its instances), whose values are plain
 (numbers, strings, ``None``), tensors and numpy arrays (their values, put back in place), or
 lists, tuples, dicts and sets of those (``collections``' dicts too: ``OrderedDict``,
@@ -18,7 +19,8 @@ function); and the module's own
 ``functools.lru_cache`` functions are emptied (a fresh process starts with them empty; a call
 on fake tensors would leave fake tensors in them). Not saved: modules, functions,
 classes, ``nn.Module`` objects and other objects (their state is the model's, which each
-trial builds anew), and the state of other modules (a library's caches).
+trial builds anew), and the state of other modules (a library's caches, a module of the
+user's that the workload's modules do not name).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 MAX_TENSOR_BYTES = 64 * 2**20  # a module-level tensor larger than this is not saved (nor put back)
 MAX_SAVED_BYTES = 256 * 2**20  # all saved tensors of a forecast together
 MAX_ITEMS = 10_000  # items of a container saved, all levels together
+MAX_MODULES = 32  # the user's modules saved and read: the workload's own and those they reach
 _SKIP_MODULES = ("compilescope", "torch", "builtins")
 
 
@@ -72,6 +75,29 @@ def user_module(name: str, module: ModuleType) -> bool:
         return False
     installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return not any(str(path).startswith(p + "/") for p in installed if p) and "site-packages" not in str(path)
+
+
+def workload_modules(homes: list[ModuleType]) -> list[ModuleType]:
+    """The user's modules whose state a workload's calls can keep: ``homes`` (those defining its
+    functions) and the user's modules they reach by name — a module imported (``import rope``), or
+    the module of a function, class or object imported from one (``from rope import table``) —
+    and theirs in turn, at most :data:`MAX_MODULES`, the nearest first."""
+    found = {m.__name__: m for m in homes}
+    queue = list(homes)
+    while queue and len(found) < MAX_MODULES:
+        for value in list(vars(queue.pop(0)).values()):
+            if isinstance(value, ModuleType):
+                name: Any = value.__name__
+            else:
+                try:
+                    name = getattr(value, "__module__", None)
+                except Exception:  # noqa: BLE001 - an object whose attributes raise reaches no module
+                    continue
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            if module is not None and name not in found and user_module(name, module) and len(found) < MAX_MODULES:
+                found[name] = module
+                queue.append(module)
+    return list(found.values())
 
 
 def _restore_array(obj: Any, value: Any) -> None:
@@ -139,7 +165,7 @@ class ModuleState:
             module = sys.modules.get(name) if isinstance(name, str) else None
             if module is not None and user_module(name, module):
                 found.setdefault(name, module)
-        return cls(list(found.values()))
+        return cls(workload_modules(list(found.values())))
 
     def restore(self) -> None:
         """Put the saved names back, each on its own object where it is mutable (a tensor's

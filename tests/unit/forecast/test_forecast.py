@@ -205,14 +205,16 @@ def test_calls_that_carry_state_are_called_in_stream_order_never_a_wrong_hit(nam
         assert [r.outcome for r in report.strategy("default").requests] == ["compile", "compile", "hit"]
 
 
-@pytest.mark.parametrize("name", ["evaluates_every_third", "sets_a_global_in_make_inputs", "keeps_a_class_table"])
+@pytest.mark.parametrize("name", ["evaluates_every_third", "sets_a_global_in_make_inputs", "keeps_a_class_table",
+                                  "keeps_a_table_elsewhere"])
 def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(name, tmp_path, monkeypatch):
     """Before, each was a confident outcome the real run contradicted: a step that evaluates
     under no_grad every third call (its copied repeats skipped the step), ``make_inputs``
     setting a global the forward reads (changed between calls, never during one), and a table
-    kept on the module's class (not put back between dry runs, not read around calls). Now a
-    workload with a step has every request called; a change between two calls leaves the
-    copied requests unknown; a class's attributes are put back and read as the module's."""
+    kept on the module's class or in a helper module the workload's imports (not put back
+    between dry runs, not read around calls). Now a workload with a step has every request
+    called; a change between two calls leaves the copied requests unknown; a class's attributes
+    and a helper module's names are put back and read as the module's."""
     ref = f"{FORECAST_WORKLOADS}:{name}"
     loaded = load_workload(ref)
     stream, home = loaded.default_stream, sys.modules[loaded.build.__module__]
@@ -220,6 +222,7 @@ def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(nam
     for s in report.strategies:
         # each real trial here runs in this process: its module state as a fresh process has it
         home.SCALE[0], home._ClassTable.table = 0, torch.zeros(4)
+        home.workloads_forecast_table.TABLE["t"] = torch.zeros(4)
         real = _real(ref, s.strategy, stream, "eager", tmp_path, monkeypatch)
         seen = request_outcomes(real.calls, real.compiles)
         assert len(seen) == len(s.requests)
