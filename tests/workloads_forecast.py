@@ -4,6 +4,8 @@ device cannot, while the code Dynamo traces does not."""
 from __future__ import annotations
 
 import functools
+import itertools
+from typing import Any
 
 import torch
 import workloads_forecast_table  # a module of the user's beside this one (the loader puts this folder on sys.path)
@@ -604,6 +606,163 @@ def keeps_a_table_elsewhere() -> Workload:
     return Workload(name="keeps-a-table-elsewhere", build=_TableElsewhere,
                     make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
                     default_stream=tuple({"n": n} for n in (8, 16, 8, 12, 32, 20, 8, 64, 16)))
+
+
+class _Sin(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin()
+
+
+def turns_on_deterministic_algorithms() -> Workload:
+    """``make_inputs`` turns deterministic algorithms on for good once a request is long, a
+    setting of torch's that Dynamo guards on every frame: a fresh process meets it off, the
+    forecast's process, after an earlier strategy's dry run, on."""
+
+    def make(s: dict[str, int]) -> tuple[torch.Tensor]:
+        if s["n"] >= 64:
+            torch.use_deterministic_algorithms(True)
+        return (torch.randn(s["n"]),)
+
+    return Workload(name="turns-on-deterministic-algorithms", build=_Sin, make_inputs=make, dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 64, 8, 8)))
+
+
+class _Warmup:
+    """A schedule the user's module keeps: the first ``steps`` calls take the warm-up path."""
+
+    def __init__(self, steps: int) -> None:
+        self.step, self.steps = 0, steps
+
+    def tick(self) -> bool:
+        self.step += 1
+        return self.step > self.steps
+
+
+SCHEDULE = _Warmup(3)
+
+
+class _Scheduled(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin() if SCHEDULE.tick() else x.cos()
+
+
+def keeps_a_schedule_object() -> Workload:
+    """The forward ticks an object of the user's class that the module keeps (the step is
+    its attribute): a fresh process meets it at 0."""
+    return Workload(name="keeps-a-schedule-object", build=_Scheduled, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+def _warmed_after(steps: int) -> Any:
+    count = [0]
+
+    @torch.compiler.disable
+    def warmed() -> bool:
+        count[0] += 1
+        return count[0] > steps
+
+    return warmed
+
+
+is_warmed = _warmed_after(3)  # a module-level function whose closure counts its calls
+
+
+class _CountsInAClosure(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = x * 2
+        return y.sin() if is_warmed() else y.cos()
+
+
+def counts_in_a_module_functions_closure() -> Workload:
+    """The forward asks a module-level function, made by a factory, whose closure counts the
+    calls (run eagerly: ``torch.compiler.disable``): the fast path after the third."""
+    return Workload(name="counts-in-a-module-functions-closure", build=_CountsInAClosure,
+                    make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+class _Engine:
+    """Not a module: an object whose method is the compiled function; it counts its calls."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    @torch.compiler.disable
+    def _tick(self) -> bool:
+        self.calls += 1
+        return self.calls > 3
+
+    def predict(self, x: torch.Tensor, scale: float = 1.0) -> torch.Tensor:
+        y = x.sin() * scale
+        return y * 2 if self._tick() else y.cos()
+
+
+def a_bound_method_that_counts() -> Workload:
+    """The compiled function is a method bound to an object of the user's class (its count)."""
+    return Workload(name="a-bound-method-that-counts", build=lambda: _Engine().predict,
+                    make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+def a_partial_of_a_bound_method() -> Workload:
+    """The same behind a ``functools.partial`` (a keyword bound): ``torch.compile`` wraps it."""
+    return Workload(name="a-partial-of-a-bound-method", build=lambda: functools.partial(_Engine().predict, scale=0.5),
+                    make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+_TICKS = itertools.count()  # a hidden counter the module keeps
+
+
+class _Linear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu().sum()
+
+
+def turns_grad_off_every_third_input() -> Workload:
+    """``make_inputs`` turns grad mode off for every third request by a module's
+    ``itertools.count`` (the probe's and an earlier strategy's calls advance it; a fresh
+    process's starts at 0)."""
+
+    def make(s: dict[str, int]) -> tuple[torch.Tensor]:
+        torch.set_grad_enabled(next(_TICKS) % 3 != 2)
+        return (torch.randn(s["n"], 4),)
+
+    return Workload(name="turns-grad-off-every-third-input", build=_Linear, make_inputs=make, dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)), grad=True)
+
+
+class _Lazy(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        torch.manual_seed(0)
+        self.lin = torch.nn.LazyLinear(8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
+
+
+def lazy_linear() -> Workload:
+    """A lazy module: its parameter has no sizes until the first call sets them."""
+    return Workload(name="lazy-linear", build=_Lazy, make_inputs=lambda s: (torch.randn(s["n"], 16),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 24, 16)))
+
+
+def fresh_state() -> None:
+    """This module's state, and torch's settings its workloads change, as a fresh process meets
+    them (the forecast tests run real trials in their own process)."""
+    global _TICKS, is_warmed
+    SCALE[0], _ClassTable.table = 0, torch.zeros(4)
+    workloads_forecast_table.TABLE["t"] = torch.zeros(4)
+    SCHEDULE.step = 0
+    is_warmed, _TICKS = _warmed_after(3), itertools.count()
+    torch.use_deterministic_algorithms(False)
+    torch.set_grad_enabled(True)
 
 
 _DRAWS = __import__("random").Random(0)

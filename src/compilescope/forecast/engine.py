@@ -327,16 +327,22 @@ def inputs_of(args: Any, kwargs: Any) -> dict[str, Any]:
 def state_of(fn: Any) -> dict[str, Any]:
     """What a call of ``fn`` can leave for the next one, by path (:func:`_state_roots`) — each
     tensor's type, sizes and dtype (not its values: a guard never reads them), each plain
-    value, each container's type and length (bounded as :func:`compilescope.leaves.walk` is)."""
+    value, each container's type and length (bounded as :func:`compilescope.leaves.walk` is) —
+    and torch's settings that Dynamo guards (:func:`~compilescope.forecast.isolation.torch_settings`)."""
     import torch
 
     from ..leaves import Node, source, walk
 
-    out: dict[str, Any] = {}
+    from .isolation import torch_settings
+
+    out: dict[str, Any] = {name: repr(value) for name, value in torch_settings().items()}
     for name, root in _state_roots(fn).items():
         for steps, v in walk(root).items:
             if isinstance(v, torch.Tensor):
-                out[source(name, steps)] = (type(v).__name__, tuple(v.shape), str(v.dtype))
+                try:
+                    out[source(name, steps)] = (type(v).__name__, tuple(v.shape), str(v.dtype))
+                except Exception:  # noqa: BLE001 - a lazy module's parameter has no sizes until its first call
+                    out[source(name, steps)] = (type(v).__name__, "no sizes")
             elif isinstance(v, Node):
                 out[source(name, steps)] = (v.type, v.length)
             else:
@@ -346,18 +352,23 @@ def state_of(fn: Any) -> dict[str, Any]:
 
 def _state_roots(fn: Any) -> dict[str, Any]:
     """The compiled module's attributes (its submodules', parameters' and buffers' too), or a
-    function's closure cells and bound module; and the plain values, containers and tensors
-    among the globals of the user's module that defines it (``G['name']``) and of the user's
-    modules that one reaches by name (``rope.CACHE``,
-    :func:`~compilescope.forecast.isolation.workload_modules`), and among the attributes of the
-    classes those modules define (``G['Rope']._table``). An optimizer or
+    function's closure cells and the object it is bound to, or a callable object's attributes —
+    through what wraps it (a ``functools.partial``, with its bound arguments; a function's
+    ``__wrapped__``, as ``torch.compile`` wraps a partial or an object); and among the user's module that defines it and the user's modules that one
+    reaches by name (:func:`~compilescope.forecast.isolation.workload_modules`; another by its
+    own name, ``rope.CACHE``): the plain values, containers and tensors it holds
+    (``G['name']``), the attributes of the objects of the user's classes it holds
+    (``G['SCHED'].step``) and of the classes it defines (``G['Rope']._table``), and the
+    closure cells of its functions (``G['is_warm'].__closure__['count']``). An optimizer or
     another object a training step closes over runs eagerly: not the compiled code's."""
+    import functools
     import sys
+    import types
 
     import torch
 
     from ..leaves import is_plain
-    from .isolation import user_module, workload_modules
+    from .isolation import closure_cells, user_module, user_object, workload_modules
 
     def kept(value: Any) -> bool:
         return is_plain(value) or isinstance(value, (list, tuple, dict, set, torch.Tensor))
@@ -368,45 +379,71 @@ def _state_roots(fn: Any) -> dict[str, Any]:
                 for prefix, sub in module.named_modules() for key, value in vars(sub).items()
                 if key != "_modules" and not key.endswith("hooks")}
 
-    target = compat.compiled_module_inner(fn) or compat.uncompiled_callable(fn)
+    def held(name: str, value: Any, modules: bool = True) -> dict[str, Any]:
+        """What ``value`` keeps that a call can change: a module's attributes (``modules``),
+        itself where plain, a container or a tensor, an object of the user's class's own."""
+        if isinstance(value, torch.nn.Module):
+            return module_roots(name, value) if modules else {}
+        if kept(value):
+            return {name: value}
+        if user_object(value):
+            return {f"{name}.{k}": v for k, v in vars(value).items() if kept(v)}
+        return {}
+
     roots: dict[str, Any] = {}
-    if isinstance(target, torch.nn.Module):
-        roots, home = module_roots("self", target), sys.modules.get(type(target).__module__)
-    else:
-        code = getattr(target, "__code__", None)
-        for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
-            try:
-                value = cell.cell_contents
-            except ValueError:  # an empty cell
-                continue
-            if isinstance(value, torch.nn.Module):
-                roots.update(module_roots(name, value))
-            elif kept(value):
-                roots[name] = value
-            elif _plain_object(value) and user_module(type(value).__module__, sys.modules.get(type(value).__module__)):
-                # an object of the user's class the closure holds: its own attributes
-                roots.update({f"{name}.{k}": v for k, v in vars(value).items() if kept(v)})
-        if isinstance(getattr(target, "__self__", None), torch.nn.Module):
-            roots.update(module_roots("self", target.__self__))
-        home = sys.modules.get(getattr(target, "__module__", None) or "")
+    home: Any = None
+    target, seen = compat.compiled_module_inner(fn) or compat.uncompiled_callable(fn), set()
+    for _ in range(8):  # through what wraps what: a partial, a function's ``__wrapped__`` (torch.compile's of a partial or object)
+        if target is None or id(target) in seen:
+            break
+        seen.add(id(target))
+        target = compat.compiled_module_inner(target) or target
+        if isinstance(target, functools.partial):  # its bound arguments, then what it calls
+            for i, v in enumerate(target.args):
+                roots.update(held(f"partial.args[{i}]", v))
+            for k, v in target.keywords.items():
+                roots.update(held(f"partial.keywords[{k!r}]", v))
+            target = target.func
+            continue
+        if isinstance(target, torch.nn.Module):
+            roots.update(module_roots("self", target))
+        else:
+            code = getattr(target, "__code__", None)
+            for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
+                try:
+                    roots.update(held(name, cell.cell_contents))
+                except ValueError:  # an empty cell
+                    continue
+            owner = getattr(target, "__self__", None)  # a bound method's object; a callable object itself
+            if owner is not None and not isinstance(owner, types.ModuleType):
+                roots.update(held("self", owner))
+            elif user_object(target):
+                roots.update(held("self", target))
+        name = type(target).__module__ if isinstance(target, torch.nn.Module) else getattr(target, "__module__", None)
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        if home is None and user_module(name, module):
+            home = module
+        if isinstance(target, torch.nn.Module):
+            break
+        target = getattr(target, "__wrapped__", None)
     if home is not None and user_module(home.__name__, home):
         for module in workload_modules([home]):
             prefix = "G[{!r}]" if module is home else f"{module.__name__}.{{}}"  # another: by its own name
-            roots.update({prefix.format(name): v for name, v in vars(module).items()
-                          if not name.startswith("__") and kept(v)})
-            for name, cls in vars(module).items():  # a class the module defines: what it keeps for all its instances
-                if isinstance(cls, type) and cls.__module__ == module.__name__:
-                    roots.update({f"{prefix.format(name)}.{k}": v for k, v in vars(cls).items()
-                                  if not k.startswith("__") and kept(v)})
+            for name, value in vars(module).items():
+                if name.startswith("__"):
+                    continue
+                key = prefix.format(name)
+                if isinstance(value, type):  # a class the module defines: what it keeps for all its instances
+                    if value.__module__ == module.__name__:
+                        roots.update({f"{key}.{k}": v for k, v in vars(value).items()
+                                      if not k.startswith("__") and kept(v)})
+                elif isinstance(value, types.FunctionType):  # a function of the module's: its closure
+                    if value.__module__ == module.__name__:
+                        for cell, v, _ in closure_cells(value):
+                            roots.update(held(f"{key}.__closure__[{cell!r}]", v, modules=False))
+                else:
+                    roots.update(held(key, value, modules=False))
     return roots
-
-
-def _plain_object(value: Any) -> bool:
-    """An instance of a user's class with attributes of its own (not a module, function or class)."""
-    import types
-
-    return (hasattr(value, "__dict__") and not isinstance(value, (types.ModuleType, types.FunctionType, type,
-                                                                  types.MethodType)) and bool(vars(value)))
 
 
 _RUNNING_STAT = re.compile(r"\['(running_mean|running_var|num_batches_tracked)'\]$")  # a norm layer's, in training
@@ -427,7 +464,8 @@ def values_of(fn: Any) -> dict[str, Any]:
     for name, root in _state_roots(fn).items():
         for steps, v in walk(root).items:
             path = source(name, steps)
-            if (isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter) and v.numel() <= 8
+            if (isinstance(v, torch.Tensor) and not isinstance(v, torch.nn.Parameter)
+                    and not torch.nn.parameter.is_lazy(v) and v.numel() <= 8
                     and compat.is_real_tensor(v) and not _RUNNING_STAT.search(path)):
                 out[path] = repr(v.detach().flatten().tolist())
     out["the CPU random generator's state"] = f"#{hash(torch.random.get_rng_state().numpy().tobytes()) & 0xFFFF:04x}"

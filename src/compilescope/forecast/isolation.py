@@ -5,31 +5,38 @@ importing it left it. A dry run runs every strategy in this one process, after a
 eager calls, and a ``forecast()`` caller keeps using the process after it; so the module
 state the workload's own calls change — a flag a first call sets, a counter, a registry, a
 module-level tensor changed in place — is saved before the first call and put back before
-each dry trial and at the end (:class:`ModuleState`), as is the CPU random generator. The
-baseline is the module as the forecast found it: a fresh process's, for the CLI.
+each dry trial and at the end (:class:`ModuleState`), as are the CPU random generator and
+torch's process-wide settings that Dynamo guards (:func:`torch_settings`: a ``make_inputs``
+that turns on deterministic algorithms, a default dtype a call sets). The baseline is the
+module as the forecast found it: a fresh process's, for the CLI.
 
 Saved: the module-level names of the modules that define the workload's ``build``,
 ``make_inputs`` and ``step`` (not compilescope's, not torch's) and of the user's modules those
-reach by name (:func:`workload_modules`: a helper module's cache), and the attributes of the
-classes those modules define (a cache a class keeps for all its instances), whose values are plain
-(numbers, strings, ``None``), tensors and numpy arrays (their values, put back in place), or
-lists, tuples, dicts and sets of those (``collections``' dicts too: ``OrderedDict``,
-``defaultdict``, ``Counter``); a name a call adds is removed (unless a module, class or
-function); and the module's own
-``functools.lru_cache`` functions are emptied (a fresh process starts with them empty; a call
-on fake tensors would leave fake tensors in them). Not saved: modules, functions,
-classes, ``nn.Module`` objects and other objects (their state is the model's, which each
-trial builds anew), and the state of other modules (a library's caches, a module of the
-user's that the workload's modules do not name).
+reach by name (:func:`workload_modules`: a helper module's cache); the attributes of the
+classes those modules define (a cache a class keeps for all its instances) and of the objects
+of the user's classes they hold (a scheduler's step); and the closure cells of their
+functions (a counter a factory's function keeps) — each value plain (numbers, strings,
+``None``), a tensor or numpy array (its values, put back in place), an ``itertools.count``,
+a ``random.Random`` or a numpy random generator (a hidden counter, a module's own random
+draws), or a list, tuple, dict or set of those (``collections``' dicts too: ``OrderedDict``, ``defaultdict``,
+``Counter``). A name a call adds is removed (unless a module, class or function), and the
+module's own ``functools.lru_cache`` functions are emptied (a fresh process starts with them
+empty; a call on fake tensors would leave fake tensors in them). Not saved: ``nn.Module``
+objects (their state is the model's, which each trial builds anew), objects of other
+classes, and the state of other modules (a library's caches, a module of the user's that the
+workload's modules do not name).
 """
 
 from __future__ import annotations
 
+import ast
 import copy
+import itertools
+import random
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any
 
 MAX_TENSOR_BYTES = 64 * 2**20  # a module-level tensor larger than this is not saved (nor put back)
@@ -46,6 +53,8 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
 
     if value is None or isinstance(value, (bool, int, float, complex, str, bytes)):
         return True
+    if _generator(value):  # a counter or a random generator the module keeps: put back as it was
+        return type(value) is not itertools.count or _copy_count(value) is not None
     if isinstance(value, torch.Tensor):
         size = value.numel() * value.element_size()
         budget[1] -= size
@@ -63,18 +72,57 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
     return False
 
 
-def user_module(name: str, module: ModuleType) -> bool:
+def user_module(name: str, module: ModuleType | None) -> bool:
     """A module of the user's (a workload file, their own package), not compilescope's, torch's,
     the standard library's or an installed library's (whose state and caches are not ours)."""
     import sysconfig
 
-    if name.split(".")[0] in _SKIP_MODULES:
+    if module is None or name.split(".")[0] in _SKIP_MODULES:
         return False
     path = getattr(module, "__file__", None)
     if not path:
         return False
     installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
     return not any(str(path).startswith(p + "/") for p in installed if p) and "site-packages" not in str(path)
+
+
+def user_object(value: Any) -> bool:
+    """An instance of a class a module of the user's defines, with attributes of its own (a
+    scheduler, a counter object), not a module, function, class or ``nn.Module``."""
+    import types
+
+    import torch
+
+    if isinstance(value, (types.ModuleType, types.FunctionType, types.MethodType, type, torch.nn.Module)):
+        return False
+    try:
+        own = vars(value)
+    except TypeError:  # no __dict__
+        return False
+    name = type(value).__module__
+    return bool(own) and isinstance(name, str) and user_module(name, sys.modules.get(name))
+
+
+def closure_cells(fn: Any) -> list[tuple[str, Any, Any]]:
+    """``(name, contents, cell)`` of each filled closure cell of ``fn`` and of the functions it
+    wraps (``__wrapped__``: ``functools.wraps``, ``torch.compiler.disable``), 8 deep at most."""
+    out: list[tuple[str, Any, Any]] = []
+    seen: set[int] = set()
+    for _ in range(8):
+        if fn is None or id(fn) in seen:
+            break
+        seen.add(id(fn))
+        code = getattr(fn, "__code__", None)
+        for name, cell in zip(getattr(code, "co_freevars", ()), getattr(fn, "__closure__", None) or ()):
+            try:
+                out.append((name, cell.cell_contents, cell))
+            except ValueError:  # an empty cell
+                continue
+        try:
+            fn = getattr(fn, "__wrapped__", None)
+        except Exception:  # noqa: BLE001 - an object whose attributes raise wraps nothing we can see
+            break
+    return out
 
 
 def workload_modules(homes: list[ModuleType]) -> list[ModuleType]:
@@ -98,6 +146,54 @@ def workload_modules(homes: list[ModuleType]) -> list[ModuleType]:
                 found[name] = module
                 queue.append(module)
     return list(found.values())
+
+
+def torch_settings() -> dict[str, Any]:
+    """The process-wide settings of torch's that Dynamo's global state guard checks before every
+    compiled frame runs (its fields, checked on torch 2.13: grad mode, deterministic algorithms
+    and their warn-only mode, the default dtype, the intra-op thread count, the float32 matmul
+    precision and the reduced-precision reductions), read through torch's public API. A call,
+    a step or a ``make_inputs`` that changes one changes which cache entry runs."""
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    return {
+        "torch.is_grad_enabled()": torch.is_grad_enabled(),
+        "torch.are_deterministic_algorithms_enabled()": torch.are_deterministic_algorithms_enabled(),
+        "torch.is_deterministic_algorithms_warn_only_enabled()": torch.is_deterministic_algorithms_warn_only_enabled(),
+        "torch.get_default_dtype()": torch.get_default_dtype(),
+        "torch.get_num_threads()": torch.get_num_threads(),
+        "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision(),
+        "allow_fp16_reduced_precision_reduction": matmul.allow_fp16_reduced_precision_reduction,
+        "allow_bf16_reduced_precision_reduction": matmul.allow_bf16_reduced_precision_reduction,
+    }
+
+
+def _set_torch_settings(saved: dict[str, Any]) -> None:
+    """Each of :func:`torch_settings` that differs now set back to ``saved``'s value; one that
+    cannot be set stays as it is."""
+    import torch
+
+    matmul = torch.backends.cuda.matmul
+    setters = {
+        "torch.is_grad_enabled()": torch.set_grad_enabled,
+        "torch.are_deterministic_algorithms_enabled()": lambda v: torch.use_deterministic_algorithms(
+            v, warn_only=saved["torch.is_deterministic_algorithms_warn_only_enabled()"]),
+        "torch.is_deterministic_algorithms_warn_only_enabled()": lambda v: torch.use_deterministic_algorithms(
+            saved["torch.are_deterministic_algorithms_enabled()"], warn_only=v),
+        "torch.get_default_dtype()": torch.set_default_dtype,
+        "torch.get_num_threads()": torch.set_num_threads,
+        "torch.get_float32_matmul_precision()": torch.set_float32_matmul_precision,
+        "allow_fp16_reduced_precision_reduction": lambda v: setattr(matmul, "allow_fp16_reduced_precision_reduction", v),
+        "allow_bf16_reduced_precision_reduction": lambda v: setattr(matmul, "allow_bf16_reduced_precision_reduction", v),
+    }
+    now = torch_settings()
+    for name, value in saved.items():
+        if now.get(name) != value:
+            try:
+                setters[name](value)
+            except Exception:  # noqa: BLE001 - a setting torch will not take back stays as the calls left it
+                continue
 
 
 def _restore_array(obj: Any, value: Any) -> None:
@@ -135,26 +231,49 @@ class ModuleState:
                 if name.startswith("__") or not _saved(value, [MAX_ITEMS, budget[1]]):
                     continue
                 try:
-                    names[name] = (value, copy.deepcopy(value, memo))
+                    names[name] = (value, _copy(value, memo))
                 except Exception:  # noqa: BLE001 - a value that will not copy is not saved
                     continue
                 budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
             self.saved.append((m, names))
         self.names = [set(vars(m)) for m, _ in self.saved]
+        self.torch = torch_settings()
+        # the objects of the user's classes a module holds (a scheduler's step) and the closure
+        # cells of its functions (a counter a factory's function keeps): what they hold of the same kinds
+        self.objects: list[tuple[Any, dict[str, tuple[Any, Any]], set[str]]] = []
+        self.cells: list[tuple[Any, Any, Any]] = []
+        for m in modules:
+            for value in list(vars(m).values()):
+                if isinstance(value, FunctionType) and value.__module__ == m.__name__:
+                    for _, held, cell in closure_cells(value):
+                        if _saved(held, [MAX_ITEMS, budget[1]]):
+                            try:
+                                self.cells.append((cell, held, _copy(held, {})))
+                            except Exception:  # noqa: BLE001 - a value that will not copy is not saved
+                                continue
+                            budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(held))
+                elif user_object(value):
+                    attrs = self._attributes(value, budget)
+                    self.objects.append((value, attrs, set(vars(value))))
         # the classes a module defines: their attributes of the same kinds (a cache kept on the class)
         self.classes: list[tuple[type, dict[str, tuple[Any, Any]], set[str]]] = []
         for m in modules:
             for cls in [v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__]:
-                attrs: dict[str, tuple[Any, Any]] = {}
-                for name, value in list(vars(cls).items()):
-                    if name.startswith("__") or not _saved(value, [MAX_ITEMS, budget[1]]):
-                        continue
-                    try:
-                        attrs[name] = (value, copy.deepcopy(value))
-                    except Exception:  # noqa: BLE001 - a value that will not copy is not saved
-                        continue
-                    budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
-                self.classes.append((cls, attrs, set(vars(cls))))
+                self.classes.append((cls, self._attributes(cls, budget), set(vars(cls))))
+
+    @staticmethod
+    def _attributes(owner: Any, budget: list[int]) -> dict[str, tuple[Any, Any]]:
+        """``owner``'s own attributes of the kinds saved, each with a copy (``budget``: bytes left)."""
+        attrs: dict[str, tuple[Any, Any]] = {}
+        for name, value in list(vars(owner).items()):
+            if name.startswith("__") or not _saved(value, [MAX_ITEMS, budget[1]]):
+                continue
+            try:
+                attrs[name] = (value, _copy(value, {}))
+            except Exception:  # noqa: BLE001 - a value that will not copy is not saved
+                continue
+            budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(value))
+        return attrs
 
     @classmethod
     def of(cls, workload: Any) -> ModuleState:
@@ -172,22 +291,29 @@ class ModuleState:
         values in place, a container's contents; the name bound to that object again, so what
         holds it sees the change), an immutable value rebound to a fresh copy; a name added
         since, holding state of the kinds saved, removed; the module's memoized functions
-        emptied. Never raises: a value that cannot be put back is left as it is."""
+        emptied; torch's settings set back. Never raises: a value that cannot be put back is
+        left as it is."""
+        _set_torch_settings(self.torch)
         for (m, names), before in zip(self.saved, self.names):
             try:
                 self._restore(m, names, before)
             except Exception:  # noqa: BLE001 - putting back is best effort; the user's code must not fail for it
                 continue
-        for cls, attrs, names in self.classes:
+        for owner, attrs, names in (*self.classes, *self.objects):
             try:
-                self._restore_class(cls, attrs, names)
+                self._restore_class(owner, attrs, names)
             except Exception:  # noqa: BLE001 - as above
+                continue
+        for cell, obj, value in self.cells:
+            try:
+                cell.cell_contents = _put_back(obj, value, {})
+            except Exception:  # noqa: BLE001 - this one stays as the calls left it
                 continue
 
     @staticmethod
-    def _restore_class(cls: type, attrs: dict[str, tuple[Any, Any]], before: set[str]) -> None:
-        """A class's saved attributes bound to their first objects again, those put back as
-        they were; an attribute of the saved kinds a call added, removed."""
+    def _restore_class(cls: Any, attrs: dict[str, tuple[Any, Any]], before: set[str]) -> None:
+        """A class's (an object's) saved attributes bound to their first objects again, those
+        put back as they were; an attribute of the saved kinds a call added, removed."""
         for name, (obj, value) in attrs.items():
             try:
                 setattr(cls, name, _put_back(obj, value, {}))
@@ -230,6 +356,17 @@ def _put_back(obj: Any, value: Any, memo: dict[int, Any]) -> Any:
     if isinstance(obj, torch.Tensor):
         _restore_tensor(obj, value)
         return obj
+    if type(obj) is itertools.count:  # rebound to a fresh copy: one cannot be set
+        return _copy_count(value)
+    if isinstance(obj, random.Random):
+        obj.setstate(value.getstate())
+        return obj
+    if _generator(obj):  # numpy's
+        if hasattr(obj, "bit_generator"):
+            obj.bit_generator.state = value.bit_generator.state
+        else:
+            obj.set_state(value.get_state())
+        return obj
     if _is_array(obj):
         try:
             _restore_array(obj, value)
@@ -242,6 +379,27 @@ def _put_back(obj: Any, value: Any, memo: dict[int, Any]) -> Any:
         (obj.update if not isinstance(obj, list) else obj.extend)(fresh)  # type: ignore[attr-defined]
         return obj
     return copy.deepcopy(value, dict(memo))
+
+
+def _generator(value: Any) -> bool:
+    """An ``itertools.count``, a ``random.Random`` or a numpy random generator: a sequence a
+    module keeps, which a dry run's calls (and the probe's) advance as a fresh process's would not."""
+    if type(value) is itertools.count or isinstance(value, random.Random):
+        return True
+    return type(value).__module__.startswith("numpy.random") and type(value).__name__ in ("Generator", "RandomState")
+
+
+def _copy_count(value: Any) -> Any:
+    """A new ``itertools.count`` at ``value``'s next number and step (from its repr: copying one
+    otherwise is deprecated), or None."""
+    try:
+        return itertools.count(*(ast.literal_eval(p.strip()) for p in repr(value)[len("count("):-1].split(",")))
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+def _copy(value: Any, memo: dict[int, Any]) -> Any:
+    return _copy_count(value) if type(value) is itertools.count else copy.deepcopy(value, memo)
 
 
 def _is_array(value: Any) -> bool:
