@@ -753,13 +753,84 @@ def lazy_linear() -> Workload:
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 24, 16)))
 
 
+class _WarmupModule(torch.nn.Module):
+    """The schedule made a module, kept by the user's module (no trial builds it anew)."""
+
+    def __init__(self, steps: int) -> None:
+        super().__init__()
+        self.step, self.steps = 0, steps
+
+    def tick(self) -> bool:
+        self.step += 1
+        return self.step > self.steps
+
+
+SCHEDULE_MODULE = _WarmupModule(3)
+
+
+class _ScheduledByAModule(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.sin() if SCHEDULE_MODULE.tick() else x.cos()
+
+
+def keeps_a_schedule_module() -> Workload:
+    return Workload(name="keeps-a-schedule-module", build=_ScheduledByAModule,
+                    make_inputs=lambda s: (torch.randn(s["n"]),), dims=("n",),
+                    default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+def _hooked() -> torch.nn.Module:
+    count = [0]
+
+    def hook(module: torch.nn.Module, args: Any, out: torch.Tensor) -> torch.Tensor:
+        count[0] += 1
+        return out * 2 if count[0] > 3 else out
+
+    model = _Linear()
+    model.lin.register_forward_hook(hook)
+    return model
+
+
+def counts_in_a_hook() -> Workload:
+    """A forward hook, registered by ``build``, whose closure counts the calls."""
+    return Workload(name="counts-in-a-hook", build=_hooked, make_inputs=lambda s: (torch.randn(s["n"], 4),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+class _CountsInADefault(torch.nn.Module):
+    def forward(self, x: torch.Tensor, _calls: list[int] = [0]) -> torch.Tensor:  # noqa: B006 - the point
+        _calls[0] += 1
+        return x.sin() if _calls[0] > 3 else x.cos()
+
+
+def counts_in_a_default() -> Workload:
+    """A mutable default argument that counts the calls: the class's, kept across trials."""
+    return Workload(name="counts-in-a-default", build=_CountsInADefault, make_inputs=lambda s: (torch.randn(s["n"]),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)))
+
+
+def inputs_count_in_a_closure() -> Workload:
+    """``make_inputs`` counts its requests in its own closure and turns grad mode off for
+    every third: a change only a copied request's inputs would make."""
+    seen = [0]
+
+    def make(s: dict[str, int]) -> tuple[torch.Tensor]:
+        seen[0] += 1
+        torch.set_grad_enabled(seen[0] % 3 != 0)
+        return (torch.randn(s["n"], 4),)
+
+    return Workload(name="inputs-count-in-a-closure", build=_Linear, make_inputs=make, dims=("n",),
+                    default_stream=tuple({"n": 8} for _ in range(7)), grad=True)
+
+
 def fresh_state() -> None:
     """This module's state, and torch's settings its workloads change, as a fresh process meets
     them (the forecast tests run real trials in their own process)."""
     global _TICKS, is_warmed
     SCALE[0], _ClassTable.table = 0, torch.zeros(4)
     workloads_forecast_table.TABLE["t"] = torch.zeros(4)
-    SCHEDULE.step = 0
+    SCHEDULE.step = SCHEDULE_MODULE.step = 0
+    _CountsInADefault.forward.__defaults__[0][0] = 0
     is_warmed, _TICKS = _warmed_after(3), itertools.count()
     torch.use_deterministic_algorithms(False)
     torch.set_grad_enabled(True)

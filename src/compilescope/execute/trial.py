@@ -187,6 +187,9 @@ class _Runner:
     def stream(self, stream: tuple[Shape, ...], sink: CallSink | None = None, phase: str = "stream") -> list[CallRecord]:
         records = []
         skip = getattr(self.call_clock, "skip_next", None)  # a dry run's clock skips the requests it copies
+        meet = getattr(self.call_clock, "meet_workload", None)  # and reads what the workload's functions keep
+        if meet is not None:
+            meet(self.workload)
         for index, shape in enumerate(stream):
             if skip is not None and skip():
                 continue

@@ -39,6 +39,7 @@ import dataclasses
 import math
 import re
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -260,6 +261,11 @@ class _DryClock:
     ended: list[dict[str, Any]] = dataclasses.field(default_factory=list)  # the state the last call left
     made: dict[Any, tuple[int, dict[str, Any]]] = dataclasses.field(default_factory=dict)  # shape → its first inputs
     unlike: list[str] = dataclasses.field(default_factory=list)  # the first shape made two ways
+    met: list[Any] = dataclasses.field(default_factory=list)  # the trial's own workload (what make_inputs keeps)
+
+    def meet_workload(self, workload: Any) -> None:
+        """The trial's loaded workload, told before its calls (:meth:`compilescope.execute.trial`)."""
+        self.met[:] = [workload]
 
     def skip_next(self) -> bool:
         """Whether the trial's next request is copied, not called (it is then not made at all)."""
@@ -268,7 +274,7 @@ class _DryClock:
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         if self.replay is not None and not self.unlike:
             self._compare_inputs(self.replay.at - 1, args, kwargs)
-        before = state_of(fn) if not self.changed else None
+        before = state_of(fn, *self.met) if not self.changed else None
         if before is not None and self.ended:  # changed since the last call ended: by the workload's make_inputs
             self.changed.extend(f"{c}, between two calls" for c in state_change(self.ended[0], before)[:1])
         values = _values_or_none(fn) if not self.valued else None
@@ -278,7 +284,7 @@ class _DryClock:
         finally:
             took = time.perf_counter() - started
             if before is not None:
-                after = state_of(fn)
+                after = state_of(fn, *self.met)
                 self.changed.extend(state_change(before, after)[:1])
                 self.ended[:] = [after]
             if values is not None and (after := _values_or_none(fn)) is not None:
@@ -300,6 +306,7 @@ class _DryClock:
 
 
 STATE_NOTE = "a call changed the state the next one meets"
+EVERY_NOTE = "every request called, in the stream's order, as the run makes them"
 VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 INPUTS_NOTE = "the workload made one shape's inputs two ways"
 
@@ -324,7 +331,7 @@ def inputs_of(args: Any, kwargs: Any) -> dict[str, Any]:
     return out
 
 
-def state_of(fn: Any) -> dict[str, Any]:
+def state_of(fn: Any, workload: Any = None) -> dict[str, Any]:
     """What a call of ``fn`` can leave for the next one, by path (:func:`_state_roots`) — each
     tensor's type, sizes and dtype (not its values: a guard never reads them), each plain
     value, each container's type and length (bounded as :func:`compilescope.leaves.walk` is) —
@@ -336,7 +343,7 @@ def state_of(fn: Any) -> dict[str, Any]:
     from .isolation import torch_settings
 
     out: dict[str, Any] = {name: repr(value) for name, value in torch_settings().items()}
-    for name, root in _state_roots(fn).items():
+    for name, root in _state_roots(fn, workload).items():
         for steps, v in walk(root).items:
             if isinstance(v, torch.Tensor):
                 try:
@@ -350,45 +357,90 @@ def state_of(fn: Any) -> dict[str, Any]:
     return out
 
 
-def _state_roots(fn: Any) -> dict[str, Any]:
-    """The compiled module's attributes (its submodules', parameters' and buffers' too), or a
-    function's closure cells and the object it is bound to, or a callable object's attributes —
-    through what wraps it (a ``functools.partial``, with its bound arguments; a function's
-    ``__wrapped__``, as ``torch.compile`` wraps a partial or an object); and among the user's module that defines it and the user's modules that one
-    reaches by name (:func:`~compilescope.forecast.isolation.workload_modules`; another by its
-    own name, ``rope.CACHE``): the plain values, containers and tensors it holds
-    (``G['name']``), the attributes of the objects of the user's classes it holds
-    (``G['SCHED'].step``) and of the classes it defines (``G['Rope']._table``), and the
-    closure cells of its functions (``G['is_warm'].__closure__['count']``). An optimizer or
-    another object a training step closes over runs eagerly: not the compiled code's."""
+def _kept(value: Any) -> bool:
+    import torch
+
+    from ..leaves import is_plain
+
+    return is_plain(value) or isinstance(value, (list, tuple, dict, set, torch.Tensor))
+
+
+def _function_roots(name: str, fn: Any) -> dict[str, Any]:
+    """What a function keeps between calls: its closure cells (and those of what it wraps) and
+    its mutable defaults (``def forward(self, x, _calls=[0])``)."""
+    from .isolation import closure_cells
+
+    roots: dict[str, Any] = {}
+    for cell, value, _ in closure_cells(fn):
+        roots.update(_held(f"{name}.__closure__[{cell!r}]", value, modules=False))
+    for i, value in enumerate(getattr(fn, "__defaults__", None) or ()):
+        if isinstance(value, (list, dict, set)):
+            roots[f"{name}.__defaults__[{i}]"] = value
+    for key, value in (getattr(fn, "__kwdefaults__", None) or {}).items():
+        if isinstance(value, (list, dict, set)):
+            roots[f"{name}.__kwdefaults__[{key!r}]"] = value
+    return roots
+
+
+def _module_roots(name: str, module: Any) -> dict[str, Any]:
+    """A module's attributes, its submodules' (parameters and buffers among them), and what
+    its hooks' closures keep (a forward hook counting calls)."""
+    module = compat.compiled_module_inner(module) or module
+    roots: dict[str, Any] = {}
+    for prefix, sub in module.named_modules():
+        at = f"{name}.{prefix}" if prefix else name
+        for key, value in vars(sub).items():
+            if key.endswith("hooks"):
+                for hook_id, hook in (value.items() if isinstance(value, dict) else ()):
+                    roots.update(_function_roots(f"{at}.{key}[{hook_id}]", hook))
+            elif key != "_modules":
+                roots[f"{at}.{key}"] = value
+    return roots
+
+
+def _held(name: str, value: Any, modules: bool = True) -> dict[str, Any]:
+    """What ``value`` keeps that a call can change: a module's attributes (``modules``: any; else
+    one of the user's classes), itself where plain, a container or a tensor, an object of the
+    user's class's own attributes, an ``itertools.count``'s next number."""
+    import itertools
+
+    import torch
+
+    from .isolation import user_module, user_object
+
+    if isinstance(value, torch.nn.Module):
+        mine = user_module(type(value).__module__, sys.modules.get(type(value).__module__))
+        return _module_roots(name, value) if modules or mine else {}
+    if _kept(value):
+        return {name: value}
+    if type(value) is itertools.count:
+        return {name: repr(value)}
+    if user_object(value):
+        return {f"{name}.{k}": v for k, v in vars(value).items() if _kept(v)}
+    return {}
+
+
+def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
+    """The compiled module's attributes (its submodules', parameters' and buffers' too, its
+    hooks' closures), or a function's closure cells, mutable defaults and the object it is
+    bound to, or a callable object's attributes — through what wraps it (a
+    ``functools.partial``, with its bound arguments; a function's ``__wrapped__``, as
+    ``torch.compile`` wraps a partial or an object); the closures of the ``workload``'s
+    ``make_inputs`` and ``step`` (a count they keep); and among the user's module that defines
+    it and the user's modules that one reaches by name
+    (:func:`~compilescope.forecast.isolation.workload_modules`; another by its own name,
+    ``rope.CACHE``): the plain values, containers and tensors it holds (``G['name']``), the
+    attributes of the objects and modules of the user's classes it holds (``G['SCHED'].step``)
+    and of the classes it defines (``G['Rope']._table``), and the closure cells and mutable
+    defaults of its functions and its classes' methods (``G['is_warm'].__closure__['count']``).
+    An optimizer or another object a training step closes over runs eagerly: not the compiled
+    code's."""
     import functools
-    import sys
     import types
 
     import torch
 
-    from ..leaves import is_plain
-    from .isolation import closure_cells, user_module, user_object, workload_modules
-
-    def kept(value: Any) -> bool:
-        return is_plain(value) or isinstance(value, (list, tuple, dict, set, torch.Tensor))
-
-    def module_roots(name: str, module: Any) -> dict[str, Any]:
-        module = compat.compiled_module_inner(module) or module
-        return {f"{name}.{prefix}.{key}" if prefix else f"{name}.{key}": value
-                for prefix, sub in module.named_modules() for key, value in vars(sub).items()
-                if key != "_modules" and not key.endswith("hooks")}
-
-    def held(name: str, value: Any, modules: bool = True) -> dict[str, Any]:
-        """What ``value`` keeps that a call can change: a module's attributes (``modules``),
-        itself where plain, a container or a tensor, an object of the user's class's own."""
-        if isinstance(value, torch.nn.Module):
-            return module_roots(name, value) if modules else {}
-        if kept(value):
-            return {name: value}
-        if user_object(value):
-            return {f"{name}.{k}": v for k, v in vars(value).items() if kept(v)}
-        return {}
+    from .isolation import user_module, user_object, workload_modules
 
     roots: dict[str, Any] = {}
     home: Any = None
@@ -400,25 +452,27 @@ def _state_roots(fn: Any) -> dict[str, Any]:
         target = compat.compiled_module_inner(target) or target
         if isinstance(target, functools.partial):  # its bound arguments, then what it calls
             for i, v in enumerate(target.args):
-                roots.update(held(f"partial.args[{i}]", v))
+                roots.update(_held(f"partial.args[{i}]", v))
             for k, v in target.keywords.items():
-                roots.update(held(f"partial.keywords[{k!r}]", v))
+                roots.update(_held(f"partial.keywords[{k!r}]", v))
             target = target.func
             continue
         if isinstance(target, torch.nn.Module):
-            roots.update(module_roots("self", target))
+            roots.update(_module_roots("self", target))
         else:
             code = getattr(target, "__code__", None)
             for name, cell in zip(getattr(code, "co_freevars", ()), getattr(target, "__closure__", None) or ()):
                 try:
-                    roots.update(held(name, cell.cell_contents))
+                    roots.update(_held(name, cell.cell_contents))
                 except ValueError:  # an empty cell
                     continue
+            roots.update({k: v for k, v in _function_roots("fn", getattr(target, "__func__", target)).items()
+                          if ".__closure__" not in k})  # its own defaults (its closure: above, by name)
             owner = getattr(target, "__self__", None)  # a bound method's object; a callable object itself
             if owner is not None and not isinstance(owner, types.ModuleType):
-                roots.update(held("self", owner))
+                roots.update(_held("self", owner))
             elif user_object(target):
-                roots.update(held("self", target))
+                roots.update(_held("self", target))
         name = type(target).__module__ if isinstance(target, torch.nn.Module) else getattr(target, "__module__", None)
         module = sys.modules.get(name) if isinstance(name, str) else None
         if home is None and user_module(name, module):
@@ -426,6 +480,10 @@ def _state_roots(fn: Any) -> dict[str, Any]:
         if isinstance(target, torch.nn.Module):
             break
         target = getattr(target, "__wrapped__", None)
+    for part in ("make_inputs", "step"):  # what the workload's own functions keep between requests
+        maker = getattr(workload, part, None)
+        if maker is not None:
+            roots.update(_function_roots(part, maker))
     if home is not None and user_module(home.__name__, home):
         for module in workload_modules([home]):
             prefix = "G[{!r}]" if module is home else f"{module.__name__}.{{}}"  # another: by its own name
@@ -435,14 +493,16 @@ def _state_roots(fn: Any) -> dict[str, Any]:
                 key = prefix.format(name)
                 if isinstance(value, type):  # a class the module defines: what it keeps for all its instances
                     if value.__module__ == module.__name__:
-                        roots.update({f"{key}.{k}": v for k, v in vars(value).items()
-                                      if not k.startswith("__") and kept(v)})
-                elif isinstance(value, types.FunctionType):  # a function of the module's: its closure
+                        for k, v in vars(value).items():
+                            if isinstance(v, types.FunctionType):  # a method's mutable defaults
+                                roots.update(_function_roots(f"{key}.{k}", v))
+                            elif not k.startswith("__") and _kept(v):
+                                roots[f"{key}.{k}"] = v
+                elif isinstance(value, types.FunctionType):  # a function of the module's: its closure, defaults
                     if value.__module__ == module.__name__:
-                        for cell, v, _ in closure_cells(value):
-                            roots.update(held(f"{key}.__closure__[{cell!r}]", v, modules=False))
+                        roots.update(_function_roots(key, value))
                 else:
-                    roots.update(held(key, value, modules=False))
+                    roots.update(_held(key, value, modules=False))
     return roots
 
 
@@ -704,6 +764,10 @@ class _Progress:
     def compute(self, why: str) -> None:
         self.traced, self.computed, self.seen = 0, True, set()
 
+    def again(self) -> None:
+        """The stream from its start once more (every request called)."""
+        self.traced, self.seen = 0, set()
+
     def __call__(self, record: CallRecord, compiles: Any, breaks: Any) -> None:
         self.traced += count_compiles(compiles).compiles
         self.seen.add(shape_key(record.shape))
@@ -721,25 +785,36 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     which entry a repeated shape's lookup runs, :func:`acceptance`)."""
     begun = time.perf_counter()
     distinct = distinct_shapes(tuple(stream))
-    replay = Replay(stream, every=workload is not None and workload.step is not None)
+    every = workload is not None and workload.step is not None
     sink = _Progress(strategy, stream, len(distinct), progress, started or begun) if progress is not None else None
-    trial = dry_trial(workload_ref, strategy, tuple(stream), options, dry_backend=dry_backend, sink=sink,
-                      compute=compute, on_compute=sink.compute if sink is not None else None, real_first=real_first,
-                      replay=replay)
-    if trial.status == "unavailable":
-        return f"{strategy} is unavailable: {trial.error}"
+    for _ in range(2):
+        replay = Replay(stream, every=every)
+        trial = dry_trial(workload_ref, strategy, tuple(stream), options, dry_backend=dry_backend, sink=sink,
+                          compute=compute, on_compute=sink.compute if sink is not None else None,
+                          real_first=real_first, replay=replay)
+        if trial.status == "unavailable":
+            return f"{strategy} is unavailable: {trial.error}"
+        unlike = next((n for n in trial.notes if n.startswith(INPUTS_NOTE)), None)
+        changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
+        if changed is None and any(reads_values(b.reason) for b in trial.graph_breaks):  # a path reads values:
+            changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # those a call changed
+        if changed is None or every or unlike is not None or len(replay.called) == len(stream):
+            break
+        # the calls carry state that changes what a copied request does: the stream once more, every request
+        # called in its order, as the run makes them (a request then is what it does, not a copy)
+        every = True
+        if sink is not None:
+            sink.again()
     notes = list(trial.notes)
+    if replay.every and changed is not None:  # said once, with what it led to
+        notes = [n for n in notes if n != changed] + [f"{EVERY_NOTE}, because {changed}"]
     requests = replayed(stream, trial, replay.called)
     accepts = acceptance(workload, trial) if workload is not None else None
     requests = order_checked(requests, trial, accepts)
-    unlike = next((n for n in trial.notes if n.startswith(INPUTS_NOTE)), None)
     if unlike is not None:  # the dry run's requests are not the ones a run makes of the same shapes
         requests = [dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=(
             f"{unlike}: a request is not a function of its shape (a random length, an argument drawn at random), "
             "so the dry run's requests are not the real run's and none is forecast")) for r in requests]
-    changed = next((n for n in trial.notes if n.startswith(STATE_NOTE)), None)
-    if changed is None and any(reads_values(b.reason) for b in trial.graph_breaks):  # a path reads values:
-        changed = next((n for n in trial.notes if n.startswith(VALUES_NOTE)), None)  # those a call changed
     if changed is not None:
         requests = unknown_from_first_copy(requests, (
             f"{changed}: a request the dry run did not call again may not repeat its shape's earlier outcome, so "

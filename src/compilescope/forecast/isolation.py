@@ -14,16 +14,17 @@ Saved: the module-level names of the modules that define the workload's ``build`
 ``make_inputs`` and ``step`` (not compilescope's, not torch's) and of the user's modules those
 reach by name (:func:`workload_modules`: a helper module's cache); the attributes of the
 classes those modules define (a cache a class keeps for all its instances) and of the objects
-of the user's classes they hold (a scheduler's step); and the closure cells of their
-functions (a counter a factory's function keeps) — each value plain (numbers, strings,
+and modules of the user's classes they hold (a scheduler's step); and the closure cells and
+mutable defaults of their functions and their classes' methods (a counter a factory's
+function keeps, ``_calls=[0]``) — each value plain (numbers, strings,
 ``None``), a tensor or numpy array (its values, put back in place), an ``itertools.count``,
 a ``random.Random`` or a numpy random generator (a hidden counter, a module's own random
 draws), or a list, tuple, dict or set of those (``collections``' dicts too: ``OrderedDict``, ``defaultdict``,
 ``Counter``). A name a call adds is removed (unless a module, class or function), and the
 module's own ``functools.lru_cache`` functions are emptied (a fresh process starts with them
-empty; a call on fake tensors would leave fake tensors in them). Not saved: ``nn.Module``
-objects (their state is the model's, which each trial builds anew), objects of other
-classes, and the state of other modules (a library's caches, a module of the user's that the
+empty; a call on fake tensors would leave fake tensors in them). Not saved: other
+``nn.Module`` objects (their state is the model's, which each trial builds anew), objects
+of other classes, and the state of other modules (a library's caches, a module of the user's that the
 workload's modules do not name).
 """
 
@@ -101,6 +102,15 @@ def user_object(value: Any) -> bool:
         return False
     name = type(value).__module__
     return bool(own) and isinstance(name, str) and user_module(name, sys.modules.get(name))
+
+
+def _user_nn_module(value: Any) -> bool:
+    """An ``nn.Module`` of a class the user's module defines, kept by a module (a schedule made
+    a module): no trial builds it anew."""
+    import torch
+
+    name = type(value).__module__
+    return isinstance(value, torch.nn.Module) and user_module(name, sys.modules.get(name))
 
 
 def closure_cells(fn: Any) -> list[tuple[str, Any, Any]]:
@@ -242,17 +252,15 @@ class ModuleState:
         # cells of its functions (a counter a factory's function keeps): what they hold of the same kinds
         self.objects: list[tuple[Any, dict[str, tuple[Any, Any]], set[str]]] = []
         self.cells: list[tuple[Any, Any, Any]] = []
+        self.defaults: list[tuple[Any, Any]] = []  # a function's mutable default, put back in place
         for m in modules:
             for value in list(vars(m).values()):
                 if isinstance(value, FunctionType) and value.__module__ == m.__name__:
-                    for _, held, cell in closure_cells(value):
-                        if _saved(held, [MAX_ITEMS, budget[1]]):
-                            try:
-                                self.cells.append((cell, held, _copy(held, {})))
-                            except Exception:  # noqa: BLE001 - a value that will not copy is not saved
-                                continue
-                            budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(held))
-                elif user_object(value):
+                    self._function(value, budget)
+                elif isinstance(value, type) and value.__module__ == m.__name__:
+                    for method in [v for v in vars(value).values() if isinstance(v, FunctionType)]:
+                        self._function(method, budget)
+                elif user_object(value) or _user_nn_module(value):
                     attrs = self._attributes(value, budget)
                     self.objects.append((value, attrs, set(vars(value))))
         # the classes a module defines: their attributes of the same kinds (a cache kept on the class)
@@ -260,6 +268,23 @@ class ModuleState:
         for m in modules:
             for cls in [v for v in vars(m).values() if isinstance(v, type) and v.__module__ == m.__name__]:
                 self.classes.append((cls, self._attributes(cls, budget), set(vars(cls))))
+
+    def _function(self, fn: Any, budget: list[int]) -> None:
+        """What a function of the user's keeps between calls: its closure cells (a count a
+        factory's function keeps) and its mutable defaults (``_calls=[0]``)."""
+        for _, held, cell in closure_cells(fn):
+            if _saved(held, [MAX_ITEMS, budget[1]]):
+                try:
+                    self.cells.append((cell, held, _copy(held, {})))
+                except Exception:  # noqa: BLE001 - a value that will not copy is not saved
+                    continue
+                budget[1] -= sum(t.numel() * t.element_size() for t in _tensors(held))
+        for value in [*(getattr(fn, "__defaults__", None) or ()), *(getattr(fn, "__kwdefaults__", None) or {}).values()]:
+            if isinstance(value, (list, dict, set)) and _saved(value, [MAX_ITEMS, budget[1]]):
+                try:
+                    self.defaults.append((value, copy.deepcopy(value)))
+                except Exception:  # noqa: BLE001 - a value that will not copy is not saved
+                    continue
 
     @staticmethod
     def _attributes(owner: Any, budget: list[int]) -> dict[str, tuple[Any, Any]]:
@@ -307,6 +332,11 @@ class ModuleState:
         for cell, obj, value in self.cells:
             try:
                 cell.cell_contents = _put_back(obj, value, {})
+            except Exception:  # noqa: BLE001 - this one stays as the calls left it
+                continue
+        for obj, value in self.defaults:  # a container: its contents put back in place
+            try:
+                _put_back(obj, value, {})
             except Exception:  # noqa: BLE001 - this one stays as the calls left it
                 continue
 

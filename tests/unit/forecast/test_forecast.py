@@ -16,7 +16,7 @@ import torch
 
 from compilescope import compat
 from compilescope.forecast import forecast, request_outcomes
-from compilescope.forecast.engine import INPUTS_NOTE, STATE_NOTE
+from compilescope.forecast.engine import EVERY_NOTE, INPUTS_NOTE, STATE_NOTE
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.workload import load_workload
@@ -209,7 +209,8 @@ def test_calls_that_carry_state_are_called_in_stream_order_never_a_wrong_hit(nam
                                   "keeps_a_table_elsewhere", "turns_on_deterministic_algorithms",
                                   "keeps_a_schedule_object", "counts_in_a_module_functions_closure",
                                   "a_bound_method_that_counts", "a_partial_of_a_bound_method",
-                                  "turns_grad_off_every_third_input", "lazy_linear"])
+                                  "turns_grad_off_every_third_input", "lazy_linear", "keeps_a_schedule_module",
+                                  "counts_in_a_hook", "counts_in_a_default", "inputs_count_in_a_closure"])
 def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(name, tmp_path, monkeypatch):
     """Before, each was a confident outcome the real run contradicted: a step that evaluates
     under no_grad every third call (its copied repeats skipped the step), ``make_inputs``
@@ -219,10 +220,12 @@ def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(nam
     turned off by an ``itertools.count``, in ``make_inputs`` (torch's settings, and the count,
     left as the probe and the last strategy's dry run made them); a count kept by an object of
     the user's class, by a module-level function's closure, by the object a compiled method is
-    bound to, behind a ``functools.partial`` (none of them read around calls); a lazy module
-    (reading its parameter's sizes raised: every request an error). Now a workload with a step
-    has every request called; a change between two calls leaves the copied requests unknown;
-    all of that state is put back before each strategy's dry run and read around calls."""
+    bound to, behind a ``functools.partial``, by a module-level module, a hook's closure, a
+    mutable default, ``make_inputs``' own closure (none of them read around calls); a lazy
+    module (reading its parameter's sizes raised: every request an error). Now a workload with a step
+    has every request called; all of that state is put back before each strategy's dry run
+    and read around calls, and where a call (or a ``make_inputs`` between two) changed it, the
+    stream is run again with every request called: each outcome known, and the real run's."""
     ref = f"{FORECAST_WORKLOADS}:{name}"
     loaded = load_workload(ref)
     stream, home = loaded.default_stream, sys.modules[loaded.build.__module__]
@@ -238,22 +241,19 @@ def test_state_changed_outside_the_compiled_call_never_gives_a_wrong_outcome(nam
                 assert predicted.outcome in (o.outcome, "unknown"), (s.strategy, predicted, o)
     finally:
         home.fresh_state()
-    default = report.strategy("default").requests
-    if name == "evaluates_every_third":  # every request called, each one known
-        assert all(r.basis == "traced" for r in default) and "unknown" not in {r.outcome for r in default}
-        assert default[2].outcome == "compile"  # the first evaluation: grad mode changed
+    default = report.strategy("default")
+    assert "unknown" not in {r.outcome for r in default.requests}, default.requests
+    if name not in ("keeps_a_class_table", "keeps_a_table_elsewhere", "lazy_linear"):
+        # a call (or a make_inputs) changed what the next one meets: every request called, in order
+        assert all(r.basis == "traced" for r in default.requests), default.requests
+    if name == "evaluates_every_third":
+        assert default.requests[2].outcome == "compile"  # the first evaluation: grad mode changed
     elif name == "sets_a_global_in_make_inputs":
-        unknown = [r for r in default if r.outcome == "unknown"]
-        assert unknown and "between two calls" in unknown[0].why, default
+        assert any(n.startswith(EVERY_NOTE) and "between two calls" in n for n in default.notes), default.notes
     elif name == "turns_on_deterministic_algorithms":  # under static, 8 after 64 compiles again: the setting changed
         assert [r.outcome for r in report.strategy("static").requests] == ["compile", "compile", "compile", "hit"]
     elif name == "lazy_linear":  # its parameter read around calls before it has sizes: no error of the dry run's
-        assert "error" not in {r.outcome for r in default} and default[0].outcome == "compile", default
-    elif name != "keeps_a_class_table" and name != "keeps_a_table_elsewhere":
-        # the fourth call takes the other path (or the third input turns grad off): from there on, unknown
-        assert "unknown" in {r.outcome for r in default}, default
-    if name in ("keeps_a_class_table", "keeps_a_table_elsewhere"):
-        assert "unknown" not in {r.outcome for r in default}
+        assert "error" not in {r.outcome for r in default.requests} and default.requests[0].outcome == "compile"
 
 
 def test_a_workload_whose_inputs_are_drawn_at_random_is_not_forecast():
@@ -269,20 +269,21 @@ def test_a_workload_whose_inputs_are_drawn_at_random_is_not_forecast():
         assert s.requests[-1].why.startswith(INPUTS_NOTE) and "args[0]" in s.requests[-1].why
 
 
-def test_state_the_one_extra_call_does_not_show_still_leaves_repeats_unknown(tmp_path, monkeypatch):
+def test_state_the_one_extra_call_does_not_show_has_every_request_called(tmp_path, monkeypatch):
     """Under dynamic the call count is a dynamic int: the repeat check's one extra call hits,
     yet the path changes after the third call and a later request compiles in the real run.
-    The calls changed the count, so the repeats are unknown, never the confident hits they were."""
+    Before, the repeats were the confident hits the run contradicted (then: unknown). The calls
+    changed the count, so the dry run runs the stream again calling every request, in order:
+    each outcome is the real trial's, and a note says why."""
     ref = f"{FORECAST_WORKLOADS}:warms_after_three"
     stream = load_workload(ref).default_stream
     report = forecast(ref, stream, ("dynamic",), backend="eager")
     real = _real(ref, "dynamic", stream, "eager", tmp_path, monkeypatch)
-    assert "compile" in [o.outcome for o in request_outcomes(real.calls, real.compiles)][1:]
-    requests = report.strategy("dynamic").requests
-    # the first repeat is called (it hits, as in the real run); the requests after it, not called, are unknown
-    assert [r.outcome for r in requests[:2]] == ["compile", "hit"], requests
-    assert all(r.outcome == "unknown" for r in requests[2:]), requests
-    assert requests[2].why.startswith(f"{STATE_NOTE} (calls[0]: 0 → 1)"), requests[2].why
+    seen = [o.outcome for o in request_outcomes(real.calls, real.compiles)]
+    assert "compile" in seen[1:]
+    dynamic = report.strategy("dynamic")
+    assert [r.outcome for r in dynamic.requests] == seen and all(r.basis == "traced" for r in dynamic.requests)
+    assert f"{EVERY_NOTE}, because {STATE_NOTE} (calls[0]: 0 → 1)" in dynamic.notes, dynamic.notes
     # a module-level flag each call flips: read among the globals of the function's module
     # (each call compiles on it, so every request is called, in stream order: the real trial's outcomes)
     ref = f"{FORECAST_WORKLOADS}:flips_a_global"
@@ -333,19 +334,20 @@ def test_a_request_whose_entry_depends_on_an_order_the_dry_run_did_not_replay_is
     ("draws_its_path", "the CPU random generator's state"),
     ("holds_an_object", "state.calls: 0 → 1"),  # an object of the user's class in the closure
 ])
-def test_state_a_path_past_a_break_reads_leaves_the_copied_requests_unknown(name, why, tmp_path, monkeypatch):
+def test_state_a_path_past_a_break_reads_has_every_request_called(name, why, tmp_path, monkeypatch):
     """Each path changes on a later call (the fourth, or a draw): the dry run copied those
-    requests as hits where the real run compiled. A call changed what such a path can read,
-    so the requests the dry run did not call are unknown."""
+    requests as hits where the real run compiled (then: unknown). A call changed what such a
+    path can read, so the dry run runs the stream again calling every request, in order: each
+    outcome is the real trial's, and a note says why."""
     ref = f"{FORECAST_WORKLOADS}:{name}"
     stream = load_workload(ref).default_stream
     s = forecast(ref, stream, ("default",), backend="eager").strategy("default")
     real = _real(ref, "default", stream, "eager", tmp_path, monkeypatch)
     seen = request_outcomes(real.calls, real.compiles)
     assert "compile" in [o.outcome for o in seen[1:]]
-    assert all(r.outcome in (o.outcome, "unknown") for r, o in zip(s.requests, seen)), s.requests
-    copied = [r for r in s.requests if r.basis == "repeat"]
-    assert copied and all(r.outcome == "unknown" and why in (r.why or "") for r in copied), copied
+    assert [r.outcome for r in s.requests] == [o.outcome for o in seen], s.requests
+    assert all(r.basis == "traced" for r in s.requests), s.requests
+    assert any(n.startswith(EVERY_NOTE) and why in n for n in s.notes), s.notes
 
 
 def test_requests_no_entry_accepts_past_the_limit_leave_the_order_check_nothing_to_doubt(tmp_path, monkeypatch):
