@@ -823,6 +823,33 @@ def inputs_count_in_a_closure() -> Workload:
                     default_stream=tuple({"n": 8} for _ in range(7)), grad=True)
 
 
+class _Tagged(torch.Tensor):
+    """A tensor subclass with ``__torch_function__`` (a user's tagging type)."""
+
+    @classmethod
+    def __torch_function__(cls, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def a_subclass_input_for_long_requests() -> Workload:
+    """Long requests come as a ``__torch_function__`` subclass: AOT autograd fails on it, and
+    the request raises under aot_eager (a graph with static sizes that the dry run handed to no
+    backend: before, forecast as a compile)."""
+
+    def build():
+        def f(x: torch.Tensor) -> torch.Tensor:
+            return (x.sin() * 2).sum(0)
+
+        return f
+
+    def make(s: dict[str, int]) -> tuple[torch.Tensor]:
+        x = torch.randn(s["n"], 4)
+        return (x.as_subclass(_Tagged) if s["n"] >= 32 else x,)
+
+    return Workload(name="a-subclass-input-for-long-requests", build=build, make_inputs=make, dims=("n",),
+                    default_stream=tuple({"n": n} for n in (32, 32, 8, 64, 8)))
+
+
 def fresh_state() -> None:
     """This module's state, and torch's settings its workloads change, as a fresh process meets
     them (the forecast tests run real trials in their own process)."""

@@ -213,10 +213,11 @@ class DryCompute:
     Not ``fake``: the calls compute for real (the fallback when values are needed).
 
     Either way each graph is compiled by the backend outside the fake mode, as a real compile
-    is, except that a graph with no symbolic size in it is handed to no backend
-    (``static_shortcut``): a backend adds guards only through the frame's shape environment,
-    as relations between symbolic sizes, and such a graph has none — its compile cannot change
-    what the frame guards.
+    is, except that a graph with no symbolic size in it and no tensor subclass among its
+    inputs is handed to no backend (``static_shortcut``): a backend adds guards only through
+    the frame's shape environment, as relations between symbolic sizes, and such a graph has
+    none — its compile cannot change what the frame guards. (A subclass input is compiled:
+    AOT autograd can fail on it, and the request then raises.)
 
     Checked on 2.13.0: FakeTensorMode is an infra dispatch mode, which Dynamo traces under
     (``convert_frame`` skips frames only under non-infra modes, ``any_torch_dispatch_mode_on_stack``);
@@ -249,7 +250,7 @@ class DryCompute:
 
         def dry_backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) -> Any:
             self.graphs += 1
-            if self.static_shortcut and not _symbolic(gm):
+            if self.static_shortcut and not _symbolic(gm) and not _subclass_input(example_inputs):
                 self.static_graphs += 1
                 compiled: Any = gm.forward
             else:
@@ -398,6 +399,15 @@ class _OutputShapes:
 
 
 _MISSING = object()
+
+
+def _subclass_input(example_inputs: list[Any]) -> bool:
+    """Whether a graph input is a tensor subclass (one with ``__torch_function__``, a wrapper
+    subclass): a backend may fail on it (AOT autograd's dispatch), so its graph is compiled."""
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    plain = (torch.Tensor, torch.nn.Parameter, FakeTensor)
+    return any(isinstance(x, torch.Tensor) and type(x) not in plain for x in example_inputs)
 
 
 def _symbolic(gm: torch.fx.GraphModule) -> bool:

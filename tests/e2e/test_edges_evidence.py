@@ -88,7 +88,7 @@ def test_a_plan_or_forecast_whose_every_dry_run_failed_shows_no_figure(main, tmp
     assert code == 1, err  # every request raises, so nothing is forecast or planned: exit 1, as run's
     text = " ".join((out + err).split())
     if command == "forecast":
-        assert "default: no request predicted (0 compile, 0 hit, 4 error)" in text, text
+        assert "default: every request raises (0 compile, 0 hit, 4 error)" in text, text
         assert "0 request(s) compile on the request path" not in text
     else:
         rows = [line for line in out.splitlines() if line.startswith(("default ", "static "))]

@@ -273,8 +273,11 @@ class _DryClock:
 
     def time_call(self, fn: Any, *args: Any, **kwargs: Any) -> tuple[Any, float]:
         if self.replay is not None and not self.unlike:
-            self._compare_inputs(self.replay.at - 1, args, kwargs)
-        before = state_of(fn, *self.met) if not self.changed else None
+            try:
+                self._compare_inputs(self.replay.at - 1, args, kwargs)
+            except Exception as exc:  # noqa: BLE001 - the dry run's own reading: never the call's error
+                self.unlike.append(f"request {self.replay.at - 1}'s inputs could not be read ({_said(exc)})")
+        before = self._state(fn) if not self.changed else None
         if before is not None and self.ended:  # changed since the last call ended: by the workload's make_inputs
             self.changed.extend(f"{c}, between two calls" for c in state_change(self.ended[0], before)[:1])
         values = _values_or_none(fn) if not self.valued else None
@@ -283,13 +286,21 @@ class _DryClock:
             out = self.compute.call(fn, *args, **kwargs)
         finally:
             took = time.perf_counter() - started
-            if before is not None:
-                after = state_of(fn, *self.met)
+            if before is not None and (after := self._state(fn)) is not None:
                 self.changed.extend(state_change(before, after)[:1])
                 self.ended[:] = [after]
             if values is not None and (after := _values_or_none(fn)) is not None:
                 self.valued.extend(state_change(values, after)[:1])
         return out, took
+
+    def _state(self, fn: Any) -> dict[str, Any] | None:
+        """:func:`state_of` ``fn``; where reading it raises, None, and the state taken as changed
+        (what the next call meets is not known): never an error of the call's."""
+        try:
+            return state_of(fn, *self.met)
+        except Exception as exc:  # noqa: BLE001 - the dry run's own reading
+            self.changed.append(f"it could not be read: {_said(exc)}")
+            return None
 
     def _compare_inputs(self, index: int, args: Any, kwargs: Any) -> None:
         """Request ``index``'s inputs against those of the first call of its shape: a shape the
@@ -309,6 +320,12 @@ STATE_NOTE = "a call changed the state the next one meets"
 EVERY_NOTE = "every request called, in the stream's order, as the run makes them"
 VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 INPUTS_NOTE = "the workload made one shape's inputs two ways"
+
+
+def _said(exc: BaseException) -> str:
+    from ..torchtext import headline
+
+    return headline(type(exc).__name__, str(exc))
 
 
 def inputs_of(args: Any, kwargs: Any) -> dict[str, Any]:

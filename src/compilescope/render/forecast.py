@@ -37,11 +37,14 @@ def _totals(reports: list[ForecastReport]) -> Grid:
 
 def headline(s: StrategyForecast) -> str:
     """A strategy's outcome counts in one line: "3 compile, 9 hit, 2 unknown" — compile and hit
-    always, the others when there are any; a forecast with no prediction says so first."""
+    always, the others when there are any; a forecast with no prediction, or whose every
+    request raises, says so first."""
     counts = s.counts()
     said = ", ".join(f"{n} {word}" for word, n in counts.items() if n or word in ("compile", "hit"))
     if not s.known:
         return f"no request predicted ({said})"
+    if s.errors == len(s.requests):
+        return f"every request raises ({said})"
     return said
 
 

@@ -132,8 +132,8 @@ class StrategyForecast:
 
     @property
     def known(self) -> int:
-        """Requests with a prediction (hit, compile or eager)."""
-        return self.hits + self.compiles + self.eager
+        """Requests with a prediction (hit, compile, eager, or an error the request raises)."""
+        return self.hits + self.compiles + self.eager + self.errors
 
     @property
     def several_compiles(self) -> bool:

@@ -534,6 +534,31 @@ FAKE = compat.has_feature("dry_run_on_fake_tensors")
 NO_FAKE = "has no dry run on fake tensors"
 
 
+def test_the_dry_runs_own_reading_failing_is_never_a_requests_error(monkeypatch):
+    """Reading the state around a call raised (a lazy parameter's sizes did): the call was
+    recorded as raising it, and every request forecast a confident ``error``. Now the state is
+    taken as changed — what the next call meets is not known — and every request is called."""
+    from compilescope.forecast import engine
+
+    def unreadable(fn, workload=None):
+        raise RuntimeError("cannot read this")
+
+    monkeypatch.setattr(engine, "state_of", unreadable)
+    s = forecast("sincos", "8,8,8,16,8", ("default",), backend="eager").strategy("default")
+    assert [r.outcome for r in s.requests] == ["compile", "hit", "hit", "compile", "hit"], s.requests
+    assert all(r.basis == "traced" for r in s.requests)
+    assert any("could not be read: RuntimeError: cannot read this" in n for n in s.notes), s.notes
+
+
+def test_a_backend_failure_on_a_subclass_input_of_a_static_graph_is_forecast(tmp_path, monkeypatch):
+    """A static graph is handed to no backend in the dry run (a backend adds no guard to it),
+    so AOT autograd's failure on a ``__torch_function__`` subclass input was forecast as a
+    compile where the real run raised. A subclass input's graph is compiled now."""
+    report = _agrees_with_real(f"{FORECAST_WORKLOADS}:a_subclass_input_for_long_requests", "aot_eager", tmp_path,
+                               monkeypatch, ("default", "static"))
+    assert [r.outcome for r in report.strategy("static").requests] == ["error", "hit", "compile", "error", "hit"]
+
+
 def test_past_the_limit_an_eager_fallback_that_reads_values_is_computed_and_still_eager(tmp_path, monkeypatch):
     """The eager code reads a value (``.item()``), which fake tensors cannot give: the dry run
     computes for real, and the requests past the limit are eager, as in a real trial."""
@@ -601,11 +626,11 @@ def test_a_value_guard_inside_an_argument_is_named_the_arguments_not_a_modules()
     assert not any(kind == "module_attribute" for kind, _ in guards), guards
 
 
-def test_a_request_that_raises_for_real_is_an_error_and_the_headline_says_no_prediction(main, tmp_path):
+def test_a_request_that_raises_for_real_is_an_error_and_the_headline_says_every_request_raises(main, tmp_path):
     code, out, err = main("forecast", f"{FORECAST_WORKLOADS}:always_raises", "--strategies", "default",
                           "--backend", "eager")
     assert code == 1, err  # every request of every strategy raises: as run, exit 1
-    assert "no request predicted (0 compile, 0 hit, 3 error)" in out
+    assert "every request raises (0 compile, 0 hit, 3 error)" in out
     assert "0 request(s) compile" not in out and "ValueError: no such row" in out
 
 
