@@ -850,6 +850,20 @@ def a_subclass_input_for_long_requests() -> Workload:
                     default_stream=tuple({"n": n} for n in (32, 32, 8, 64, 8)))
 
 
+def best_of_no_candidates() -> Workload:
+    """The best of ``n`` candidates' scores: with none, the real kernel raises (a reduction over
+    an empty dimension) where its fake one gives a tensor."""
+
+    def build():
+        def best(x: torch.Tensor) -> torch.Tensor:
+            return (x * 2).max(dim=0).values
+
+        return best
+
+    return Workload(name="best-of-no-candidates", build=build, make_inputs=lambda s: (torch.randn(s["n"], 4),),
+                    dims=("n",), default_stream=tuple({"n": n} for n in (8, 8, 0, 16, 0, 8)))
+
+
 def fresh_state() -> None:
     """This module's state, and torch's settings its workloads change, as a fresh process meets
     them (the forecast tests run real trials in their own process)."""

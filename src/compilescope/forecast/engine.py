@@ -222,6 +222,7 @@ class Replay:
         self.checked: set[Any] = set()  # shapes called once where a repeat would have been copied
         self.called: set[int] = set()
         self.refused: set[int] = set()  # frames refused at the limit (the first refusal changes what a miss does)
+        self.empty: set[int] = set()  # requests called on fake tensors with an empty dimension (:data:`EMPTY_NOTE`)
 
     def next_call(self) -> bool:
         """Whether the trial's next call is made (False: it is copied)."""
@@ -277,6 +278,8 @@ class _DryClock:
                 self._compare_inputs(self.replay.at - 1, args, kwargs)
             except Exception as exc:  # noqa: BLE001 - the dry run's own reading: never the call's error
                 self.unlike.append(f"request {self.replay.at - 1}'s inputs could not be read ({_said(exc)})")
+        if self.replay is not None and self.compute.fake and _empty_dimension((args, kwargs)):
+            self.replay.empty.add(self.replay.at - 1)
         before = self._state(fn) if not self.changed else None
         if before is not None and self.ended:  # changed since the last call ended: by the workload's make_inputs
             self.changed.extend(f"{c}, between two calls" for c in state_change(self.ended[0], before)[:1])
@@ -317,9 +320,20 @@ class _DryClock:
 
 
 STATE_NOTE = "a call changed the state the next one meets"
+EMPTY_NOTE = ("an input has an empty dimension, and the dry run ran on fake tensors: a real kernel can raise for it "
+              "where its fake one does not (a reduction over no element), so whether it raises is not forecast")
 EVERY_NOTE = "every request called, in the stream's order, as the run makes them"
 VALUES_NOTE = "a call changed values a path past a graph break can branch on"
 INPUTS_NOTE = "the workload made one shape's inputs two ways"
+
+
+def _empty_dimension(value: Any) -> bool:
+    """Whether a tensor in ``value`` (a call's arguments) has a dimension of size 0."""
+    import torch
+
+    from ..leaves import walk
+
+    return any(isinstance(v, torch.Tensor) and 0 in v.shape for _, v in walk(value).items)
 
 
 def _said(exc: BaseException) -> str:
@@ -828,6 +842,10 @@ def forecast_strategy(workload_ref: str, strategy: str, stream: Sequence[Shape],
     requests = replayed(stream, trial, replay.called)
     accepts = acceptance(workload, trial) if workload is not None else None
     requests = order_checked(requests, trial, accepts)
+    if replay.empty:  # a shape with an empty dimension, called on fake tensors: may it raise for real?
+        empty = {requests[i].shape for i in replay.empty if i < len(requests)}
+        requests = [dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=EMPTY_NOTE)
+                    if r.shape in empty else r for r in requests]
     if unlike is not None:  # the dry run's requests are not the ones a run makes of the same shapes
         requests = [dataclasses.replace(r, outcome="unknown", compile_ids=(), guards=(), why=(
             f"{unlike}: a request is not a function of its shape (a random length, an argument drawn at random), "

@@ -16,7 +16,7 @@ import torch
 
 from compilescope import compat
 from compilescope.forecast import forecast, request_outcomes
-from compilescope.forecast.engine import EVERY_NOTE, INPUTS_NOTE, STATE_NOTE
+from compilescope.forecast.engine import EMPTY_NOTE, EVERY_NOTE, INPUTS_NOTE, STATE_NOTE
 from compilescope.model import MeasureOptions, StrategyOptions, TrialSpec
 from compilescope.stream import parse_stream
 from compilescope.workload import load_workload
@@ -548,6 +548,20 @@ def test_the_dry_runs_own_reading_failing_is_never_a_requests_error(monkeypatch)
     assert [r.outcome for r in s.requests] == ["compile", "hit", "hit", "compile", "hit"], s.requests
     assert all(r.basis == "traced" for r in s.requests)
     assert any("could not be read: RuntimeError: cannot read this" in n for n in s.notes), s.notes
+
+
+def test_a_request_with_an_empty_dimension_on_fake_tensors_is_unknown(tmp_path, monkeypatch):
+    """On fake tensors a reduction over an empty dimension gives a tensor; the real kernel
+    raises. Before: a confident compile and hit where the real run raised. Now those requests
+    are unknown, saying why; the others agree with the real run."""
+    ref = f"{FORECAST_WORKLOADS}:best_of_no_candidates"
+    stream = load_workload(ref).default_stream
+    s = forecast(ref, stream, ("default",), backend="eager", fake=True).strategy("default")
+    real = request_outcomes(*(lambda t: (t.calls, t.compiles))(_real(ref, "default", stream, "eager", tmp_path,
+                                                                     monkeypatch)))
+    assert [o.outcome for o in real] == ["compile", "hit", "error", "compile", "error", "hit"]
+    assert [r.outcome for r in s.requests] == ["compile", "hit", "unknown", "compile", "unknown", "hit"], s.requests
+    assert s.requests[2].why == EMPTY_NOTE and s.requests[4].why == EMPTY_NOTE
 
 
 def test_a_backend_failure_on_a_subclass_input_of_a_static_graph_is_forecast(tmp_path, monkeypatch):
