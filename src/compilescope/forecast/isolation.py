@@ -16,22 +16,23 @@ reach by name (:func:`workload_modules`: a helper module's cache); the attribute
 classes those modules define (a cache a class keeps for all its instances) and of the objects
 and modules of the user's classes they hold (a scheduler's step); and the closure cells and
 mutable defaults of their functions and their classes' methods (a counter a factory's
-function keeps, ``_calls=[0]``) — each value plain (numbers, strings,
-``None``), a tensor or numpy array (its values, put back in place), an ``itertools.count``,
-a ``random.Random`` or a numpy random generator (a hidden counter, a module's own random
-draws), or a list, tuple, dict or set of those (``collections``' dicts too: ``OrderedDict``, ``defaultdict``,
+function keeps, ``_calls=[0]``) — each value plain (numbers, strings, ``None``), a tensor or
+numpy array (its values, put back in place), an ``itertools.count``, a ``random.Random`` or a
+numpy random generator (a hidden counter, a module's own random draws), or a list, tuple,
+dict or set of those (``collections``' dicts too: ``OrderedDict``, ``defaultdict``,
 ``Counter``). A name a call adds is removed (unless a module, class or function), and the
 module's own ``functools.lru_cache`` functions are emptied (a fresh process starts with them
 empty; a call on fake tensors would leave fake tensors in them). Not saved: other
 ``nn.Module`` objects (their state is the model's, which each trial builds anew), objects
-of other classes, and the state of other modules (a library's caches, a module of the user's that the
-workload's modules do not name).
+of other classes, and the state of other modules (a library's caches, a module of the
+user's that the workload's modules do not name).
 """
 
 from __future__ import annotations
 
 import ast
 import copy
+import functools
 import itertools
 import random
 import sys
@@ -76,15 +77,21 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
 def user_module(name: str, module: ModuleType | None) -> bool:
     """A module of the user's (a workload file, their own package), not compilescope's, torch's,
     the standard library's or an installed library's (whose state and caches are not ours)."""
-    import sysconfig
-
     if module is None or name.split(".")[0] in _SKIP_MODULES:
         return False
     path = getattr(module, "__file__", None)
     if not path:
         return False
-    installed = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
-    return not any(str(path).startswith(p + "/") for p in installed if p) and "site-packages" not in str(path)
+    return not any(str(path).startswith(p + "/") for p in _installed()) and "site-packages" not in str(path)
+
+
+@functools.cache
+def _installed() -> tuple[str, ...]:
+    """The interpreter's standard library and installed packages' folders."""
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return tuple({paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)})
 
 
 def user_object(value: Any) -> bool:
