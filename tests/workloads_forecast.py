@@ -714,16 +714,6 @@ def a_partial_of_a_bound_method() -> Workload:
 _TICKS = itertools.count()  # a hidden counter the module keeps
 
 
-class _Linear(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        torch.manual_seed(0)
-        self.lin = torch.nn.Linear(4, 4)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).relu().sum()
-
-
 def turns_grad_off_every_third_input() -> Workload:
     """``make_inputs`` turns grad mode off for every third request by a module's
     ``itertools.count`` (the probe's and an earlier strategy's calls advance it; a fresh
@@ -733,7 +723,7 @@ def turns_grad_off_every_third_input() -> Workload:
         torch.set_grad_enabled(next(_TICKS) % 3 != 2)
         return (torch.randn(s["n"], 4),)
 
-    return Workload(name="turns-grad-off-every-third-input", build=_Linear, make_inputs=make, dims=("n",),
+    return Workload(name="turns-grad-off-every-third-input", build=_Scored, make_inputs=make, dims=("n",),
                     default_stream=tuple({"n": n} for n in (8, 8, 8, 8, 8, 16, 8)), grad=True)
 
 
@@ -753,16 +743,12 @@ def lazy_linear() -> Workload:
                     dims=("n",), default_stream=tuple({"n": n} for n in (8, 16, 8, 24, 16)))
 
 
-class _WarmupModule(torch.nn.Module):
+class _WarmupModule(torch.nn.Module, _Warmup):
     """The schedule made a module, kept by the user's module (no trial builds it anew)."""
 
     def __init__(self, steps: int) -> None:
-        super().__init__()
-        self.step, self.steps = 0, steps
-
-    def tick(self) -> bool:
-        self.step += 1
-        return self.step > self.steps
+        torch.nn.Module.__init__(self)
+        _Warmup.__init__(self, steps)
 
 
 SCHEDULE_MODULE = _WarmupModule(3)
@@ -786,7 +772,7 @@ def _hooked() -> torch.nn.Module:
         count[0] += 1
         return out * 2 if count[0] > 3 else out
 
-    model = _Linear()
+    model = _Scored()
     model.lin.register_forward_hook(hook)
     return model
 
@@ -819,7 +805,7 @@ def inputs_count_in_a_closure() -> Workload:
         torch.set_grad_enabled(seen[0] % 3 != 0)
         return (torch.randn(s["n"], 4),)
 
-    return Workload(name="inputs-count-in-a-closure", build=_Linear, make_inputs=make, dims=("n",),
+    return Workload(name="inputs-count-in-a-closure", build=_Scored, make_inputs=make, dims=("n",),
                     default_stream=tuple({"n": 8} for _ in range(7)), grad=True)
 
 
