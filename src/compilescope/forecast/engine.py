@@ -446,9 +446,29 @@ def _held(name: str, value: Any, modules: bool = True) -> dict[str, Any]:
         return {name: value}
     if type(value) is itertools.count:
         return {name: repr(value)}
-    if user_object(value):
-        return {f"{name}.{k}": v for k, v in vars(value).items() if _kept(v)}
+    if user_object(value):  # walked as a whole: its attributes, an object it holds (its own, in turn)
+        return {name: value}
     return {}
+
+
+def _reached_modules(layers: list[Any], workload: Any) -> list[Any]:
+    """The user's modules of the workload's own functions and of the functions the compiled
+    code's closures hold (a forward calling a helper another file defines); ``layers``: the
+    compiled callable and what it wraps."""
+    import torch
+
+    from .isolation import closure_cells, user_module
+
+    fns = [getattr(workload, p, None) for p in ("build", "make_inputs", "step")]
+    fns += [getattr(type(t), "forward", None) if isinstance(t, torch.nn.Module) else t for t in layers]
+    found: dict[str, Any] = {}
+    for fn in fns:
+        for f in [fn, *(v for _, v, _ in closure_cells(fn) if callable(v))] if fn is not None else []:
+            name = getattr(f, "__module__", None)
+            module = sys.modules.get(name) if isinstance(name, str) else None
+            if module is not None and user_module(name, module):
+                found.setdefault(name, module)
+    return list(found.values())
 
 
 def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
@@ -476,6 +496,7 @@ def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
     roots: dict[str, Any] = {}
     home: Any = None
     target, seen = compat.compiled_module_inner(fn) or compat.uncompiled_callable(fn), set()
+    layers: list[Any] = []  # what wraps what, down to the module or function called
     for _ in range(8):  # through what wraps what: a partial, a function's ``__wrapped__`` (torch.compile's of a partial or object)
         if target is None or id(target) in seen:
             break
@@ -508,6 +529,7 @@ def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
         module = sys.modules.get(name) if isinstance(name, str) else None
         if home is None and user_module(name, module):
             home = module
+        layers.append(target)
         if isinstance(target, torch.nn.Module):
             break
         target = getattr(target, "__wrapped__", None)
@@ -515,8 +537,10 @@ def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
         maker = getattr(workload, part, None)
         if maker is not None:
             roots.update(_function_roots(part, maker))
-    if home is not None and user_module(home.__name__, home):
-        for module in workload_modules([home]):
+    reached = _reached_modules(layers, workload)
+    if home is not None and user_module(home.__name__, home) or reached:
+        homes = [home] if home is not None and user_module(home.__name__, home) else []
+        for module in workload_modules([*homes, *(m for m in reached if m is not home)]):
             prefix = "G[{!r}]" if module is home else f"{module.__name__}.{{}}"  # another: by its own name
             for name, value in vars(module).items():
                 if name.startswith("__"):
@@ -527,8 +551,8 @@ def _state_roots(fn: Any, workload: Any = None) -> dict[str, Any]:
                         for k, v in vars(value).items():
                             if isinstance(v, types.FunctionType):  # a method's mutable defaults
                                 roots.update(_function_roots(f"{key}.{k}", v))
-                            elif not k.startswith("__") and _kept(v):
-                                roots[f"{key}.{k}"] = v
+                            elif not k.startswith("__"):
+                                roots.update(_held(f"{key}.{k}", v, modules=False))
                 elif isinstance(value, types.FunctionType):  # a function of the module's: its closure, defaults
                     if value.__module__ == module.__name__:
                         roots.update(_function_roots(key, value))

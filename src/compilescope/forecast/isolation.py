@@ -5,8 +5,8 @@ importing it left it. A dry run runs every strategy in this one process, after a
 eager calls, and a ``forecast()`` caller keeps using the process after it; so the module
 state the workload's own calls change — a flag a first call sets, a counter, a registry, a
 module-level tensor changed in place — is saved before the first call and put back before
-each dry trial and at the end (:class:`ModuleState`), as are the CPU random generator and
-torch's process-wide settings that Dynamo guards (:func:`torch_settings`: a ``make_inputs``
+each dry trial and at the end (:class:`ModuleState`), as are the CPU random generator,
+Python's and numpy's global generators, and torch's process-wide settings that Dynamo guards (:func:`torch_settings`: a ``make_inputs``
 that turns on deterministic algorithms, a default dtype a call sets). The baseline is the
 module as the forecast found it: a fresh process's, for the CLI.
 
@@ -71,6 +71,10 @@ def _saved(value: Any, budget: list[int], depth: int = 0) -> bool:
             return False
         items = [*value.keys(), *value.values()] if isinstance(value, dict) else list(value)
         return all(_saved(v, budget, depth + 1) for v in items)
+    if user_object(value) and depth <= 4:  # an object of the user's class in a container: its attributes
+        own = vars(value)
+        budget[0] -= len(own)
+        return budget[0] >= 0 and all(_saved(v, budget, depth + 1) for v in own.values())
     return False
 
 
@@ -255,6 +259,8 @@ class ModuleState:
             self.saved.append((m, names))
         self.names = [set(vars(m)) for m, _ in self.saved]
         self.torch = torch_settings()
+        numpy = sys.modules.get("numpy")  # Python's and numpy's global generators: a make_inputs may draw from them
+        self.generators = (random.getstate(), numpy.random.get_state() if numpy is not None else None)
         # the objects of the user's classes a module holds (a scheduler's step) and the closure
         # cells of its functions (a counter a factory's function keeps): what they hold of the same kinds
         self.objects: list[tuple[Any, dict[str, tuple[Any, Any]], set[str]]] = []
@@ -326,6 +332,12 @@ class ModuleState:
         emptied; torch's settings set back. Never raises: a value that cannot be put back is
         left as it is."""
         _set_torch_settings(self.torch)
+        try:
+            random.setstate(self.generators[0])
+            if self.generators[1] is not None:
+                sys.modules["numpy"].random.set_state(self.generators[1])
+        except Exception:  # noqa: BLE001 - a generator that will not take its state back draws on
+            pass
         for (m, names), before in zip(self.saved, self.names):
             try:
                 self._restore(m, names, before)
@@ -410,11 +422,33 @@ def _put_back(obj: Any, value: Any, memo: dict[int, Any]) -> Any:
             return obj
         except ValueError:
             return value.copy()
+    if user_object(obj) and type(obj) is type(value):  # its attributes put back on it: the same object
+        own = vars(obj)
+        for name in [n for n in own if n not in vars(value)]:
+            del own[name]
+        for name, saved in vars(value).items():  # through its __dict__: a frozen or guarded object too
+            own[name] = _put_back(own[name], saved, memo) if name in own else copy.deepcopy(saved, dict(memo))
+        return obj
+    # a container of the same kind: each element put back on the one there (a tensor, an object
+    # or a container another name or a weak reference shares stays that object), the rest anew
+    if isinstance(obj, list) and type(obj) is type(value) and len(obj) == len(value):
+        obj[:] = [_put_back(o, v, memo) for o, v in zip(obj, value)]
+        return obj
+    if isinstance(obj, dict) and type(obj) is type(value) and list(obj) == list(value):
+        for key, saved in value.items():
+            obj[key] = _put_back(obj[key], saved, memo)
+        return obj
+    if type(obj) is tuple and type(value) is tuple and len(obj) == len(value):
+        back = tuple(_put_back(o, v, memo) for o, v in zip(obj, value))
+        return obj if all(b is o for b, o in zip(back, obj)) else back
     if isinstance(obj, (list, dict, set)):
         fresh = copy.deepcopy(value, {k: v for k, v in memo.items() if k != id(value)})
         obj.clear()
         (obj.update if not isinstance(obj, list) else obj.extend)(fresh)  # type: ignore[attr-defined]
         return obj
+    if type(obj) is type(value) and isinstance(obj, (bool, int, float, complex, str, bytes, type(None))) \
+            and obj == value:
+        return obj  # unchanged: the same object
     return copy.deepcopy(value, dict(memo))
 
 
