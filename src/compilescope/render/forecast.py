@@ -43,7 +43,7 @@ def headline(s: StrategyForecast) -> str:
     said = ", ".join(f"{n} {word}" for word, n in counts.items() if n or word in ("compile", "hit"))
     if not s.known:
         return f"no request predicted ({said})"
-    if s.errors == len(s.requests):
+    if s.every_request_raises:
         return f"every request raises ({said})"
     return said
 

@@ -136,6 +136,10 @@ class StrategyForecast:
         return self.hits + self.compiles + self.eager + self.errors
 
     @property
+    def every_request_raises(self) -> bool:
+        return bool(self.requests) and self.errors == len(self.requests)
+
+    @property
     def several_compiles(self) -> bool:
         """More than one request compiles: the stream stalls after its first."""
         return self.compiles > 1
